@@ -1,0 +1,46 @@
+/* calibrate.c: the warm-up and batch-doubling procedure of docs/agent-protocol.md. */
+#include "calibrate.h"
+#include "workload.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#define WARMUP_NS UINT64_C(1000000)
+/*
+ * Far beyond any real need (2^40 ops at 1 ns is 18 minutes) yet far from
+ * overflow; reaching it means the clock is not advancing or the operation
+ * costs nothing.
+ */
+#define MAX_BATCH_OPS (UINT64_C(1) << 40)
+
+static int run_batch(batch_fn run, void *ctx, uint64_t ops, struct batch *b)
+{
+	memset(b, 0, sizeof *b);
+	if (ops > MAX_BATCH_OPS)
+		return workload_fail("a batch of %" PRIu64 " operations still ran shorter than the minimum time;"
+				     " is the clock advancing?", ops / 2);
+	return run(ctx, ops, b);
+}
+
+int calibrate(batch_fn run, void *ctx, double min_time_s, struct batch *measured)
+{
+	uint64_t min_ns = (uint64_t)(min_time_s * 1e9);
+	uint64_t warm_ns = 0;
+	struct batch b;
+
+	if (min_ns == 0)
+		min_ns = 1;
+	for (uint64_t ops = 1; warm_ns < WARMUP_NS; ops *= 2) {
+		if (run_batch(run, ctx, ops, &b) != 0)
+			return -1;
+		warm_ns += b.ns;
+	}
+	for (uint64_t ops = 1;; ops *= 2) {
+		if (run_batch(run, ctx, ops, &b) != 0)
+			return -1;
+		if (b.ns >= min_ns) {
+			*measured = b;
+			return 0;
+		}
+	}
+}

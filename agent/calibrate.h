@@ -1,0 +1,31 @@
+/* calibrate.h: sizing a batch of operations by time, shared by the timing workloads. */
+#ifndef GB_CALIBRATE_H
+#define GB_CALIBRATE_H
+
+#include <stdint.h>
+
+#include "timing.h"
+
+/* What a batch did: operations performed and the time and TSC ticks it timed. */
+struct batch {
+	uint64_t ops;
+	uint64_t ns;
+	uint64_t tsc;
+};
+
+/*
+ * Performs at least `ops` operations, adding the timed part to `done` (which
+ * starts zeroed) and setting done->ops. Returns -1 after workload_fail().
+ */
+typedef int (*batch_fn)(void *ctx, uint64_t ops, struct batch *done);
+
+/* Warm up, then double the batch until one lasts min_time_s; that one is the result. */
+int calibrate(batch_fn run, void *ctx, double min_time_s, struct batch *measured);
+
+static inline void batch_add(struct batch *b, struct stamp begin, struct stamp end)
+{
+	b->ns += end.ns - begin.ns;
+	b->tsc += end.tsc - begin.tsc;
+}
+
+#endif

@@ -1,0 +1,225 @@
+/* main.c: command-line parsing and running the named workloads in order. */
+#include "protocol.h"
+#include "workload.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define USAGE "usage: gbagent [--min-time S] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] WORKLOAD... | --list | --version"
+
+static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads };
+
+enum value_kind { SECONDS, COUNT };
+
+/* One option taking a value: its bounds and the wording of its error line. */
+struct option_spec {
+	const char *name;
+	enum value_kind kind;
+	double min;
+	int min_inclusive;
+	double max;
+	const char *expected; /* completes "'x' is not ..." */
+	const char *example;  /* completes "(try ...)" */
+};
+
+static const struct option_spec option_specs[] = {
+	{ "--min-time", SECONDS, 0, 0, 3600, "a number of seconds > 0 and <= 3600", "--min-time 0.1" },
+	{ "--array-mib", COUNT, 1, 1, 65536, "a whole number of MiB from 1 to 65536", "--array-mib 80" },
+	{ "--ntimes", COUNT, 2, 1, 1000000, "a whole number from 2 to 1000000", "--ntimes 10" },
+	{ "--pages", COUNT, 1, 1, 1048576, "a whole number of pages from 1 to 1048576", "--pages 4096" },
+	{ "--seconds", SECONDS, 0, 1, 31536000, "a number of seconds >= 0", "--seconds 30, or 0 to sleep forever" },
+};
+
+#define OPTION_COUNT (sizeof option_specs / sizeof option_specs[0])
+
+static char failure[256];
+
+int workload_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(failure, sizeof failure, fmt, ap);
+	va_end(ap);
+	/* The protocol promises a one-line message. */
+	for (char *p = failure; *p; p++) {
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	}
+	return -1;
+}
+
+_Noreturn static void bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn static void bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("gbagent: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static const struct workload *find_workload(const char *name)
+{
+	for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+		for (const struct workload *w = families[f]; w->name; w++) {
+			if (strcmp(w->name, name) == 0)
+				return w;
+		}
+	}
+	return NULL;
+}
+
+static void list_workloads(void)
+{
+	for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+		for (const struct workload *w = families[f]; w->name; w++)
+			puts(w->name);
+	}
+}
+
+/* strtod and strtoull both accept more than a plain number (signs, spaces, inf, nan). */
+static int parse_value(const struct option_spec *spec, const char *text, double *out)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)text[0]) && !(spec->kind == SECONDS && text[0] == '.'))
+		return -1;
+	errno = 0;
+	if (spec->kind == SECONDS)
+		*out = strtod(text, &end);
+	else
+		*out = (double)strtoull(text, &end, 10);
+	if (errno != 0 || *end != '\0' || !isfinite(*out))
+		return -1;
+	if (*out < spec->min || (*out == spec->min && !spec->min_inclusive) || *out > spec->max)
+		return -1;
+	return 0;
+}
+
+static void store_value(struct options *opt, const char *name, double value)
+{
+	if (strcmp(name, "--min-time") == 0)
+		opt->min_time_s = value;
+	else if (strcmp(name, "--array-mib") == 0)
+		opt->array_mib = (unsigned)value;
+	else if (strcmp(name, "--ntimes") == 0)
+		opt->ntimes = (unsigned)value;
+	else if (strcmp(name, "--pages") == 0)
+		opt->pages = (unsigned)value;
+	else
+		opt->seconds = value;
+}
+
+/* Matches "--name" (value in the next argument) or "--name=value". */
+static const struct option_spec *match_option(const char *arg, const char **inline_value)
+{
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		size_t len = strlen(option_specs[i].name);
+		if (strncmp(arg, option_specs[i].name, len) != 0)
+			continue;
+		if (arg[len] == '\0') {
+			*inline_value = NULL;
+			return &option_specs[i];
+		}
+		if (arg[len] == '=') {
+			*inline_value = arg + len + 1;
+			return &option_specs[i];
+		}
+	}
+	return NULL;
+}
+
+/* Returns how many arguments the option used. */
+static int take_option(struct options *opt, int argc, char **argv, int i)
+{
+	const char *value;
+	const struct option_spec *spec = match_option(argv[i], &value);
+	double number;
+	int used = 1;
+
+	if (!spec)
+		bad_usage("unknown option '%s' (options: --min-time, --array-mib, --ntimes, --pages, --seconds, --list, --version)",
+			  argv[i]);
+	if (!value) {
+		if (i + 1 >= argc)
+			bad_usage("%s needs a value (try %s)", spec->name, spec->example);
+		value = argv[i + 1];
+		used = 2;
+	}
+	if (parse_value(spec, value, &number) != 0)
+		bad_usage("%s: '%s' is not %s (try %s)", spec->name, value, spec->expected, spec->example);
+	store_value(opt, spec->name, number);
+	return used;
+}
+
+/* Options may come before or after the workload names; workloads[] collects the names in order. */
+static int parse_args(int argc, char **argv, struct options *opt, const struct workload **workloads)
+{
+	int count = 0;
+	int options_done = 0;
+
+	for (int i = 1; i < argc;) {
+		const char *arg = argv[i];
+		if (!options_done && strcmp(arg, "--") == 0) {
+			options_done = 1;
+			i++;
+		} else if (!options_done && strcmp(arg, "--list") == 0) {
+			list_workloads();
+			exit(0);
+		} else if (!options_done && strcmp(arg, "--version") == 0) {
+			printf("%s %s (protocol %d)\n", AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION);
+			exit(0);
+		} else if (!options_done && arg[0] == '-') {
+			i += take_option(opt, argc, argv, i);
+		} else {
+			workloads[count] = find_workload(arg);
+			if (!workloads[count])
+				bad_usage("unknown workload '%s' (gbagent --list shows the names)", arg);
+			count++;
+			i++;
+		}
+	}
+	if (count == 0)
+		bad_usage("no workload named; " USAGE);
+	return count;
+}
+
+int main(int argc, char **argv)
+{
+	struct options opt = {
+		.min_time_s = 0.1,
+		.array_mib = 0,
+		.ntimes = 10,
+		.pages = 4096,
+		.seconds = 0,
+	};
+	const struct workload **workloads = calloc((size_t)argc, sizeof *workloads);
+	int ok = 1;
+
+	if (!workloads) {
+		fputs("gbagent: out of memory\n", stderr);
+		return 1;
+	}
+	int count = parse_args(argc, argv, &opt, workloads);
+	proto_init();
+	proto_hello(argc - 1, argv + 1);
+	for (int i = 0; i < count; i++) {
+		failure[0] = '\0';
+		if (workloads[i]->run(workloads[i]->name, &opt) != 0) {
+			proto_error(workloads[i]->name, failure[0] ? failure : "failed");
+			ok = 0;
+		}
+	}
+	proto_end(ok);
+	free(workloads);
+	return ok && !proto_write_failed() ? 0 : 1;
+}

@@ -1,0 +1,372 @@
+/* micro.c: the timing workloads: system calls, memory mapping and process operations. */
+#include "calibrate.h"
+#include "protocol.h"
+#include "workload.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MALLOC_BYTES (1024 * 1024)
+#define MALLOC_TOUCH_STRIDE 4096
+#define MMAP_THRESHOLD (128 * 1024)
+
+/* Results land here so the compiler must perform every operation. */
+static volatile long sink;
+
+/* Hands the pointer to the optimiser as "used", so stores to it stay. */
+static inline void escape(void *p)
+{
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
+static void touch_pages(char *p, size_t len, size_t stride)
+{
+	volatile char *v = p;
+
+	for (size_t off = 0; off < len; off += stride)
+		v[off] = 1;
+	escape(p);
+}
+
+static void report(const char *name, const struct batch *b)
+{
+	proto_sample(name, "time_per_op", "ns", (double)b->ns / (double)b->ops);
+#if HAVE_TSC
+	proto_sample(name, "tsc_per_op", "cycles", (double)b->tsc / (double)b->ops);
+#endif
+	proto_sample(name, "iterations", "count", (double)b->ops);
+}
+
+static void announce(const char *name, const struct options *opt)
+{
+	const struct param params[] = { { "min_time_s", opt->min_time_s } };
+
+	proto_workload(name, params, 1);
+}
+
+static int measure(const char *name, const struct options *opt, batch_fn fn, void *ctx)
+{
+	struct batch b;
+
+	if (calibrate(fn, ctx, opt->min_time_s, &b) != 0)
+		return -1;
+	report(name, &b);
+	return 0;
+}
+
+/* ---- system calls ---- */
+
+static int getpid_batch(void *ctx, uint64_t ops, struct batch *b)
+{
+	(void)ctx;
+	struct stamp t0 = stamp_begin();
+	for (uint64_t i = 0; i < ops; i++)
+		sink = syscall(SYS_getpid);
+	batch_add(b, t0, stamp_end());
+	b->ops = ops;
+	return 0;
+}
+
+static int sched_yield_batch(void *ctx, uint64_t ops, struct batch *b)
+{
+	(void)ctx;
+	struct stamp t0 = stamp_begin();
+	for (uint64_t i = 0; i < ops; i++)
+		sink = syscall(SYS_sched_yield);
+	batch_add(b, t0, stamp_end());
+	b->ops = ops;
+	return 0;
+}
+
+static int clock_gettime_batch(void *ctx, uint64_t ops, struct batch *b)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	struct stamp t0 = stamp_begin();
+	for (uint64_t i = 0; i < ops; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		sink = ts.tv_nsec;
+	}
+	batch_add(b, t0, stamp_end());
+	b->ops = ops;
+	return 0;
+}
+
+static int run_getpid(const char *name, const struct options *opt)
+{
+	announce(name, opt);
+	return measure(name, opt, getpid_batch, NULL);
+}
+
+static int run_sched_yield(const char *name, const struct options *opt)
+{
+	announce(name, opt);
+	return measure(name, opt, sched_yield_batch, NULL);
+}
+
+static int run_clock_gettime(const char *name, const struct options *opt)
+{
+	announce(name, opt);
+	return measure(name, opt, clock_gettime_batch, NULL);
+}
+
+/* ---- memory ---- */
+
+static int malloc_batch(void *ctx, uint64_t ops, struct batch *b)
+{
+	(void)ctx;
+	struct stamp t0 = stamp_begin();
+	for (uint64_t i = 0; i < ops; i++) {
+		char *p = malloc(MALLOC_BYTES);
+		if (!p)
+			return workload_fail("malloc(1 MiB) failed: %s", strerror(errno));
+		touch_pages(p, MALLOC_BYTES, MALLOC_TOUCH_STRIDE);
+		free(p);
+	}
+	batch_add(b, t0, stamp_end());
+	b->ops = ops;
+	return 0;
+}
+
+static int run_malloc_1mib(const char *name, const struct options *opt)
+{
+	announce(name, opt);
+	/* A fixed threshold also switches off glibc's adaptive one, which would reuse heap memory. */
+	if (mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1)
+		return workload_fail("mallopt(M_MMAP_THRESHOLD, %d) failed", MMAP_THRESHOLD);
+	return measure(name, opt, malloc_batch, NULL);
+}
+
+struct chunking {
+	size_t pages_per_chunk;
+	size_t page_size;
+};
+
+/* Maps `pages` fresh pages and times only the first write to each. */
+static int write_fresh_pages(const struct chunking *c, size_t pages, struct batch *b)
+{
+	size_t len = pages * c->page_size;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return workload_fail("mmap of %zu pages failed: %s", pages, strerror(errno));
+#ifdef MADV_NOHUGEPAGE
+	/* A huge page would turn 512 faults into one; kernels without THP say EINVAL. */
+	if (madvise(p, len, MADV_NOHUGEPAGE) != 0 && errno != EINVAL && errno != ENOSYS) {
+		int err = errno;
+		munmap(p, len);
+		return workload_fail("madvise(MADV_NOHUGEPAGE) failed: %s", strerror(err));
+	}
+#endif
+	struct stamp t0 = stamp_begin();
+	touch_pages(p, len, c->page_size);
+	batch_add(b, t0, stamp_end());
+	munmap(p, len);
+	return 0;
+}
+
+static int first_write_batch(void *ctx, uint64_t ops, struct batch *b)
+{
+	const struct chunking *c = ctx;
+
+	for (uint64_t left = ops; left > 0;) {
+		size_t pages = left < c->pages_per_chunk ? (size_t)left : c->pages_per_chunk;
+		if (write_fresh_pages(c, pages, b) != 0)
+			return -1;
+		left -= pages;
+	}
+	b->ops = ops;
+	return 0;
+}
+
+static int run_first_write(const char *name, const struct options *opt)
+{
+	const struct param params[] = {
+		{ "min_time_s", opt->min_time_s },
+		{ "pages_per_chunk", opt->pages },
+	};
+	long page_size = sysconf(_SC_PAGESIZE);
+	struct chunking c = {
+		.pages_per_chunk = opt->pages,
+		.page_size = page_size > 0 ? (size_t)page_size : 4096,
+	};
+
+	proto_workload(name, params, 2);
+	return measure(name, opt, first_write_batch, &c);
+}
+
+/* ---- processes ---- */
+
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return workload_fail("waitpid failed: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* Everything buffered must be out before fork, or a child could print it again. */
+static pid_t fork_quietly(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	return fork();
+}
+
+struct ping_pong {
+	int to_child;
+	int from_child;
+	pid_t child;
+};
+
+_Noreturn static void echo_until_eof(int in, int out)
+{
+	char byte;
+
+	for (;;) {
+		ssize_t n = read(in, &byte, 1);
+		if (n == 1) {
+			if (write(out, &byte, 1) != 1)
+				_exit(1);
+		} else if (n == 0 || errno != EINTR) {
+			_exit(0);
+		}
+	}
+}
+
+static int start_echo_child(struct ping_pong *pp)
+{
+	int down[2], up[2];
+
+	if (pipe(down) != 0)
+		return workload_fail("pipe failed: %s", strerror(errno));
+	if (pipe(up) != 0) {
+		int err = errno;
+		close(down[0]);
+		close(down[1]);
+		return workload_fail("pipe failed: %s", strerror(err));
+	}
+	pp->child = fork_quietly();
+	if (pp->child == 0) {
+		close(down[1]);
+		close(up[0]);
+		echo_until_eof(down[0], up[1]);
+	}
+	/* The parent keeps no copy of the child's ends, so a dead child shows as EOF. */
+	close(down[0]);
+	close(up[1]);
+	pp->to_child = down[1];
+	pp->from_child = up[0];
+	if (pp->child < 0) {
+		int err = errno;
+		close(pp->to_child);
+		close(pp->from_child);
+		return workload_fail("fork failed: %s", strerror(err));
+	}
+	return 0;
+}
+
+/* Closing our end is the quit signal: the child reads EOF and exits. */
+static int stop_echo_child(struct ping_pong *pp)
+{
+	close(pp->to_child);
+	close(pp->from_child);
+	return wait_child(pp->child);
+}
+
+static int round_trip(const struct ping_pong *pp)
+{
+	char byte = 'x';
+
+	if (write(pp->to_child, &byte, 1) != 1)
+		return workload_fail("pipe write to the echo child failed: %s", strerror(errno));
+	ssize_t n = read(pp->from_child, &byte, 1);
+	if (n != 1)
+		return workload_fail("pipe read from the echo child failed: %s",
+				     n == 0 ? "the child exited" : strerror(errno));
+	return 0;
+}
+
+/* A round trip is two switches, so odd counts are rounded up. */
+static int pipe_switch_batch(void *ctx, uint64_t ops, struct batch *b)
+{
+	const struct ping_pong *pp = ctx;
+	uint64_t trips = (ops + 1) / 2;
+
+	struct stamp t0 = stamp_begin();
+	for (uint64_t i = 0; i < trips; i++) {
+		if (round_trip(pp) != 0)
+			return -1;
+	}
+	batch_add(b, t0, stamp_end());
+	b->ops = trips * 2;
+	return 0;
+}
+
+static int run_pipe_switch(const char *name, const struct options *opt)
+{
+	struct ping_pong pp;
+
+	announce(name, opt);
+	if (start_echo_child(&pp) != 0)
+		return -1;
+	/* A dead child must become a failed write, not a SIGPIPE killing the agent. */
+	void (*old_handler)(int) = signal(SIGPIPE, SIG_IGN);
+	int result = measure(name, opt, pipe_switch_batch, &pp);
+	if (stop_echo_child(&pp) != 0)
+		result = -1;
+	signal(SIGPIPE, old_handler);
+	return result;
+}
+
+static int fork_exit_batch(void *ctx, uint64_t ops, struct batch *b)
+{
+	(void)ctx;
+	struct stamp t0 = stamp_begin();
+	for (uint64_t i = 0; i < ops; i++) {
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0)
+			return workload_fail("fork failed: %s", strerror(errno));
+		if (wait_child(pid) != 0)
+			return -1;
+	}
+	batch_add(b, t0, stamp_end());
+	b->ops = ops;
+	return 0;
+}
+
+static int run_fork_exit(const char *name, const struct options *opt)
+{
+	announce(name, opt);
+	/* Flushed once here rather than per fork, which would be timed. */
+	fflush(stdout);
+	fflush(stderr);
+	return measure(name, opt, fork_exit_batch, NULL);
+}
+
+const struct workload micro_workloads[] = {
+	{ "getpid", run_getpid },
+	{ "sched_yield", run_sched_yield },
+	{ "clock_gettime", run_clock_gettime },
+	{ "malloc_1mib", run_malloc_1mib },
+	{ "first_write", run_first_write },
+	{ "pipe_switch", run_pipe_switch },
+	{ "fork_exit", run_fork_exit },
+	{ NULL, NULL },
+};

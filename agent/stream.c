@@ -1,0 +1,338 @@
+/* stream.c: the STREAM memory-bandwidth workloads, after McCalpin's reference stream.c. */
+#include "protocol.h"
+#include "timing.h"
+#include "workload.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1024ull * 1024ull)
+#define MIN_DEFAULT_ARRAY_MIB 80
+#define SCALAR 3.0
+/* The reference's tolerance for doubles. */
+#define EPSILON 1e-13
+#define MAX_CACHE_INDEX 16
+
+struct arrays {
+	double *a, *b, *c;
+	size_t n;
+};
+
+/* The value every element of each array should hold. */
+struct scalars {
+	double a, b, c;
+};
+
+struct kernel {
+	const char *name;
+	unsigned arrays_touched; /* each moves 8 bytes per element per iteration */
+	void (*run)(const struct arrays *x);
+	void (*replay)(struct scalars *s);
+};
+
+/* Makes the arrays visible to the optimiser as used, so no kernel run can be dropped. */
+static inline void escape_arrays(const struct arrays *x)
+{
+	__asm__ volatile("" : : "r"(x->a), "r"(x->b), "r"(x->c) : "memory");
+}
+
+static void __attribute__((noinline)) copy_run(const struct arrays *x)
+{
+	const double *restrict a = x->a;
+	double *restrict c = x->c;
+
+	for (size_t j = 0; j < x->n; j++)
+		c[j] = a[j];
+}
+
+static void __attribute__((noinline)) scale_run(const struct arrays *x)
+{
+	double *restrict b = x->b;
+	const double *restrict c = x->c;
+
+	for (size_t j = 0; j < x->n; j++)
+		b[j] = SCALAR * c[j];
+}
+
+static void __attribute__((noinline)) add_run(const struct arrays *x)
+{
+	const double *restrict a = x->a;
+	const double *restrict b = x->b;
+	double *restrict c = x->c;
+
+	for (size_t j = 0; j < x->n; j++)
+		c[j] = a[j] + b[j];
+}
+
+static void __attribute__((noinline)) triad_run(const struct arrays *x)
+{
+	double *restrict a = x->a;
+	const double *restrict b = x->b;
+	const double *restrict c = x->c;
+
+	for (size_t j = 0; j < x->n; j++)
+		a[j] = b[j] + SCALAR * c[j];
+}
+
+static void copy_replay(struct scalars *s)
+{
+	s->c = s->a;
+}
+
+static void scale_replay(struct scalars *s)
+{
+	s->b = SCALAR * s->c;
+}
+
+static void add_replay(struct scalars *s)
+{
+	s->c = s->a + s->b;
+}
+
+static void triad_replay(struct scalars *s)
+{
+	s->a = s->b + SCALAR * s->c;
+}
+
+enum { COPY, SCALE, ADD, TRIAD, KERNEL_COUNT };
+
+static const struct kernel kernels[KERNEL_COUNT] = {
+	[COPY] = { "copy", 2, copy_run, copy_replay },
+	[SCALE] = { "scale", 2, scale_run, scale_replay },
+	[ADD] = { "add", 3, add_run, add_replay },
+	[TRIAD] = { "triad", 3, triad_run, triad_replay },
+};
+
+/* Per-iteration times of one kernel, first iteration excluded. */
+struct kernel_times {
+	double sum, min, max;
+};
+
+/* sysfs sizes look like "32K" or "32768K"; unreadable ones count as 0. */
+static unsigned long long read_cache_size(int index)
+{
+	char path[80], unit = 'B';
+	unsigned long long size = 0;
+
+	snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	int fields = fscanf(f, "%llu%c", &size, &unit);
+	fclose(f);
+	if (fields < 1)
+		return 0;
+	switch (unit) {
+	case 'K': return size * 1024;
+	case 'M': return size * MIB;
+	case 'G': return size * MIB * 1024;
+	default: return size;
+	}
+}
+
+/* Four times the largest cache defeats it, as STREAM's rules ask; sysfs may be absent (initramfs). */
+static unsigned default_array_mib(void)
+{
+	unsigned long long largest = 0;
+
+	for (int i = 0; i < MAX_CACHE_INDEX; i++) {
+		unsigned long long size = read_cache_size(i);
+		if (size > largest)
+			largest = size;
+	}
+	unsigned long long mib = (4 * largest + MIB - 1) / MIB;
+	return mib < MIN_DEFAULT_ARRAY_MIB ? MIN_DEFAULT_ARRAY_MIB : (unsigned)mib;
+}
+
+static void free_arrays(struct arrays *x)
+{
+	free(x->a);
+	free(x->b);
+	free(x->c);
+}
+
+static int alloc_arrays(struct arrays *x, unsigned array_mib)
+{
+	size_t bytes = (size_t)array_mib * MIB;
+
+	memset(x, 0, sizeof *x);
+	x->n = bytes / sizeof(double);
+	if (posix_memalign((void **)&x->a, 64, bytes) != 0 || posix_memalign((void **)&x->b, 64, bytes) != 0 ||
+	    posix_memalign((void **)&x->c, 64, bytes) != 0) {
+		free_arrays(x);
+		return workload_fail("cannot allocate three arrays of %u MiB (try a smaller --array-mib)", array_mib);
+	}
+	return 0;
+}
+
+/* The reference's start: a=1, b=2, c=0, then one a = 2a pass, which the replay mirrors. */
+static void init_arrays(const struct arrays *x, struct scalars *s)
+{
+	for (size_t j = 0; j < x->n; j++) {
+		x->a[j] = 1.0;
+		x->b[j] = 2.0;
+		x->c[j] = 0.0;
+	}
+	for (size_t j = 0; j < x->n; j++)
+		x->a[j] = 2.0 * x->a[j];
+	escape_arrays(x);
+	s->a = 2.0;
+	s->b = 2.0;
+	s->c = 0.0;
+}
+
+static void time_kernels(const struct arrays *x, const struct kernel *const *ks, size_t count, unsigned ntimes,
+			 struct kernel_times *times)
+{
+	for (unsigned iter = 0; iter < ntimes; iter++) {
+		for (size_t k = 0; k < count; k++) {
+			uint64_t t0 = monotonic_ns();
+			ks[k]->run(x);
+			escape_arrays(x);
+			double t = (double)(monotonic_ns() - t0) * 1e-9;
+			if (iter == 0)
+				continue;
+			struct kernel_times *kt = &times[k];
+			kt->sum += t;
+			if (iter == 1 || t < kt->min)
+				kt->min = t;
+			if (iter == 1 || t > kt->max)
+				kt->max = t;
+		}
+	}
+}
+
+/* As checkSTREAMresults: the average absolute error relative to the expected value. */
+static double relative_error(const double *v, size_t n, double expected)
+{
+	double sum = 0.0;
+
+	for (size_t j = 0; j < n; j++)
+		sum += fabs(v[j] - expected);
+	double avg = sum / (double)n;
+	return expected != 0.0 ? avg / fabs(expected) : avg;
+}
+
+static int check_array(const char *label, const double *v, size_t n, double expected)
+{
+	double err = relative_error(v, n, expected);
+
+	/* Written so that a NaN error fails too. */
+	if (!(err <= EPSILON))
+		return workload_fail("STREAM validation failed: array %s: average relative error %.3g > %g (expected %.17g)",
+				     label, err, EPSILON, expected);
+	return 0;
+}
+
+static int validate(const struct arrays *x, struct scalars s, const struct kernel *const *ks, size_t count,
+		    unsigned ntimes)
+{
+	for (unsigned iter = 0; iter < ntimes; iter++) {
+		for (size_t k = 0; k < count; k++)
+			ks[k]->replay(&s);
+	}
+	if (check_array("a", x->a, x->n, s.a) != 0 || check_array("b", x->b, x->n, s.b) != 0 ||
+	    check_array("c", x->c, x->n, s.c) != 0)
+		return -1;
+	return 0;
+}
+
+static void metric_name(char *out, size_t size, const char *prefix, const char *metric)
+{
+	if (prefix)
+		snprintf(out, size, "%s_%s", prefix, metric);
+	else
+		snprintf(out, size, "%s", metric);
+}
+
+static void report_kernel(const char *name, const char *prefix, const struct kernel *k, const struct kernel_times *kt,
+			  size_t n, unsigned ntimes)
+{
+	double bytes = (double)k->arrays_touched * sizeof(double) * (double)n;
+	char metric[32];
+
+	metric_name(metric, sizeof metric, prefix, "bandwidth");
+	proto_sample(name, metric, "MB/s", bytes / 1e6 / kt->min);
+	metric_name(metric, sizeof metric, prefix, "time_avg");
+	proto_sample(name, metric, "s", kt->sum / (double)(ntimes - 1));
+	metric_name(metric, sizeof metric, prefix, "time_min");
+	proto_sample(name, metric, "s", kt->min);
+	metric_name(metric, sizeof metric, prefix, "time_max");
+	proto_sample(name, metric, "s", kt->max);
+}
+
+/* Runs the kernels in turn, ntimes over; metrics carry the kernel name when there are several. */
+static int run_stream(const char *name, const struct options *opt, const struct kernel *const *ks, size_t count)
+{
+	unsigned array_mib = opt->array_mib ? opt->array_mib : default_array_mib();
+	const struct param params[] = { { "array_mib", array_mib }, { "ntimes", opt->ntimes } };
+	struct kernel_times times[KERNEL_COUNT];
+	struct arrays x;
+	struct scalars s;
+
+	proto_workload(name, params, 2);
+	if (alloc_arrays(&x, array_mib) != 0)
+		return -1;
+	memset(times, 0, sizeof times);
+	init_arrays(&x, &s);
+	time_kernels(&x, ks, count, opt->ntimes, times);
+	int result = validate(&x, s, ks, count, opt->ntimes);
+	for (size_t k = 0; result == 0 && k < count; k++) {
+		/* A coarse clock could report 0 s, and bandwidth would be infinite. */
+		if (times[k].min <= 0.0)
+			result = workload_fail("%s: no measurable time per iteration (clock too coarse?)", ks[k]->name);
+	}
+	for (size_t k = 0; result == 0 && k < count; k++)
+		report_kernel(name, count > 1 ? ks[k]->name : NULL, ks[k], &times[k], x.n, opt->ntimes);
+	if (result == 0)
+		proto_sample(name, "array_mib", "MiB", array_mib);
+	free_arrays(&x);
+	return result;
+}
+
+static int run_stream_copy(const char *name, const struct options *opt)
+{
+	const struct kernel *const ks[] = { &kernels[COPY] };
+
+	return run_stream(name, opt, ks, 1);
+}
+
+static int run_stream_scale(const char *name, const struct options *opt)
+{
+	const struct kernel *const ks[] = { &kernels[SCALE] };
+
+	return run_stream(name, opt, ks, 1);
+}
+
+static int run_stream_add(const char *name, const struct options *opt)
+{
+	const struct kernel *const ks[] = { &kernels[ADD] };
+
+	return run_stream(name, opt, ks, 1);
+}
+
+static int run_stream_triad(const char *name, const struct options *opt)
+{
+	const struct kernel *const ks[] = { &kernels[TRIAD] };
+
+	return run_stream(name, opt, ks, 1);
+}
+
+static int run_stream_all(const char *name, const struct options *opt)
+{
+	const struct kernel *const ks[] = { &kernels[COPY], &kernels[SCALE], &kernels[ADD], &kernels[TRIAD] };
+
+	return run_stream(name, opt, ks, KERNEL_COUNT);
+}
+
+const struct workload stream_workloads[] = {
+	{ "stream_copy", run_stream_copy },
+	{ "stream_scale", run_stream_scale },
+	{ "stream_add", run_stream_add },
+	{ "stream_triad", run_stream_triad },
+	{ "stream", run_stream_all },
+	{ NULL, NULL },
+};

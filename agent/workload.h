@@ -1,0 +1,28 @@
+/* workload.h: what main and the workload families share: options, table entries, failure reporting. */
+#ifndef GB_WORKLOAD_H
+#define GB_WORKLOAD_H
+
+/* Command-line options after parsing; every field is valid. */
+struct options {
+	double min_time_s;
+	unsigned array_mib; /* 0: STREAM sizes its arrays from the cache size */
+	unsigned ntimes;
+	unsigned pages;
+	double seconds;
+};
+
+struct workload {
+	const char *name;
+	/* Prints the workload record and samples; returns -1 after workload_fail(). */
+	int (*run)(const char *name, const struct options *opt);
+};
+
+/* Each family's table ends with an entry whose name is NULL. */
+extern const struct workload micro_workloads[];
+extern const struct workload stream_workloads[];
+extern const struct workload hang_workloads[];
+
+/* Records why the running workload failed (one line) and returns -1. */
+int workload_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

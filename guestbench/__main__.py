@@ -1,0 +1,5 @@
+"""python -m guestbench."""
+
+from guestbench.cli import main
+
+main()

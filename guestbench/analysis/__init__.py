@@ -1,0 +1,1 @@
+"""Statistics over raw samples, computed at report time (pure functions, no I/O)."""

@@ -1,0 +1,105 @@
+"""Cells of results: the samples of one workload metric in one environment, and their summary."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Units where a larger number is better; every other unit (time, cycles) is a cost.
+HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "IOPS", "ops/s", "files/s"})
+# Metrics that describe how a run was measured rather than what it measured.
+CONTEXT_METRICS = frozenset({"iterations", "array_mib"})
+
+
+def higher_is_better(unit: str) -> bool:
+    return unit in HIGHER_IS_BETTER_UNITS
+
+
+@dataclass
+class Cell:
+    environment: str
+    label: str
+    metric: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+    # every non-ok run of this environment and workload: (status, reason)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    runs: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.values) if self.values else None
+
+    @property
+    def minimum(self) -> float | None:
+        return min(self.values) if self.values else None
+
+    @property
+    def maximum(self) -> float | None:
+        return max(self.values) if self.values else None
+
+    def ratio_to(self, baseline: "Cell | None") -> float | None:
+        """This cell's median over the baseline's (2.0 = twice the baseline's number)."""
+        if baseline is None or self.median is None or not baseline.median:
+            return None
+        return self.median / baseline.median
+
+
+@dataclass
+class Results:
+    """Every cell of a campaign, keyed (label, metric) then environment, in plan order."""
+
+    environments: list[str]
+    rows: list[tuple[str, str, str]]  # (label, metric, unit); metric "" for a workload with no samples
+    cells: dict[tuple[str, str], dict[str, Cell]]
+
+    def cell(self, label: str, metric: str, environment: str) -> Cell:
+        return self.cells[(label, metric)][environment]
+
+
+def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
+              samples: Iterable[dict[str, Any]], include_context: bool = False) -> Results:
+    """Group raw runs and samples into cells.
+
+    runs: dicts with id, environment, label, status, reason.
+    samples: dicts with run_id, metric, unit, value.
+    """
+    runs = list(runs)
+    by_run: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for sample in samples:
+        if include_context or sample["metric"] not in CONTEXT_METRICS:
+            by_run[sample["run_id"]].append(sample)
+    labels = list(dict.fromkeys(run["label"] for run in runs))
+    metrics: dict[str, dict[str, str]] = {label: {} for label in labels}
+    for run in runs:
+        for sample in by_run.get(run["id"], ()):
+            metrics[run["label"]].setdefault(sample["metric"], sample["unit"])
+    rows = [(label, metric, unit) for label in labels for metric, unit in metrics[label].items()]
+    rows += [(label, "", "") for label in labels if not metrics[label]]
+    rows.sort(key=lambda row: labels.index(row[0]))
+    cells = {(label, metric): {env: Cell(env, label, metric, unit) for env in environments}
+             for label, metric, unit in rows}
+    rows_of_label: dict[str, list[dict[str, Cell]]] = defaultdict(list)
+    for (label, _metric), row in cells.items():
+        rows_of_label[label].append(row)
+    for run in runs:
+        for row in rows_of_label[run["label"]]:
+            cell = row[run["environment"]]
+            cell.runs += 1
+            if run["status"] != "ok":
+                cell.problems.append((run["status"], run["reason"]))
+        for sample in by_run.get(run["id"], ()):
+            if run["status"] == "ok":
+                cells[(run["label"], sample["metric"])][run["environment"]].values.append(sample["value"])
+    return Results(environments, rows, cells)
+
+
+def status_counts(cell: Cell) -> Counter:
+    return Counter(status for status, _ in cell.problems)

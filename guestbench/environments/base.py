@@ -1,0 +1,189 @@
+"""The one interface every environment kind implements, and the guest of process-level kinds."""
+
+from __future__ import annotations
+
+import enum
+import re
+import shutil
+import signal
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from guestbench import proc
+from guestbench.host import Host
+from guestbench.protocol import Record, RecordStream
+
+IDENTIFIER = r"^[A-Za-z][A-Za-z0-9_.-]*$"
+
+
+class Capability(enum.Enum):
+    """What a workload may need from an environment."""
+
+    PROCESSES = "processes"        # fork, pipes between processes
+    TSC = "tsc"                    # rdtsc gives host-comparable ticks
+    FILESYSTEM = "filesystem"      # a writable scratch filesystem
+    BLOCK_DEVICE = "block_device"  # a virtual disk (full-system guests)
+    GUEST_KERNEL = "guest_kernel"  # a kernel of its own that boots (boot phases)
+
+
+class EnvironmentSpec(BaseModel):
+    """Options common to every environment kind; each kind extends it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=IDENTIFIER, description="column name in reports; a plain identifier")
+    kind: str = Field(description="environment kind, e.g. native, namespace, oci, qemu-user")
+
+    def options(self) -> dict[str, Any]:
+        """The kind-specific options, for display."""
+        return self.model_dump(exclude={"name", "kind"})
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str = ""
+
+    @classmethod
+    def yes(cls, detail: str = "") -> "Availability":
+        return cls(True, detail)
+
+    @classmethod
+    def no(cls, reason: str) -> "Availability":
+        return cls(False, reason)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What one run asks of a guest: the agent and its arguments."""
+
+    workload: str
+    agent_path: Path
+    agent_args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StopInfo:
+    exit_code: int | None       # None if it had to be killed
+    signal_name: str | None     # the signal that ended it, if any
+    killed: bool                # guestbench killed it (deadline, interrupt)
+
+
+class GuestStartError(Exception):
+    """The environment could not start a guest (status infra)."""
+
+
+class Guest(ABC):
+    """A started environment instance; a context manager whose stop() is idempotent."""
+
+    @abstractmethod
+    def records(self) -> Iterator[Record]:
+        """Protocol records with host arrival times; ProtocolError or DeadlineExceeded on failure."""
+
+    @abstractmethod
+    def stop(self) -> StopInfo:
+        """End the guest (kill what is left); safe on a dead guest and when called twice."""
+
+    def diagnostics(self) -> str:
+        """The last lines of what the guest said besides records, for a failure's reason."""
+        return ""
+
+    def __enter__(self) -> "Guest":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+class Environment(ABC):
+    """One environment kind: probe whether it can run here, start guests."""
+
+    kind: ClassVar[str]
+    capabilities: ClassVar[frozenset[Capability]]
+    spec_model: ClassVar[type[EnvironmentSpec]]
+
+    def __init__(self, spec: EnvironmentSpec) -> None:
+        self.spec = spec
+
+    @abstractmethod
+    def probe(self, host: Host) -> Availability:
+        """Available, or unavailable with a one-line reason. Fast; never hangs."""
+
+    @abstractmethod
+    def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        """Start a guest running the job; GuestStartError if it cannot be started."""
+
+
+@dataclass
+class ProcessGuest(Guest):
+    """A guest that is one host process tree printing records on stdout.
+
+    ``cleanup`` commands run after the process group is killed, for runtimes
+    that keep state outside the process tree (an OCI runtime's container);
+    then the ``scratch`` directories are removed.
+    """
+
+    argv: list[str]
+    logdir: Path
+    deadline_ns: int
+    cleanup: list[list[str]] = field(default_factory=list)
+    scratch: list[Path] = field(default_factory=list)
+    _process: proc.Process | None = None
+    _stop_info: StopInfo | None = None
+
+    def __post_init__(self) -> None:
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        (self.logdir / "command").write_text(" ".join(_quote(a) for a in self.argv) + "\n")
+        try:
+            self._process = proc.Process(self.argv, self.logdir / "stdout.log",
+                                         self.logdir / "stderr.log")
+        except proc.ProcessError as error:
+            for directory in self.scratch:
+                shutil.rmtree(directory, ignore_errors=True)
+            raise GuestStartError(str(error)) from error
+
+    def records(self) -> Iterator[Record]:
+        stream = RecordStream()
+        yield from stream.feed(self._process.lines(self.deadline_ns))
+        remaining_s = (self.deadline_ns - proc.now_ns()) / 1e9
+        if self._process.wait(min(remaining_s, 10.0)) is None:
+            raise proc.DeadlineExceeded("output closed but the process did not exit")
+        stream.finish()
+
+    def stop(self) -> StopInfo:
+        if self._stop_info is not None:
+            return self._stop_info
+        killed = self._process.returncode is None
+        self._process.kill()
+        for argv in self.cleanup:
+            try:
+                proc.run(argv, timeout_s=30)
+            except (proc.ProcessError, proc.DeadlineExceeded):
+                pass
+        for directory in self.scratch:
+            shutil.rmtree(directory, ignore_errors=True)
+        code = self._process.returncode
+        signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
+        self._stop_info = StopInfo(code if not killed else None, signal_name, killed)
+        return self._stop_info
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+    def diagnostics(self) -> str:
+        try:
+            lines = (self.logdir / "stderr.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        tail = [line.strip() for line in lines if line.strip()][-3:]
+        return " | ".join(tail)[-400:]
+
+
+def _quote(arg: str) -> str:
+    return arg if re.fullmatch(r"[\w@%+=:,./-]+", arg) else "'" + arg.replace("'", "'\\''") + "'"

@@ -1,0 +1,55 @@
+"""The agent in fresh pid, mount, net, ipc and uts namespaces (util-linux unshare)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from guestbench import proc
+from guestbench.environments.base import (
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+from guestbench.host import Host, which
+
+NAMESPACE_FLAGS = {"pid": "--pid", "mount": "--mount", "net": "--net", "ipc": "--ipc",
+                   "uts": "--uts", "user": "--user", "cgroup": "--cgroup"}
+NamespaceName = Literal["pid", "mount", "net", "ipc", "uts", "user", "cgroup"]
+
+
+class NamespaceSpec(EnvironmentSpec):
+    kind: Literal["namespace"] = "namespace"
+    namespaces: tuple[NamespaceName, ...] = Field(
+        ("pid", "mount", "net", "ipc", "uts"), min_length=1,
+        description="which namespaces unshare creates for the agent")
+
+
+class Namespace(Environment):
+    kind: ClassVar[str] = "namespace"
+    capabilities = frozenset({Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM})
+    spec_model = NamespaceSpec
+
+    def probe(self, host: Host) -> Availability:
+        if which("unshare") is None:
+            return Availability.no("unshare not found (apt-get install util-linux)")
+        try:
+            result = proc.run(self._prefix() + ["true"], timeout_s=5)
+        except (proc.ProcessError, proc.DeadlineExceeded) as error:
+            return Availability.no(f"unshare failed: {error}")
+        if result.returncode != 0:
+            return Availability.no(f"unshare failed: {result.stderr.strip()[:200]}"
+                                   + ("" if os.geteuid() == 0 else " (needs root or user namespaces)"))
+        return Availability.yes("namespaces: " + ",".join(self.spec.namespaces))
+
+    def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        return ProcessGuest(self._prefix() + [str(job.agent_path), *job.agent_args],
+                            logdir, deadline_ns)
+
+    def _prefix(self) -> list[str]:
+        flags = [NAMESPACE_FLAGS[name] for name in self.spec.namespaces]
+        if "pid" in self.spec.namespaces:
+            flags += ["--fork", "--kill-child"]
+        if "mount" in self.spec.namespaces and "pid" in self.spec.namespaces:
+            flags.append("--mount-proc")
+        return ["unshare", *flags, "--"]

@@ -1,0 +1,139 @@
+"""The agent as the only program of a minimal OCI bundle, under runc, crun or gVisor's runsc."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from guestbench import agent, proc
+from guestbench.environments.base import (
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+from guestbench.host import Host, which
+
+PROBE_TIMEOUT_S = 10
+
+
+class OciSpec(EnvironmentSpec):
+    kind: Literal["oci"] = "oci"
+    runtime: Literal["runc", "crun", "runsc"] = Field(description="the OCI runtime binary")
+    platform: Literal["ptrace", "systrap", "kvm"] | None = Field(
+        None, description="runsc only: gVisor's platform (--platform)")
+    network: Literal["none", "host"] = Field(
+        "none", description="runsc only: gVisor's network stack (--network); others get a new netns")
+    runtime_args: tuple[str, ...] = Field(
+        (), description="extra global arguments for the runtime, placed before 'run'")
+
+
+class Oci(Environment):
+    kind: ClassVar[str] = "oci"
+    capabilities = frozenset({Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM})
+    spec_model = OciSpec
+
+    def probe(self, host: Host) -> Availability:
+        runtime = self.spec.runtime
+        if which(runtime) is None:
+            return Availability.no(f"{runtime} not found (apt-get install {runtime})")
+        try:
+            agent_path = agent.path()
+        except agent.AgentMissing as error:
+            return Availability.no(str(error))
+        # Only a real container says whether this host's cgroups, seccomp and
+        # kernel suit the runtime; it takes well under a second when they do.
+        bundle = _Bundle(agent_path, ["--version"])
+        try:
+            result = proc.run(self._run_argv(bundle), timeout_s=PROBE_TIMEOUT_S)
+        except proc.DeadlineExceeded:
+            return Availability.no(f"{runtime} did not start a container within {PROBE_TIMEOUT_S} s")
+        except proc.ProcessError as error:
+            return Availability.no(str(error))
+        finally:
+            for argv in self._cleanup_argv(bundle):
+                _quiet_run(argv)
+            bundle.remove()
+        if result.returncode != 0:
+            said = (result.stderr.strip().splitlines() or ["no message"])[-1][:200]
+            return Availability.no(f"{runtime} cannot run a container here: {said}")
+        return Availability.yes(f"{runtime}: {result.stdout.strip()}")
+
+    def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        bundle = _Bundle(job.agent_path, list(job.agent_args))
+        logdir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(bundle.directory / "config.json", logdir / "config.json")
+        return ProcessGuest(self._run_argv(bundle), logdir, deadline_ns,
+                            cleanup=self._cleanup_argv(bundle), scratch=[bundle.directory])
+
+    def _global_args(self, bundle: "_Bundle") -> list[str]:
+        args = ["--root", str(bundle.state)]
+        if self.spec.runtime == "runsc":
+            args += [f"--platform={self.spec.platform or 'ptrace'}",
+                     f"--network={self.spec.network}", "--ignore-cgroups"]
+        return args + list(self.spec.runtime_args)
+
+    def _run_argv(self, bundle: "_Bundle") -> list[str]:
+        return [self.spec.runtime, *self._global_args(bundle),
+                "run", "--bundle", str(bundle.directory), bundle.container_id]
+
+    def _cleanup_argv(self, bundle: "_Bundle") -> list[list[str]]:
+        return [[self.spec.runtime, *self._global_args(bundle), "delete", "--force",
+                 bundle.container_id]]
+
+
+def _quiet_run(argv: list[str]) -> None:
+    try:
+        proc.run(argv, timeout_s=PROBE_TIMEOUT_S)
+    except (proc.ProcessError, proc.DeadlineExceeded):
+        pass
+
+
+class _Bundle:
+    """A temporary bundle: rootfs holding only the agent, config.json, runtime state."""
+
+    def __init__(self, agent_path: Path, agent_args: list[str]) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="guestbench-oci-"))
+        self.state = self.directory / "state"
+        self.container_id = f"guestbench-{uuid.uuid4().hex[:12]}"
+        rootfs = self.directory / "rootfs"
+        for sub in ("proc", "dev", "tmp", "sys"):
+            (rootfs / sub).mkdir(parents=True)
+        self.state.mkdir()
+        shutil.copy(agent_path, rootfs / "gbagent")
+        (self.directory / "config.json").write_text(
+            json.dumps(_config(["/gbagent", *agent_args]), indent=1))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _config(args: list[str]) -> dict[str, Any]:
+    """A minimal OCI runtime config: the default namespaces and mounts, no terminal."""
+    return {
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": False, "user": {"uid": 0, "gid": 0}, "args": args, "cwd": "/",
+            "env": ["PATH=/", "HOME=/tmp"],
+            "noNewPrivileges": True,
+            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}],
+        },
+        "root": {"path": "rootfs", "readonly": False},
+        "hostname": "guestbench",
+        "mounts": [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+             "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+             "options": ["nosuid", "nodev", "mode=1777"]},
+            {"destination": "/sys", "type": "sysfs", "source": "sysfs",
+             "options": ["nosuid", "noexec", "nodev", "ro"]},
+        ],
+        "linux": {
+            "namespaces": [{"type": kind} for kind in ("pid", "network", "ipc", "uts", "mount")],
+            "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list"],
+            "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger"],
+        },
+    }

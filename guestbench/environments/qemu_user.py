@@ -1,0 +1,47 @@
+"""The agent under QEMU's user-mode binary translation (qemu-x86_64 and friends)."""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from guestbench import proc
+from guestbench.environments.base import (
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+from guestbench.host import Host, which
+
+
+def _default_binary() -> str:
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine(), platform.machine())
+    return f"qemu-{arch}"
+
+
+class QemuUserSpec(EnvironmentSpec):
+    kind: Literal["qemu-user"] = "qemu-user"
+    binary: str = Field(default_factory=_default_binary,
+                        description="the qemu-user program, e.g. qemu-x86_64 or qemu-x86_64-static")
+    cpu: str | None = Field(None, description="guest CPU model (qemu -cpu); None = QEMU's default")
+
+
+class QemuUser(Environment):
+    kind: ClassVar[str] = "qemu-user"
+    capabilities = frozenset({Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM})
+    spec_model = QemuUserSpec
+
+    def probe(self, host: Host) -> Availability:
+        if which(self.spec.binary) is None:
+            return Availability.no(f"{self.spec.binary} not found (apt-get install qemu-user)")
+        try:
+            result = proc.run([self.spec.binary, "--version"], timeout_s=5)
+        except (proc.ProcessError, proc.DeadlineExceeded) as error:
+            return Availability.no(f"{self.spec.binary} --version failed: {error}")
+        first_line = (result.stdout.splitlines() or ["?"])[0]
+        return Availability.yes(first_line)
+
+    def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        cpu = ["-cpu", self.spec.cpu] if self.spec.cpu else []
+        return ProcessGuest([self.spec.binary, *cpu, str(job.agent_path), *job.agent_args],
+                            logdir, deadline_ns)

@@ -1,0 +1,299 @@
+"""Plans: the TOML file or CLI flags, validated into environments x workloads x repetitions."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from guestbench import environments, workloads
+from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
+from guestbench.host import Host
+
+DEFAULT_REPEAT = 3
+DEFAULT_TIMEOUT_S = 120.0
+
+
+class PlanError(Exception):
+    """An invalid plan: the message names the file, the field path and the fix."""
+
+
+class CampaignSection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("quick", pattern=IDENTIFIER, description="campaign name, a plain identifier")
+    baseline: str | None = Field(
+        None, description="environment the others are normalised to; default native if planned")
+    repeat: int = Field(DEFAULT_REPEAT, ge=1, le=10000,
+                        description="fresh runs of every workload in every environment")
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, le=86400,
+                             description="per-run limit; the run is killed and recorded timeout")
+    description: str = Field("", description="free text stored with the campaign")
+
+
+class PlanFile(BaseModel):
+    """The top level of a plan file; environment and workload tables are checked per kind."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    campaign: CampaignSection = Field(default_factory=CampaignSection)
+    environment: list[dict[str, Any]] = Field(min_length=1)
+    workload: list[dict[str, Any]] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class WorkloadCase:
+    """One workload with fully resolved parameters; `label` names it in reports."""
+
+    name: str
+    params: workloads.Params
+    label: str
+
+    @property
+    def workload(self) -> workloads.Workload:
+        return workloads.CATALOGUE[self.name]
+
+
+@dataclass(frozen=True)
+class Plan:
+    campaign: CampaignSection
+    environments: tuple[EnvironmentSpec, ...]
+    workloads: tuple[WorkloadCase, ...]
+    source: str  # the plan file's path, or "command line"
+
+    @property
+    def baseline(self) -> str | None:
+        return self.campaign.baseline
+
+    def as_dict(self) -> dict[str, Any]:
+        """The resolved plan, as stored with the campaign."""
+        return {
+            "source": self.source,
+            "campaign": self.campaign.model_dump(),
+            "environments": [spec.model_dump(mode="json") for spec in self.environments],
+            "workloads": [{"name": case.name, "label": case.label,
+                           "params": case.params.model_dump(mode="json")}
+                          for case in self.workloads],
+        }
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """CLI flags that narrow or change a plan."""
+
+    environments: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
+    repeat: int | None = None
+    timeout_s: float | None = None
+    name: str | None = None
+
+
+def load(path: Path, host: Host, overrides: Overrides = Overrides()) -> Plan:
+    """Read and validate a TOML plan file."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise PlanError(f"{path}: no such plan file (fix: check the path; "
+                        "examples/quick.toml is a starting point)") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise PlanError(f"{path}: cannot read the plan: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise PlanError(f"{path}: TOML syntax error: {error} (fix: correct the TOML syntax)") from None
+    return _build(raw, str(path), host, overrides)
+
+
+def from_flags(host: Host, overrides: Overrides = Overrides()) -> Plan:
+    """The plan of `guestbench run` without a file: presets x the quick suite."""
+    env_names = overrides.environments or tuple(environments.PRESETS)
+    unknown = [name for name in env_names if name not in environments.PRESETS]
+    if unknown:
+        raise PlanError(f"--env: unknown environment {unknown[0]!r} "
+                        f"(fix: use one of {', '.join(environments.PRESETS)}, or write a plan file)")
+    raw = {
+        "campaign": {"baseline": "native" if "native" in env_names else None},
+        "environment": [{"preset": name} for name in env_names],
+        "workload": [{"name": name} for name in (overrides.workloads or workloads.QUICK_SUITE)],
+    }
+    raw["campaign"] = {k: v for k, v in raw["campaign"].items() if v is not None}
+    return _build(raw, "command line", host, Overrides(
+        repeat=overrides.repeat, timeout_s=overrides.timeout_s, name=overrides.name))
+
+
+def _build(raw: dict[str, Any], source: str, host: Host, overrides: Overrides) -> Plan:
+    try:
+        top = PlanFile.model_validate(raw)
+    except ValidationError as error:
+        raise PlanError(_explain(source, error)) from None
+    specs = _environments(top.environment, source)
+    cases = _workloads(top.workload, source, host)
+    specs = _select(specs, overrides.environments, source, "--env", lambda s: s.name)
+    cases = _select(cases, overrides.workloads, source, "--workload", lambda c: c.name)
+    campaign = _apply(top.campaign, overrides, specs, source)
+    return Plan(campaign, tuple(specs), tuple(cases), source)
+
+
+def _apply(campaign: CampaignSection, overrides: Overrides, specs: list[EnvironmentSpec],
+           source: str) -> CampaignSection:
+    changes = {key: value for key, value in (("repeat", overrides.repeat),
+                                             ("timeout_s", overrides.timeout_s),
+                                             ("name", overrides.name)) if value is not None}
+    try:
+        campaign = CampaignSection.model_validate({**campaign.model_dump(), **changes})
+    except ValidationError as error:
+        raise PlanError(_explain(source, error, prefix="campaign")) from None
+    names = [spec.name for spec in specs]
+    if campaign.baseline is None:
+        return campaign.model_copy(update={"baseline": "native" if "native" in names else None})
+    if campaign.baseline not in names:
+        raise PlanError(f"{source}: campaign.baseline: {campaign.baseline!r} is not an environment "
+                        f"of this plan (fix: use one of {', '.join(names)})")
+    return campaign
+
+
+def _environments(tables: list[dict[str, Any]], source: str) -> list[EnvironmentSpec]:
+    specs: list[EnvironmentSpec] = []
+    for index, table in enumerate(tables):
+        where = f"environment[{index}]"
+        table = dict(table)
+        preset = table.pop("preset", None)
+        if preset is not None:
+            if preset not in environments.PRESETS:
+                raise PlanError(f"{source}: {where}.preset: unknown preset {preset!r} "
+                                f"(fix: use one of {', '.join(environments.PRESETS)})")
+            table = {**environments.PRESETS[preset], "name": preset, **table}
+        kind = table.get("kind")
+        if kind not in environments.PUBLIC_KINDS and kind != "fake":
+            hint = f"set kind to one of {', '.join(environments.PUBLIC_KINDS)}, or use a preset"
+            what = "missing kind" if kind is None else f"unknown kind {kind!r}"
+            raise PlanError(f"{source}: {where}: {what} (fix: {hint})")
+        model = environments.spec_model(kind)
+        for combination in _sweep(table, model, source, where):
+            try:
+                specs.append(model.model_validate(combination))
+            except ValidationError as error:
+                raise PlanError(_explain(source, error, prefix=where)) from None
+    _no_duplicates([spec.name for spec in specs], source, "environment", "name")
+    return specs
+
+
+def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[WorkloadCase]:
+    cases: list[WorkloadCase] = []
+    for index, table in enumerate(tables):
+        where = f"workload[{index}]"
+        table = dict(table)
+        name = table.pop("name", None)
+        if name not in workloads.CATALOGUE:
+            what = "missing name" if name is None else f"unknown workload {name!r}"
+            raise PlanError(f"{source}: {where}.name: {what} "
+                            f"(fix: use one of {', '.join(workloads.CATALOGUE)})")
+        workload = workloads.CATALOGUE[name]
+        swept = [key for key, value in table.items() if _is_sweep(value, workload.params_model, key)]
+        for combination in _sweep(table, workload.params_model, source, where):
+            try:
+                params = workload.resolve(combination, host)
+            except ValidationError as error:
+                raise PlanError(_explain(source, error, prefix=where)) from None
+            label = name + "".join(f"[{key}={combination[key]}]" for key in swept)
+            cases.append(WorkloadCase(name, params, label))
+    _no_duplicates([case.label for case in cases], source, "workload", "name")
+    return cases
+
+
+def _is_sweep(value: Any, model: type[BaseModel], key: str) -> bool:
+    """A list sweeps unless the field itself takes a list; then a list of lists sweeps."""
+    if not isinstance(value, list):
+        return False
+    field = model.model_fields.get(key)
+    takes_list = field is not None and typing.get_origin(field.annotation) in (tuple, list)
+    return not takes_list or (bool(value) and all(isinstance(item, list) for item in value))
+
+
+def _sweep(table: dict[str, Any], model: type[BaseModel], source: str,
+           where: str) -> list[dict[str, Any]]:
+    swept = {key: value for key, value in table.items() if _is_sweep(value, model, key)}
+    for key, values in swept.items():
+        if not values:
+            raise PlanError(f"{source}: {where}.{key}: an empty list sweeps over nothing "
+                            "(fix: give at least one value)")
+    if not swept:
+        return [table]
+    combinations = []
+    for values in itertools.product(*swept.values()):
+        chosen = dict(zip(swept, values))
+        suffix = "-".join(f"{key}{_plain(value)}" for key, value in chosen.items())
+        name = f"{table['name']}-{suffix}" if "name" in table else None
+        combinations.append({**table, **chosen, **({"name": name} if name else {})})
+    return combinations
+
+
+def _plain(value: Any) -> str:
+    text = "_".join(map(str, value)) if isinstance(value, list) else str(value)
+    return re.sub(r"[^A-Za-z0-9_.]", "_", text)
+
+
+def _select(items: list, wanted: tuple[str, ...], source: str, flag: str, key) -> list:
+    if not wanted:
+        return items
+    known = {key(item) for item in items}
+    for name in wanted:
+        if name not in known:
+            raise PlanError(f"{flag}: {name!r} is not in the plan {source} "
+                            f"(fix: use one of {', '.join(sorted(known))})")
+    return [item for item in items if key(item) in wanted]
+
+
+def _no_duplicates(names: list[str], source: str, table: str, field: str) -> None:
+    seen: set[str] = set()
+    for index, name in enumerate(names):
+        if name in seen:
+            raise PlanError(f"{source}: {table}[{index}].{field}: {name!r} appears twice "
+                            f"(fix: give each {table} a distinct {field})")
+        seen.add(name)
+
+
+_FIXES = {
+    "extra_forbidden": "remove it or check its spelling",
+    "missing": "add it",
+    "string_pattern_mismatch": "use a plain identifier: a letter, then letters, digits, _ . -",
+    "greater_than": "use a larger value",
+    "greater_than_equal": "use a larger value",
+    "less_than_equal": "use a smaller value",
+    "too_short": "give at least one",
+}
+
+
+def _explain(source: str, error: ValidationError, prefix: str = "") -> str:
+    """Pydantic's first error as 'FILE: field.path: what (fix: how)'."""
+    first = error.errors()[0]
+    parts = [prefix] if prefix else []
+    for item in first["loc"]:
+        if isinstance(item, int):
+            parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
+        else:
+            parts.append(str(item))
+    path = ".".join(parts) or "(top level)"
+    fix = _FIXES.get(first["type"])
+    if first["type"] == "extra_forbidden":
+        allowed = _allowed_keys(error)
+        fix = f"{fix}; allowed here: {allowed}" if allowed else fix
+    if first["type"].endswith("_type") or first["type"].endswith("_parsing"):
+        fix = "give a value of the right type"
+    if first["type"] == "literal_error":
+        fix = "use one of the values listed"
+    extra = f" ({len(error.errors()) - 1} more)" if len(error.errors()) > 1 else ""
+    return f"{source}: {path}: {first['msg']}{extra}" + (f" (fix: {fix})" if fix else "")
+
+
+def _allowed_keys(error: ValidationError) -> str:
+    model = error.title
+    for candidate in (PlanFile, CampaignSection, *(k.spec_model for k in environments.KINDS.values()),
+                      *(w.params_model for w in workloads.CATALOGUE.values())):
+        if candidate.__name__ == model:
+            return ", ".join(candidate.model_fields)
+    return ""

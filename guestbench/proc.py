@@ -1,0 +1,162 @@
+"""The one way guestbench starts processes: argv lists, deadlines, process-group kill, logs."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ProcessError(Exception):
+    """A process could not be started (binary missing, permission denied)."""
+
+
+class DeadlineExceeded(Exception):
+    """A process did not finish before its deadline; it has been killed."""
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+# Every process group started through this module and not yet reaped, so that
+# an interrupted campaign can end them all (by id, never by name).
+_live: dict[int, "Process"] = {}
+
+
+def kill_all() -> None:
+    """End every process group this module started that is still alive."""
+    for process in list(_live.values()):
+        process.kill()
+
+
+def now_ns() -> int:
+    """The host's monotonic clock, the one every arrival timestamp uses."""
+    return time.monotonic_ns()
+
+
+def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
+        env: dict[str, str] | None = None, stdin_data: str | None = None) -> Completed:
+    """Run a short command to completion and capture its output.
+
+    Raises ProcessError if it cannot start and DeadlineExceeded (after killing
+    its whole process group) if it outlives timeout_s.
+    """
+    start = time.monotonic()
+    try:
+        child = subprocess.Popen(
+            argv, cwd=cwd, env=env, text=True, start_new_session=True,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as error:
+        raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
+    try:
+        out, err = child.communicate(stdin_data, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(child.pid)
+        child.communicate()
+        raise DeadlineExceeded(f"{argv[0]} did not finish within {timeout_s:g} s") from None
+    except BaseException:
+        _kill_group(child.pid)
+        child.communicate()
+        raise
+    return Completed(tuple(argv), child.returncode, out, err, time.monotonic() - start)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Process:
+    """A long-running child in its own session, its stdout read line by line.
+
+    Every stdout byte is appended to ``stdout_log`` as it arrives and stderr
+    goes straight to ``stderr_log``, so a run's logs survive a crash or a kill.
+    """
+
+    def __init__(self, argv: list[str], stdout_log: Path, stderr_log: Path,
+                 cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+        self.argv = argv
+        self._stdout_log = open(stdout_log, "ab")
+        self._stderr_log = open(stderr_log, "ab")
+        self.started_ns = now_ns()
+        try:
+            self._child = subprocess.Popen(
+                argv, cwd=cwd, env=env, start_new_session=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr_log)
+        except OSError as error:
+            self._close_logs()
+            raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
+        self.pid = self._child.pid
+        _live[self.pid] = self
+        self.first_byte_ns: int | None = None
+
+    def lines(self, deadline_ns: int) -> Iterator[tuple[int, bytes]]:
+        """Yield (host_arrival_ns, line) for each stdout line until EOF.
+
+        Raises DeadlineExceeded when the deadline passes first.
+        """
+        fd = self._child.stdout.fileno()
+        os.set_blocking(fd, False)
+        pending = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                remaining_s = (deadline_ns - now_ns()) / 1e9
+                if remaining_s <= 0:
+                    raise DeadlineExceeded("deadline passed")
+                if not selector.select(timeout=min(remaining_s, 1.0)):
+                    continue
+                chunk = os.read(fd, 65536)
+                arrival_ns = now_ns()
+                if not chunk:
+                    break
+                if self.first_byte_ns is None:
+                    self.first_byte_ns = arrival_ns
+                self._stdout_log.write(chunk)
+                self._stdout_log.flush()
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    yield arrival_ns, line
+        if pending:
+            yield now_ns(), pending
+
+    def wait(self, timeout_s: float) -> int | None:
+        """The exit status, or None if it is still running after timeout_s."""
+        try:
+            return self._child.wait(timeout=max(timeout_s, 0.0))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        """Kill the whole process group and reap the child; safe to call twice."""
+        _kill_group(self.pid)
+        try:
+            self._child.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a process in D state
+            pass
+        self._child.stdout.close()
+        self._close_logs()
+        _live.pop(self.pid, None)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._child.returncode
+
+    def _close_logs(self) -> None:
+        self._stdout_log.close()
+        self._stderr_log.close()

@@ -1,0 +1,25 @@
+"""Markdown tables, ready to paste into a write-up."""
+
+from __future__ import annotations
+
+from guestbench.report.model import Report, tables
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(report: Report) -> str:
+    out: list[str] = []
+    for table in tables(report):
+        out.append(f"### {_escape(table.title)}\n")
+        out.append("| " + " | ".join(map(_escape, table.header)) + " |")
+        out.append("|" + "|".join(["---", "---"] + ["---:"] * (len(table.header) - 2)) + "|")
+        out += ["| " + " | ".join(map(_escape, row)) + " |" for row in table.rows]
+        if table.note:
+            out.append(f"\n{_escape(table.note)}")
+        if table.footnotes:
+            out.append("")
+            out += [f"{_escape(line)}  " for line in table.footnotes]
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,192 @@
+"""Executes a plan's matrix: owns every guest, turns what happened into a status, stores each run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guestbench import __version__, environments, proc
+from guestbench.environments.base import (
+    Availability, Environment, EnvironmentSpec, Guest, GuestStartError, Job)
+from guestbench.host import Host
+from guestbench.plan import Plan, WorkloadCase
+from guestbench.protocol import ProtocolError
+from guestbench.store import RunRecord, Store
+
+
+class Status:
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    INFRA = "infra"
+    UNSUPPORTED = "unsupported"
+    UNAVAILABLE = "unavailable"
+    INTERRUPTED = "interrupted"
+
+
+class Interrupted(Exception):
+    """The campaign was stopped (Ctrl-C, SIGTERM); finished runs are stored."""
+
+    def __init__(self, campaign_id: int, signal_name: str) -> None:
+        super().__init__(f"campaign {campaign_id} interrupted by {signal_name}")
+        self.campaign_id = campaign_id
+        self.signal_name = signal_name
+
+
+@dataclass
+class Outcome:
+    status: str
+    reason: str = ""
+    samples: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+class Progress:
+    """What the runner tells its caller; the CLI draws it, tests count it."""
+
+    def unavailable(self, environment: str, reason: str) -> None: ...
+    def start(self, total_runs: int) -> None: ...
+    def run_started(self, environment: str, label: str, repetition: int) -> None: ...
+    def run_finished(self, environment: str, label: str, outcome: Outcome) -> None: ...
+
+
+@dataclass
+class _Column:
+    spec: EnvironmentSpec
+    environment: Environment
+    availability: Availability
+    row_id: int = 0
+
+
+class Runner:
+    def __init__(self, plan: Plan, store: Store, host: Host, logs_root: Path, agent_path: Path,
+                 progress: Progress | None = None,
+                 create: Callable[[EnvironmentSpec], Environment] = environments.create) -> None:
+        self.plan, self.store, self.host = plan, store, host
+        self.logs_root, self.agent_path = logs_root, agent_path
+        self.progress = progress or Progress()
+        self.create = create
+        self.campaign_id = 0
+
+    def run(self) -> int:
+        """Run the whole matrix; returns the campaign id. Raises Interrupted on Ctrl-C/SIGTERM."""
+        columns = self._probe_all()
+        self.campaign_id = self.store.create_campaign(
+            self.plan.campaign.name, self.plan.as_dict(), self.host.facts, self.host.fingerprint,
+            self.plan.baseline, str(self.logs_root.resolve()), __version__)
+        for position, column in enumerate(columns):
+            column.row_id = self.store.add_environment(
+                self.campaign_id, column.spec.name, column.spec.kind,
+                column.spec.model_dump(mode="json"), column.availability.available,
+                column.availability.reason, position)
+            if not column.availability.available:
+                self.progress.unavailable(column.spec.name, column.availability.reason)
+        self.progress.start(self.plan.campaign.repeat * len(columns) * len(self.plan.workloads))
+        try:
+            self._matrix(columns)
+        except KeyboardInterrupt as stop:
+            proc.kill_all()
+            self.store.finish_campaign(self.campaign_id, Status.INTERRUPTED)
+            raise Interrupted(self.campaign_id, str(stop) or "SIGINT") from None
+        self.store.finish_campaign(self.campaign_id, "finished")
+        return self.campaign_id
+
+    def _probe_all(self) -> list[_Column]:
+        columns = []
+        for spec in self.plan.environments:
+            environment = self.create(spec)
+            columns.append(_Column(spec, environment, environment.probe(self.host)))
+        return columns
+
+    def _matrix(self, columns: list[_Column]) -> None:
+        # Repetitions are the outer loop so that slow drift on the host (thermal,
+        # background load) spreads over every environment instead of biasing one.
+        for repetition in range(self.plan.campaign.repeat):
+            for column in columns:
+                for case in self.plan.workloads:
+                    self._one(column, case, repetition)
+
+    def _one(self, column: _Column, case: WorkloadCase, repetition: int) -> None:
+        name = column.spec.name
+        self.progress.run_started(name, case.label, repetition)
+        logdir = self.logs_root / f"campaign-{self.campaign_id}" / name / case.label / f"rep{repetition}"
+        started_at = dt.datetime.now(dt.timezone.utc)
+        began = time.monotonic()
+        log_path: str | None = str(logdir)
+        try:
+            outcome = self._outcome(column, case, logdir)
+        except KeyboardInterrupt as stop:
+            outcome = Outcome(Status.INTERRUPTED, f"campaign stopped by {stop or 'SIGINT'} during this run")
+            self._store(column, case, repetition, outcome, started_at, began, log_path)
+            raise
+        if not logdir.exists():
+            log_path = None
+        self._store(column, case, repetition, outcome, started_at, began, log_path)
+        self.progress.run_finished(name, case.label, outcome)
+
+    def _store(self, column: _Column, case: WorkloadCase, repetition: int, outcome: Outcome,
+               started_at: dt.datetime, began: float, log_path: str | None) -> None:
+        self.store.add_run(self.campaign_id, RunRecord(
+            environment_id=column.row_id, workload=case.name, label=case.label,
+            params=case.params.model_dump(mode="json"), repetition=repetition,
+            status=outcome.status, reason=outcome.reason, started_at=started_at,
+            host_seconds=time.monotonic() - began, log_path=log_path,
+            samples=tuple(outcome.samples)))
+
+    def _outcome(self, column: _Column, case: WorkloadCase, logdir: Path) -> Outcome:
+        if not column.availability.available:
+            return Outcome(Status.UNAVAILABLE, column.availability.reason)
+        missing = case.workload.capabilities - column.environment.capabilities
+        if missing:
+            names = ", ".join(sorted(capability.value for capability in missing))
+            return Outcome(Status.UNSUPPORTED, f"{column.spec.kind} lacks {names}")
+        job = Job(case.name, self.agent_path, tuple(case.workload.agent_args(case.params)))
+        timeout_s = self.plan.campaign.timeout_s
+        deadline_ns = proc.now_ns() + int(timeout_s * 1e9)
+        try:
+            guest = column.environment.start(job, logdir, deadline_ns)
+        except GuestStartError as error:
+            return Outcome(Status.INFRA, f"could not start: {error}")
+        with guest:
+            return _watch(guest, timeout_s)
+
+
+def _watch(guest: Guest, timeout_s: float) -> Outcome:
+    """Collect a guest's records and decide the run's status."""
+    samples: list[tuple[str, str, float]] = []
+    errors: list[str] = []
+    records = 0
+    try:
+        for record in guest.records():
+            records += 1
+            if record.type == "sample":
+                samples.append((record.body["metric"], record.body["unit"], float(record.body["value"])))
+            elif record.type == "error":
+                errors.append(f"{record.body.get('workload')}: {record.body.get('message')}")
+    except proc.DeadlineExceeded:
+        guest.stop()
+        return Outcome(Status.TIMEOUT, _with(f"killed after the {timeout_s:g} s run timeout",
+                                             guest.diagnostics()))
+    except ProtocolError as error:
+        stop = guest.stop()
+        said = guest.diagnostics()
+        if stop.signal_name and not stop.killed:
+            return Outcome(Status.CRASHED, _with(f"agent died by {stop.signal_name}: {error}", said))
+        if records == 0 and stop.exit_code not in (0, None):
+            return Outcome(Status.INFRA, _with(
+                f"the environment exited with status {stop.exit_code} before the agent started", said))
+        return Outcome(Status.FAILED, _with(str(error), said))
+    stop = guest.stop()
+    if errors:
+        return Outcome(Status.FAILED, "; ".join(errors))
+    if stop.exit_code not in (0, None):
+        return Outcome(Status.FAILED, _with(f"agent exited with status {stop.exit_code}",
+                                            guest.diagnostics()))
+    return Outcome(Status.OK, "", samples)
+
+
+def _with(reason: str, diagnostics: str) -> str:
+    return f"{reason} (stderr: {diagnostics})" if diagnostics else reason

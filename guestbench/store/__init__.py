@@ -1,0 +1,184 @@
+"""The results store: open(url) for SQLite or PostgreSQL, raw samples written run by run."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from guestbench.store import schema
+from guestbench.store.schema import SCHEMA_VERSION
+
+DEFAULT_URL = "sqlite:///guestbench.sqlite"
+
+
+class StoreError(Exception):
+    """The store cannot be opened or does not hold what was asked for."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One finished run, as the runner hands it to the store."""
+
+    environment_id: int
+    workload: str
+    label: str
+    params: dict[str, Any]
+    repetition: int
+    status: str
+    reason: str
+    started_at: dt.datetime
+    host_seconds: float
+    log_path: str | None
+    samples: tuple[tuple[str, str, float], ...] = ()
+    flags: tuple[str, ...] = ()
+
+
+def open(url: str = DEFAULT_URL) -> "Store":  # noqa: A001 - the name DESIGN.md gives
+    """Open (creating or migrating) the store at a SQLAlchemy URL."""
+    try:
+        engine = sa.create_engine(url)
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ValueError) as error:
+        raise StoreError(f"--db {url!r}: not a usable database URL ({error}) "
+                         "(fix: e.g. sqlite:///results.sqlite or postgresql://user@host/db)") from None
+    if engine.dialect.name == "sqlite":
+        _check_sqlite_path(engine.url.database, url)
+    store = Store(engine)
+    store.migrate()
+    return store
+
+
+def _check_sqlite_path(database: str | None, url: str) -> None:
+    if not database or database == ":memory:":
+        return
+    folder = Path(database).resolve().parent
+    if not folder.is_dir():
+        raise StoreError(f"--db {url!r}: folder {folder} does not exist (fix: create it first)")
+
+
+class Store:
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    # -- schema ---------------------------------------------------------------
+    def version(self) -> int:
+        with self.engine.connect() as connection:
+            if not sa.inspect(connection).has_table("schema_meta"):
+                return 0
+            value = connection.execute(sa.select(schema.schema_meta.c.value).where(
+                schema.schema_meta.c.key == "schema_version")).scalar()
+        return int(value) if value else 0
+
+    def migrate(self) -> None:
+        try:
+            current = self.version()
+        except sa.exc.DatabaseError as error:
+            raise StoreError(f"{self.engine.url}: not a guestbench store ({error.orig}) "
+                             "(fix: point --db at a guestbench store or a new file)") from None
+        if current > SCHEMA_VERSION:
+            raise StoreError(f"{self.engine.url}: store schema {current} is newer than this "
+                             f"guestbench reads ({SCHEMA_VERSION}) (fix: upgrade guestbench)")
+        with self.engine.begin() as connection:
+            for version in range(current, SCHEMA_VERSION):
+                schema.MIGRATIONS[version](connection)
+            if current != SCHEMA_VERSION:
+                connection.execute(sa.delete(schema.schema_meta).where(
+                    schema.schema_meta.c.key == "schema_version"))
+                connection.execute(sa.insert(schema.schema_meta).values(
+                    key="schema_version", value=str(SCHEMA_VERSION)))
+
+    # -- writing --------------------------------------------------------------
+    def create_campaign(self, name: str, plan: dict[str, Any], host_facts: dict[str, Any],
+                        fingerprint: str, baseline: str | None, log_dir: str,
+                        guestbench_version: str) -> int:
+        with self.engine.begin() as connection:
+            host_id = connection.execute(sa.select(schema.host.c.id).where(
+                schema.host.c.fingerprint == fingerprint)).scalar()
+            if host_id is None:
+                host_id = connection.execute(sa.insert(schema.host).values(
+                    fingerprint=fingerprint, facts=host_facts)).inserted_primary_key[0]
+            return connection.execute(sa.insert(schema.campaign).values(
+                name=name, created_at=_now(), guestbench_version=guestbench_version, plan=plan,
+                host_id=host_id, host_facts=host_facts, baseline=baseline, log_dir=log_dir,
+                status="running")).inserted_primary_key[0]
+
+    def add_environment(self, campaign_id: int, name: str, kind: str, spec: dict[str, Any],
+                        available: bool, probe: str, position: int) -> int:
+        with self.engine.begin() as connection:
+            return connection.execute(sa.insert(schema.environment).values(
+                campaign_id=campaign_id, name=name, kind=kind, spec=spec, available=available,
+                probe=probe, position=position)).inserted_primary_key[0]
+
+    def add_run(self, campaign_id: int, record: RunRecord) -> int:
+        """One run and its samples, in one transaction: a run is stored whole or not at all."""
+        with self.engine.begin() as connection:
+            run_id = connection.execute(sa.insert(schema.run).values(
+                campaign_id=campaign_id, environment_id=record.environment_id,
+                workload=record.workload, label=record.label, params=record.params,
+                repetition=record.repetition, status=record.status, reason=record.reason,
+                flags=list(record.flags), started_at=record.started_at,
+                host_seconds=record.host_seconds, log_path=record.log_path,
+            )).inserted_primary_key[0]
+            if record.samples:
+                connection.execute(sa.insert(schema.sample), [
+                    {"run_id": run_id, "metric": metric, "unit": unit, "value": value}
+                    for metric, unit, value in record.samples])
+        return run_id
+
+    def finish_campaign(self, campaign_id: int, status: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(sa.update(schema.campaign).where(
+                schema.campaign.c.id == campaign_id).values(status=status, finished_at=_now()))
+
+    # -- reading --------------------------------------------------------------
+    def campaign(self, selector: str | None = None) -> dict[str, Any]:
+        """A campaign by id or name (the latest of that name); the latest without a selector."""
+        table = schema.campaign
+        query = sa.select(table).order_by(table.c.id.desc()).limit(1)
+        if selector is not None:
+            by_id = table.c.id == int(selector) if selector.isdigit() else sa.false()
+            query = query.where(sa.or_(by_id, table.c.name == selector))
+        with self.engine.connect() as connection:
+            row = connection.execute(query).mappings().first()
+        if row is None:
+            what = f"campaign {selector!r}" if selector else "any campaign"
+            raise StoreError(f"{self.engine.url}: no {what} in this store "
+                             "(fix: 'guestbench run' first, or 'guestbench report --list')")
+        return dict(row)
+
+    def campaigns(self) -> list[dict[str, Any]]:
+        table = schema.campaign
+        with self.engine.connect() as connection:
+            return [dict(row) for row in connection.execute(
+                sa.select(table.c.id, table.c.name, table.c.created_at, table.c.status)
+                .order_by(table.c.id)).mappings()]
+
+    def environments(self, campaign_id: int) -> list[dict[str, Any]]:
+        table = schema.environment
+        with self.engine.connect() as connection:
+            return [dict(row) for row in connection.execute(
+                sa.select(table).where(table.c.campaign_id == campaign_id)
+                .order_by(table.c.position)).mappings()]
+
+    def runs(self, campaign_id: int) -> list[dict[str, Any]]:
+        table = schema.run
+        with self.engine.connect() as connection:
+            return [dict(row) for row in connection.execute(
+                sa.select(table).where(table.c.campaign_id == campaign_id)
+                .order_by(table.c.id)).mappings()]
+
+    def samples(self, campaign_id: int) -> Iterable[dict[str, Any]]:
+        s, r = schema.sample, schema.run
+        query = (sa.select(s.c.run_id, s.c.metric, s.c.unit, s.c.value)
+                 .join(r, r.c.id == s.c.run_id).where(r.c.campaign_id == campaign_id)
+                 .order_by(s.c.id))
+        with self.engine.connect() as connection:
+            return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)

@@ -1,0 +1,12 @@
+"""The catalogue of workloads, by name."""
+
+from __future__ import annotations
+
+from guestbench.workloads import micro, stream
+from guestbench.workloads.base import Params, Workload
+
+CATALOGUE: dict[str, Workload] = {w.name: w for w in (*micro.WORKLOADS, *stream.WORKLOADS)}
+
+QUICK_SUITE: tuple[str, ...] = tuple(name for name, w in CATALOGUE.items() if w.quick)
+
+__all__ = ["CATALOGUE", "QUICK_SUITE", "Params", "Workload"]

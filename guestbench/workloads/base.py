@@ -1,0 +1,38 @@
+"""What a workload is: a name, typed parameters, needed capabilities, the agent arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from guestbench.environments.base import Capability
+from guestbench.host import Host
+
+
+class Params(BaseModel):
+    """Base of every workload's parameter model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    family: str
+    summary: str
+    params_model: type[Params]
+    to_agent_args: Callable[[Params], list[str]]
+    capabilities: frozenset[Capability] = frozenset()
+    quick: bool = True  # part of the default quick suite
+    # fills parameters whose default depends on the host, so every environment gets the same
+    host_defaults: Callable[[Host], dict[str, Any]] = field(default=lambda host: {})
+
+    def resolve(self, given: dict[str, Any], host: Host) -> Params:
+        """Validated parameters with every default filled in."""
+        return self.params_model(**{**self.host_defaults(host), **given})
+
+    def agent_args(self, params: Params) -> list[str]:
+        return [*self.to_agent_args(params), self.name]

@@ -1,0 +1,49 @@
+"""Timing micro-workloads of the agent: system calls, memory faults, process switches."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from guestbench.environments.base import Capability
+from guestbench.workloads.base import Params, Workload
+
+
+class TimingParams(Params):
+    min_time_s: float = Field(0.1, gt=0, le=3600,
+                              description="a measured batch lasts at least this long")
+
+
+class FirstWriteParams(TimingParams):
+    pages_per_chunk: int = Field(4096, gt=0, le=1 << 20,
+                                 description="fresh pages mapped at a time")
+
+
+class HangParams(Params):
+    seconds: float = Field(0, ge=0, description="how long the agent sleeps; 0 = forever")
+
+
+def _timing_args(params: TimingParams) -> list[str]:
+    return ["--min-time", repr(params.min_time_s)]
+
+
+def _first_write_args(params: FirstWriteParams) -> list[str]:
+    return [*_timing_args(params), "--pages", str(params.pages_per_chunk)]
+
+
+def _timing(name: str, summary: str, *needs: Capability) -> Workload:
+    return Workload(name, "micro", summary, TimingParams, _timing_args,
+                    frozenset({Capability.TSC, *needs}))
+
+
+WORKLOADS = [
+    _timing("getpid", "raw getpid system call"),
+    _timing("sched_yield", "sched_yield system call"),
+    _timing("clock_gettime", "clock_gettime(CLOCK_MONOTONIC) through the vDSO"),
+    _timing("malloc_1mib", "malloc 1 MiB, touch every page, free"),
+    Workload("first_write", "micro", "first write to a fresh anonymous page",
+             FirstWriteParams, _first_write_args, frozenset({Capability.TSC})),
+    _timing("pipe_switch", "switch between two processes over pipes", Capability.PROCESSES),
+    _timing("fork_exit", "fork, _exit, waitpid", Capability.PROCESSES),
+    Workload("hang", "test", "sleeps (for testing timeouts); never in a default suite",
+             HangParams, lambda params: ["--seconds", repr(params.seconds)], quick=False),
+]

@@ -1,0 +1,49 @@
+"""STREAM memory-bandwidth workloads (copy, scale, add, triad) of the agent."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import Field
+
+from guestbench.host import Host
+from guestbench.workloads.base import Params, Workload
+
+FALLBACK_ARRAY_MIB = 80
+
+
+class StreamParams(Params):
+    array_mib: int = Field(FALLBACK_ARRAY_MIB, gt=0, le=65536,
+                           description="size of each of the three arrays, MiB")
+    ntimes: int = Field(10, ge=2, le=10000,
+                        description="iterations per kernel; the first is not counted")
+
+
+def default_array_mib(host: Host) -> dict[str, Any]:
+    """At least 4x the host's last-level cache, and never under 80 MiB.
+
+    Resolved on the host so every environment of a campaign uses the same size
+    (a guest's sysfs may show other caches or none).
+    """
+    llc = host.llc_bytes
+    four_llc_mib = math.ceil(4 * llc / 2**20) if llc else 0
+    return {"array_mib": max(FALLBACK_ARRAY_MIB, four_llc_mib)}
+
+
+def _args(params: StreamParams) -> list[str]:
+    return ["--array-mib", str(params.array_mib), "--ntimes", str(params.ntimes)]
+
+
+def _stream(name: str, summary: str, quick: bool) -> Workload:
+    return Workload(name, "stream", summary, StreamParams, _args, quick=quick,
+                    host_defaults=default_array_mib)
+
+
+WORKLOADS = [
+    _stream("stream", "all four STREAM kernels in turn, as the reference STREAM", True),
+    _stream("stream_copy", "STREAM copy  c = a", False),
+    _stream("stream_scale", "STREAM scale b = q*c", False),
+    _stream("stream_add", "STREAM add   c = a + b", False),
+    _stream("stream_triad", "STREAM triad a = b + q*c", False),
+]
