@@ -66,23 +66,13 @@ static int measure(const char *name, const struct options *opt, batch_fn fn, voi
 
 /* ---- system calls ---- */
 
-static int getpid_batch(void *ctx, uint64_t ops, struct batch *b)
+/* ctx points to the system call number: the raw call, never a libc cache. */
+static int raw_syscall_batch(void *ctx, uint64_t ops, struct batch *b)
 {
-	(void)ctx;
+	const long nr = *(const long *)ctx;
 	struct stamp t0 = stamp_begin();
 	for (uint64_t i = 0; i < ops; i++)
-		sink = syscall(SYS_getpid);
-	batch_add(b, t0, stamp_end());
-	b->ops = ops;
-	return 0;
-}
-
-static int sched_yield_batch(void *ctx, uint64_t ops, struct batch *b)
-{
-	(void)ctx;
-	struct stamp t0 = stamp_begin();
-	for (uint64_t i = 0; i < ops; i++)
-		sink = syscall(SYS_sched_yield);
+		sink = syscall(nr);
 	batch_add(b, t0, stamp_end());
 	b->ops = ops;
 	return 0;
@@ -103,16 +93,26 @@ static int clock_gettime_batch(void *ctx, uint64_t ops, struct batch *b)
 	return 0;
 }
 
-static int run_getpid(const char *name, const struct options *opt)
+static int run_raw_syscall(const char *name, const struct options *opt, long nr)
 {
 	announce(name, opt);
-	return measure(name, opt, getpid_batch, NULL);
+	return measure(name, opt, raw_syscall_batch, &nr);
+}
+
+static int run_getpid(const char *name, const struct options *opt)
+{
+	return run_raw_syscall(name, opt, SYS_getpid);
+}
+
+/* perf bench syscall basic times getppid(2): this one compares with it directly. */
+static int run_getppid(const char *name, const struct options *opt)
+{
+	return run_raw_syscall(name, opt, SYS_getppid);
 }
 
 static int run_sched_yield(const char *name, const struct options *opt)
 {
-	announce(name, opt);
-	return measure(name, opt, sched_yield_batch, NULL);
+	return run_raw_syscall(name, opt, SYS_sched_yield);
 }
 
 static int run_clock_gettime(const char *name, const struct options *opt)
@@ -362,6 +362,7 @@ static int run_fork_exit(const char *name, const struct options *opt)
 
 const struct workload micro_workloads[] = {
 	{ "getpid", run_getpid },
+	{ "getppid", run_getppid },
 	{ "sched_yield", run_sched_yield },
 	{ "clock_gettime", run_clock_gettime },
 	{ "malloc_1mib", run_malloc_1mib },

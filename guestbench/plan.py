@@ -146,7 +146,11 @@ def _apply(campaign: CampaignSection, overrides: Overrides, specs: list[Environm
     try:
         campaign = CampaignSection.model_validate({**campaign.model_dump(), **changes})
     except ValidationError as error:
-        raise PlanError(_explain(source, error, prefix="campaign")) from None
+        field = error.errors()[0]["loc"][0]
+        flag = {"repeat": "--repeat", "timeout_s": "--timeout", "name": "--name"}[field] \
+            if field in changes else None
+        raise PlanError(_explain(flag or source, error, prefix="" if flag else "campaign",
+                                 flag=bool(flag))) from None
     names = [spec.name for spec in specs]
     if campaign.baseline is None:
         return campaign.model_copy(update={"baseline": "native" if "native" in names else None})
@@ -268,9 +272,14 @@ _FIXES = {
 }
 
 
-def _explain(source: str, error: ValidationError, prefix: str = "") -> str:
-    """Pydantic's first error as 'FILE: field.path: what (fix: how)'."""
-    first = error.errors()[0]
+def _explain(source: str, error: ValidationError, prefix: str = "", flag: bool = False) -> str:
+    """Pydantic's first error as 'FILE: field.path: what (fix: how)'.
+
+    An unknown key comes first: it is usually a misspelling that also causes
+    the 'field required' error of the key that was meant.
+    """
+    errors = sorted(error.errors(), key=lambda item: item["type"] != "extra_forbidden")
+    first = errors[0]
     parts = [prefix] if prefix else []
     for item in first["loc"]:
         if isinstance(item, int):
@@ -278,6 +287,8 @@ def _explain(source: str, error: ValidationError, prefix: str = "") -> str:
         else:
             parts.append(str(item))
     path = ".".join(parts) or "(top level)"
+    if flag:
+        return f"{source}: {first['msg']} (fix: {_FIXES.get(first['type'], 'give a valid value')})"
     fix = _FIXES.get(first["type"])
     if first["type"] == "extra_forbidden":
         allowed = _allowed_keys(error)
@@ -286,7 +297,7 @@ def _explain(source: str, error: ValidationError, prefix: str = "") -> str:
         fix = "give a value of the right type"
     if first["type"] == "literal_error":
         fix = "use one of the values listed"
-    extra = f" ({len(error.errors()) - 1} more)" if len(error.errors()) > 1 else ""
+    extra = f" ({len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{source}: {path}: {first['msg']}{extra}" + (f" (fix: {fix})" if fix else "")
 
 

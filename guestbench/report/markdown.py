@@ -22,4 +22,4 @@ def render(report: Report) -> str:
             out.append("")
             out += [f"{_escape(line)}  " for line in table.footnotes]
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -115,8 +115,9 @@ def _problem_text(cell: Cell, footnotes: Footnotes) -> str:
 def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: bool) -> str:
     if not cell.values:
         return _problem_text(cell, footnotes) if cell.problems else "no samples"
-    text = (f"{format_value(cell.median / divisor)} "
-            f"({format_value(cell.minimum / divisor)}-{format_value(cell.maximum / divisor)})")
+    text = format_value(cell.median / divisor)
+    if cell.n > 1:
+        text += f" ({format_value(cell.minimum / divisor)}-{format_value(cell.maximum / divisor)})"
     if show_n:
         text += f" n={cell.n}"
     if cell.problems:

@@ -37,6 +37,7 @@ def _timing(name: str, summary: str, *needs: Capability) -> Workload:
 
 WORKLOADS = [
     _timing("getpid", "raw getpid system call"),
+    _timing("getppid", "raw getppid system call (what perf bench syscall basic times)"),
     _timing("sched_yield", "sched_yield system call"),
     _timing("clock_gettime", "clock_gettime(CLOCK_MONOTONIC) through the vDSO"),
     _timing("malloc_1mib", "malloc 1 MiB, touch every page, free"),

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything guestbench needs on Debian/Ubuntu: system packages (build
+# tools, the environments it measures), the Python environment in .venv, and
+# the agent. Safe to run again. Needs root (or sudo) for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+# gcc/make/libc6-dev: the static agent; util-linux: unshare; runc, crun, runsc
+# (gVisor), qemu-user: the environments; linux-perf: the getpid fidelity check.
+PACKAGES=(build-essential libc6-dev util-linux python3 python3-venv
+          runc crun runsc qemu-user)
+missing=()
+for package in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install.sh: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e '.[test]'
+
+make -s -C agent
+echo "install.sh: ready: .venv/bin/guestbench ($(.venv/bin/guestbench --version)), agent/gbagent"

@@ -1,0 +1,58 @@
+"""Fixtures for tests that run the real agent in the real environments of this machine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from guestbench import agent, environments, host
+
+PRESETS = list(environments.PRESETS)
+
+
+@pytest.fixture(scope="session")
+def agent_path() -> Path:
+    try:
+        return agent.path()
+    except agent.AgentMissing as error:
+        pytest.skip(f"agent not built: {error}")
+
+
+@pytest.fixture(scope="session")
+def host_facts() -> host.Host:
+    return host.collect()
+
+
+@pytest.fixture(scope="session")
+def probes(host_facts, agent_path):
+    """Every preset's probe answer, asked once per test session."""
+    return {name: environments.create(environments.preset_spec(name)).probe(host_facts)
+            for name in PRESETS}
+
+
+@pytest.fixture
+def available(probes):
+    """Returns the preset's environment, or skips the test with the probe's reason."""
+    def get(name: str):
+        answer = probes[name]
+        if not answer.available:
+            pytest.skip(f"{name} unavailable here: {answer.reason}")
+        return environments.create(environments.preset_spec(name))
+    return get
+
+
+def agent_processes(agent_path: Path) -> list[int]:
+    """Pids of live processes running this agent binary (to check that nothing is left)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            exe = os.readlink(entry / "exe")
+        except OSError:
+            continue
+        if exe == str(agent_path) or exe.endswith("/gbagent"):
+            pids.append(int(entry.name))
+    return pids

@@ -1,0 +1,49 @@
+"""The built agent on its own: static, every workload verifies, bad arguments exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from guestbench import proc, workloads
+from guestbench.protocol import RecordStream
+
+pytestmark = pytest.mark.integration
+
+
+def records_of(output: str):
+    stream = RecordStream()
+    records = list(stream.feed((0, line.encode()) for line in output.splitlines()))
+    stream.finish()
+    return records
+
+
+def test_agent_is_static(agent_path):
+    headers = proc.run(["readelf", "--program-headers", str(agent_path)], timeout_s=10).stdout
+    assert "INTERP" not in headers and "DYNAMIC" not in headers
+
+
+def test_agent_knows_every_catalogued_workload(agent_path):
+    listed = proc.run([str(agent_path), "--list"], timeout_s=10).stdout.split()
+    assert set(workloads.CATALOGUE) <= set(listed)
+
+
+def test_every_quick_workload_runs_and_verifies(agent_path):
+    args = ["--min-time", "0.005", "--array-mib", "4", "--ntimes", "2", *workloads.QUICK_SUITE]
+    result = proc.run([str(agent_path), *args], timeout_s=120)
+    assert result.returncode == 0, result.stderr
+    records = records_of(result.stdout)
+    assert records[-1].body["status"] == "ok"
+    measured = {r.body["workload"] for r in records if r.type == "sample"}
+    assert measured == set(workloads.QUICK_SUITE)
+
+
+@pytest.mark.parametrize("args", [
+    ["--min-time", "abc", "getpid"], ["--min-time", "0", "getpid"], ["--min-time", "-1", "getpid"],
+    ["--array-mib", "0", "stream"], ["--ntimes", "1", "stream"], ["nosuchworkload"], [],
+    ["--bogus", "getpid"],
+])
+def test_bad_arguments_exit_2_with_one_line(agent_path, args):
+    result = proc.run([str(agent_path), *args], timeout_s=10)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("gbagent:")

@@ -1,0 +1,74 @@
+"""guestbench as a user runs it: a real campaign, its report, and SIGTERM in the middle."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import agent_processes
+
+pytestmark = pytest.mark.integration
+GUESTBENCH = [sys.executable, "-m", "guestbench"]
+
+
+def guestbench(*args: str, cwd: Path, timeout_s: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([*GUESTBENCH, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout_s)
+
+
+def test_campaign_then_reports(tmp_path, available):
+    available("native")
+    run = guestbench("run", "--env", "native,qemu-user,crun", "--workload", "getpid,stream_triad",
+                     "--repeat", "2", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "Measured" in run.stdout and "native" in run.stdout
+    document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
+    assert document["schema_version"] == 1
+    by_env = {}
+    for entry in document["runs"]:
+        by_env.setdefault(entry["environment"], []).append(entry)
+    assert len(by_env["native"]) == 4 and all(r["status"] == "ok" for r in by_env["native"])
+    for entry in by_env["native"]:
+        assert Path(entry["log_path"], "stdout.log").is_file()
+    csv_lines = guestbench("report", "--format", "csv", cwd=tmp_path).stdout.splitlines()
+    assert csv_lines[0].startswith("campaign,environment,workload,label,metric,unit,repetition,status,value")
+    markdown = guestbench("report", "--format", "markdown", cwd=tmp_path).stdout
+    assert "| getpid | time_per_op (ns) |" in markdown
+
+
+def test_sigterm_keeps_finished_runs_and_leaves_nothing_running(tmp_path, available, agent_path):
+    available("native")
+    before = set(agent_processes(agent_path))
+    child = subprocess.Popen([*GUESTBENCH, "run", "--env", "native", "--workload", "getpid,hang",
+                              "--repeat", "1", "--timeout", "120", "--quiet"],
+                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    database = tmp_path / "guestbench.sqlite"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until getpid is stored and hang is running
+        if database.exists() and set(agent_processes(agent_path)) - before:
+            with sqlite3.connect(database) as connection:
+                done = connection.execute("select count(*) from run where status='ok'").fetchone()[0]
+            if done:
+                break
+        time.sleep(0.05)
+    else:
+        child.kill()
+        pytest.fail("the campaign did not reach its hanging run")
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=30)
+    assert child.returncode == 143, stderr
+    with sqlite3.connect(database) as connection:
+        statuses = dict(connection.execute("select workload, status from run").fetchall())
+        campaign_status = connection.execute("select status from campaign").fetchone()[0]
+        samples = connection.execute("select count(*) from sample").fetchone()[0]
+    assert statuses == {"getpid": "ok", "hang": "interrupted"}
+    assert campaign_status == "interrupted" and samples >= 2
+    time.sleep(0.2)
+    assert not set(agent_processes(agent_path)) - before

@@ -1,0 +1,71 @@
+"""The real agent in every environment installed here; skipped with the probe's reason elsewhere."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from guestbench import environments, proc
+from guestbench.environments.base import Job
+from guestbench.runner import Outcome, _watch
+
+from .conftest import PRESETS, agent_processes
+
+pytestmark = pytest.mark.integration
+
+
+def run_job(environment, agent_path, tmp_path, args, timeout_s=60.0) -> Outcome:
+    job = Job(args[-1], agent_path, tuple(args))
+    guest = environment.start(job, tmp_path / "logs", proc.now_ns() + int(timeout_s * 1e9))
+    with guest:
+        return _watch(guest, timeout_s)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_probe_answers_quickly_with_a_reason(preset, host_facts, agent_path):
+    began = time.monotonic()
+    answer = environments.create(environments.preset_spec(preset)).probe(host_facts)
+    elapsed = time.monotonic() - began
+    assert elapsed < 15, f"probe of {preset} took {elapsed:.1f} s"
+    assert answer.reason, "a probe always says why (or what it found)"
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_timing_workloads_give_positive_samples(preset, available, agent_path, tmp_path):
+    environment = available(preset)
+    outcome = run_job(environment, agent_path, tmp_path, ["--min-time", "0.01", "getpid"])
+    assert outcome.status == "ok", outcome.reason
+    metrics = {metric: (unit, value) for metric, unit, value in outcome.samples}
+    assert metrics["time_per_op"][0] == "ns" and metrics["time_per_op"][1] > 0
+    assert metrics["tsc_per_op"][0] == "cycles" and metrics["tsc_per_op"][1] > 0
+    assert metrics["iterations"][1] >= 1
+    assert (tmp_path / "logs" / "stdout.log").read_bytes().count(b"@GB1 ") == len(outcome.samples) + 3
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_processes_and_stream_work(preset, available, agent_path, tmp_path):
+    environment = available(preset)
+    outcome = run_job(environment, agent_path, tmp_path,
+                      ["--min-time", "0.01", "--array-mib", "4", "--ntimes", "2",
+                       "pipe_switch", "fork_exit", "stream_triad"])
+    assert outcome.status == "ok", outcome.reason
+    assert {"time_per_op", "bandwidth", "time_min"} <= {m for m, _, _ in outcome.samples}
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_hung_agent_is_killed_at_timeout_and_nothing_is_left(preset, available, agent_path,
+                                                             tmp_path):
+    environment = available(preset)
+    before = set(agent_processes(agent_path))
+    bundles_before = set(Path(tempfile.gettempdir()).glob("guestbench-oci-*"))
+    outcome = run_job(environment, agent_path, tmp_path, ["hang"], timeout_s=1.5)
+    assert outcome.status == "timeout"
+    assert "1.5 s" in outcome.reason
+    deadline = time.monotonic() + 10
+    while set(agent_processes(agent_path)) - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not set(agent_processes(agent_path)) - before, "an agent process outlived its run"
+    assert not set(Path(tempfile.gettempdir()).glob("guestbench-oci-*")) - bundles_before
