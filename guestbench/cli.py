@@ -74,6 +74,9 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
         click.echo(f"guestbench: {stop}; finished runs are stored in {db} "
                    f"(see 'guestbench report {stop.campaign_id}')", err=True)
         sys.exit(143 if stop.signal_name == "SIGTERM" else 130)
+    except KeyboardInterrupt as stop:  # before the campaign existed: nothing was stored
+        click.echo(f"guestbench: stopped by {str(stop) or 'SIGINT'} before any run", err=True)
+        sys.exit(143 if str(stop) == "SIGTERM" else 130)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if not quiet:

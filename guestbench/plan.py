@@ -25,7 +25,7 @@ class PlanError(Exception):
 
 
 class CampaignSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field("quick", pattern=IDENTIFIER, description="campaign name, a plain identifier")
     baseline: str | None = Field(
@@ -129,7 +129,7 @@ def _build(raw: dict[str, Any], source: str, host: Host, overrides: Overrides) -
     try:
         top = PlanFile.model_validate(raw)
     except ValidationError as error:
-        raise PlanError(_explain(source, error)) from None
+        raise PlanError(_explain(source, error, model=PlanFile)) from None
     specs = _environments(top.environment, source)
     cases = _workloads(top.workload, source, host)
     specs = _select(specs, overrides.environments, source, "--env", lambda s: s.name)
@@ -150,7 +150,7 @@ def _apply(campaign: CampaignSection, overrides: Overrides, specs: list[Environm
         flag = {"repeat": "--repeat", "timeout_s": "--timeout", "name": "--name"}[field] \
             if field in changes else None
         raise PlanError(_explain(flag or source, error, prefix="" if flag else "campaign",
-                                 flag=bool(flag))) from None
+                                 flag=bool(flag), model=CampaignSection)) from None
     names = [spec.name for spec in specs]
     if campaign.baseline is None:
         return campaign.model_copy(update={"baseline": "native" if "native" in names else None})
@@ -167,12 +167,12 @@ def _environments(tables: list[dict[str, Any]], source: str) -> list[Environment
         table = dict(table)
         preset = table.pop("preset", None)
         if preset is not None:
-            if preset not in environments.PRESETS:
+            if not isinstance(preset, str) or preset not in environments.PRESETS:
                 raise PlanError(f"{source}: {where}.preset: unknown preset {preset!r} "
                                 f"(fix: use one of {', '.join(environments.PRESETS)})")
             table = {**environments.PRESETS[preset], "name": preset, **table}
         kind = table.get("kind")
-        if kind not in environments.PUBLIC_KINDS and kind != "fake":
+        if not isinstance(kind, str) or kind not in environments.KINDS:
             hint = f"set kind to one of {', '.join(environments.PUBLIC_KINDS)}, or use a preset"
             what = "missing kind" if kind is None else f"unknown kind {kind!r}"
             raise PlanError(f"{source}: {where}: {what} (fix: {hint})")
@@ -181,7 +181,7 @@ def _environments(tables: list[dict[str, Any]], source: str) -> list[Environment
             try:
                 specs.append(model.model_validate(combination))
             except ValidationError as error:
-                raise PlanError(_explain(source, error, prefix=where)) from None
+                raise PlanError(_explain(source, error, prefix=where, model=model)) from None
     _no_duplicates([spec.name for spec in specs], source, "environment", "name")
     return specs
 
@@ -192,7 +192,7 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
         where = f"workload[{index}]"
         table = dict(table)
         name = table.pop("name", None)
-        if name not in workloads.CATALOGUE:
+        if not isinstance(name, str) or name not in workloads.CATALOGUE:
             what = "missing name" if name is None else f"unknown workload {name!r}"
             raise PlanError(f"{source}: {where}.name: {what} "
                             f"(fix: use one of {', '.join(workloads.CATALOGUE)})")
@@ -202,10 +202,13 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
             try:
                 params = workload.resolve(combination, host)
             except ValidationError as error:
-                raise PlanError(_explain(source, error, prefix=where)) from None
+                raise PlanError(_explain(source, error, prefix=where,
+                                         model=workload.params_model)) from None
             label = name + "".join(f"[{key}={combination[key]}]" for key in swept)
             cases.append(WorkloadCase(name, params, label))
-    _no_duplicates([case.label for case in cases], source, "workload", "name")
+    _no_duplicates([case.label for case in cases], source, "workload", "name",
+                   fix="give one [[workload]] table per workload and sweep with a list, "
+                       "e.g. array_mib = [32, 128]")
     return cases
 
 
@@ -252,12 +255,13 @@ def _select(items: list, wanted: tuple[str, ...], source: str, flag: str, key) -
     return [item for item in items if key(item) in wanted]
 
 
-def _no_duplicates(names: list[str], source: str, table: str, field: str) -> None:
+def _no_duplicates(names: list[str], source: str, table: str, field: str,
+                   fix: str = "") -> None:
     seen: set[str] = set()
     for index, name in enumerate(names):
         if name in seen:
             raise PlanError(f"{source}: {table}[{index}].{field}: {name!r} appears twice "
-                            f"(fix: give each {table} a distinct {field})")
+                            f"(fix: {fix or f'give each {table} a distinct {field}'})")
         seen.add(name)
 
 
@@ -269,10 +273,18 @@ _FIXES = {
     "greater_than_equal": "use a larger value",
     "less_than_equal": "use a smaller value",
     "too_short": "give at least one",
+    "int_from_float": "give a whole number",
+    "int_type": "give a whole number",
+    "float_type": "give a number",
+    "string_type": "give a quoted string",
+    "bool_type": "give true or false",
+    "enum": "use one of the values listed",
+    "literal_error": "use one of the values listed",
 }
 
 
-def _explain(source: str, error: ValidationError, prefix: str = "", flag: bool = False) -> str:
+def _explain(source: str, error: ValidationError, prefix: str = "", flag: bool = False,
+             model: type[BaseModel] | None = None) -> str:
     """Pydantic's first error as 'FILE: field.path: what (fix: how)'.
 
     An unknown key comes first: it is usually a misspelling that also causes
@@ -280,6 +292,14 @@ def _explain(source: str, error: ValidationError, prefix: str = "", flag: bool =
     """
     errors = sorted(error.errors(), key=lambda item: item["type"] != "extra_forbidden")
     first = errors[0]
+    fix = _FIXES.get(first["type"], "see docs/plan-format.md for this field")
+    if first["type"] == "extra_forbidden" and model is not None:
+        allowed = _allowed_keys(model, first["loc"])
+        fix = f"{fix}; allowed here: {allowed}" if allowed else fix
+    if first["loc"] and first["loc"][-1] == "repeat" and first.get("input") == "auto":
+        fix = "give a whole number; repeat = \"auto\" (adaptive repetitions) is not built yet"
+    if flag:
+        return f"{source}: {first['msg']} (fix: {fix})"
     parts = [prefix] if prefix else []
     for item in first["loc"]:
         if isinstance(item, int):
@@ -287,24 +307,15 @@ def _explain(source: str, error: ValidationError, prefix: str = "", flag: bool =
         else:
             parts.append(str(item))
     path = ".".join(parts) or "(top level)"
-    if flag:
-        return f"{source}: {first['msg']} (fix: {_FIXES.get(first['type'], 'give a valid value')})"
-    fix = _FIXES.get(first["type"])
-    if first["type"] == "extra_forbidden":
-        allowed = _allowed_keys(error)
-        fix = f"{fix}; allowed here: {allowed}" if allowed else fix
-    if first["type"].endswith("_type") or first["type"].endswith("_parsing"):
-        fix = "give a value of the right type"
-    if first["type"] == "literal_error":
-        fix = "use one of the values listed"
     extra = f" ({len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{source}: {path}: {first['msg']}{extra}" + (f" (fix: {fix})" if fix else "")
+    return f"{source}: {path}: {first['msg']}{extra} (fix: {fix})"
 
 
-def _allowed_keys(error: ValidationError) -> str:
-    model = error.title
-    for candidate in (PlanFile, CampaignSection, *(k.spec_model for k in environments.KINDS.values()),
-                      *(w.params_model for w in workloads.CATALOGUE.values())):
-        if candidate.__name__ == model:
-            return ", ".join(candidate.model_fields)
-    return ""
+def _allowed_keys(model: type[BaseModel], loc: tuple) -> str:
+    """The keys of the (nested) model that holds the unknown key at loc."""
+    for item in loc[:-1]:
+        field = model.model_fields.get(item) if isinstance(item, str) else None
+        annotation = field.annotation if field else None
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+    return ", ".join(model.model_fields)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from typing import Any
 
 PROTOCOL_VERSION = 1
 PREFIX = b"@GB1 "
+_CRC_FIELD = re.compile(rb"[0-9a-f]{8}")
 
 
 class ProtocolError(Exception):
@@ -44,16 +46,16 @@ def parse_line(line: bytes, host_arrival_ns: int = 0) -> Record | None:
     if len(parts) != 3:
         raise ProtocolError(f"garbled record (expected '@GB1 SEQ CRC JSON'): {_show(line)}")
     seq_text, crc_text, payload = parts
-    if not seq_text.isdigit() or len(crc_text) != 8:
-        raise ProtocolError(f"garbled record header: {_show(line)}")
-    try:
-        crc = int(crc_text, 16)
-    except ValueError:
-        raise ProtocolError(f"garbled record checksum field: {_show(line)}") from None
+    if not seq_text.isdigit():
+        raise ProtocolError(f"garbled record: sequence number is not a number: {_show(line)}")
+    if not _CRC_FIELD.fullmatch(crc_text):
+        raise ProtocolError(f"garbled record: checksum field is not 8 lowercase hex digits: "
+                            f"{_show(line)}")
+    crc = int(crc_text, 16)
     if zlib.crc32(payload) != crc:
         raise ProtocolError(f"record {int(seq_text)} fails its checksum: {_show(line)}")
     try:
-        body = json.loads(payload)
+        body = json.loads(payload, parse_constant=_reject_constant)
     except ValueError:
         raise ProtocolError(f"record {int(seq_text)} is not valid JSON: {_show(line)}") from None
     if not isinstance(body, dict) or not isinstance(body.get("type"), str):
@@ -75,9 +77,9 @@ class RecordStream:
                 continue
             self._check_order(record)
             self.records.append(record)
-            yield record
             if record.type == "end":
-                self.ended = True
+                self.ended = True  # before the yield: a reader may stop at the end record
+            yield record
 
     def _check_order(self, record: Record) -> None:
         if self.ended:
@@ -98,6 +100,10 @@ class RecordStream:
         if not self.ended:
             last = self.records[-1].seq if self.records else "none"
             raise ProtocolError(f"agent output truncated: no end record (last record: {last})")
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _show(line: bytes, limit: int = 120) -> str:

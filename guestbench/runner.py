@@ -111,15 +111,16 @@ class Runner:
 
     def _one(self, column: _Column, case: WorkloadCase, repetition: int) -> None:
         name = column.spec.name
-        self.progress.run_started(name, case.label, repetition)
         logdir = self.logs_root / f"campaign-{self.campaign_id}" / name / case.label / f"rep{repetition}"
         started_at = dt.datetime.now(dt.timezone.utc)
         began = time.monotonic()
         log_path: str | None = str(logdir)
         try:
+            self.progress.run_started(name, case.label, repetition)
             outcome = self._outcome(column, case, logdir)
         except KeyboardInterrupt as stop:
-            outcome = Outcome(Status.INTERRUPTED, f"campaign stopped by {stop or 'SIGINT'} during this run")
+            outcome = Outcome(Status.INTERRUPTED,
+                              f"campaign stopped by {str(stop) or 'SIGINT'} during this run")
             self._store(column, case, repetition, outcome, started_at, began, log_path)
             raise
         if not logdir.exists():

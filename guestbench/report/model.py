@@ -89,10 +89,11 @@ def row_scale(unit: str, cells: list[Cell]) -> tuple[str, float]:
 
 def format_value(value: float) -> str:
     """Four significant digits; k/M/G beyond 10,000 so cells stay narrow."""
+    rounded = float(f"{value:.4g}")  # 9999.96 shows as 10k, not 1e+04
     for limit, magnitude, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
-        if abs(value) >= limit:
-            return f"{value / magnitude:.4g}{suffix}"
-    return f"{value:.4g}"
+        if abs(rounded) >= limit:
+            return f"{rounded / magnitude:.4g}{suffix}"
+    return f"{rounded:.4g}"
 
 
 def format_ratio(ratio: float) -> str:

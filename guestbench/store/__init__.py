@@ -79,6 +79,10 @@ class Store:
         except sa.exc.DatabaseError as error:
             raise StoreError(f"{self.engine.url}: not a guestbench store ({error.orig}) "
                              "(fix: point --db at a guestbench store or a new file)") from None
+        if current == 0 and self._has_foreign_tables():
+            raise StoreError(f"{self.engine.url}: holds tables but no guestbench schema version; "
+                             "not a guestbench store (fix: point --db at a guestbench store "
+                             "or a new file)")
         if current > SCHEMA_VERSION:
             raise StoreError(f"{self.engine.url}: store schema {current} is newer than this "
                              f"guestbench reads ({SCHEMA_VERSION}) (fix: upgrade guestbench)")
@@ -90,6 +94,10 @@ class Store:
                     schema.schema_meta.c.key == "schema_version"))
                 connection.execute(sa.insert(schema.schema_meta).values(
                     key="schema_version", value=str(SCHEMA_VERSION)))
+
+    def _has_foreign_tables(self) -> bool:
+        with self.engine.connect() as connection:
+            return bool(sa.inspect(connection).get_table_names())
 
     # -- writing --------------------------------------------------------------
     def create_campaign(self, name: str, plan: dict[str, Any], host_facts: dict[str, Any],
@@ -145,15 +153,15 @@ class Store:
         with self.engine.connect() as connection:
             row = connection.execute(query).mappings().first()
         if row is None:
-            what = f"campaign {selector!r}" if selector else "any campaign"
-            raise StoreError(f"{self.engine.url}: no {what} in this store "
+            what = f"no campaign {selector!r}" if selector else "no campaign yet"
+            raise StoreError(f"{self.engine.url}: {what} in this store "
                              "(fix: 'guestbench run' first, or 'guestbench report --list')")
-        return dict(row)
+        return _utc(dict(row))
 
     def campaigns(self) -> list[dict[str, Any]]:
         table = schema.campaign
         with self.engine.connect() as connection:
-            return [dict(row) for row in connection.execute(
+            return [_utc(dict(row)) for row in connection.execute(
                 sa.select(table.c.id, table.c.name, table.c.created_at, table.c.status)
                 .order_by(table.c.id)).mappings()]
 
@@ -167,7 +175,7 @@ class Store:
     def runs(self, campaign_id: int) -> list[dict[str, Any]]:
         table = schema.run
         with self.engine.connect() as connection:
-            return [dict(row) for row in connection.execute(
+            return [_utc(dict(row)) for row in connection.execute(
                 sa.select(table).where(table.c.campaign_id == campaign_id)
                 .order_by(table.c.id)).mappings()]
 
@@ -178,6 +186,14 @@ class Store:
                  .order_by(s.c.id))
         with self.engine.connect() as connection:
             return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def _utc(row: dict[str, Any]) -> dict[str, Any]:
+    """Timestamps are stored in UTC; SQLite hands them back without the offset."""
+    for key, value in row.items():
+        if isinstance(value, dt.datetime) and value.tzinfo is None:
+            row[key] = value.replace(tzinfo=dt.timezone.utc)
+    return row
 
 
 def _now() -> dt.datetime:

@@ -15,7 +15,8 @@ from guestbench.host import Host
 class Params(BaseModel):
     """Base of every workload's parameter model: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: `true` or "3" where a number belongs is an error, not a 1 or a 3
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,84 @@
+"""Shared fixtures of the unit suite: a fake host, a temporary store, plan helpers.
+
+Nothing here starts a real environment or reads the machine's own facts.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guestbench import plan as gb_plan
+from guestbench import store as gb_store
+from guestbench.host import Host
+from guestbench.runner import Progress, Runner
+
+HOST_FACTS: dict[str, Any] = {
+    "hostname": "testhost",
+    "arch": "x86_64",
+    "cpu_model": "Test CPU 3000",
+    "logical_cpus": 4,
+    "kernel": "6.1.0-test",
+    "memory_mib": 8192,
+    "virtualised": False,
+    "llc_bytes": 32 * 2**20,
+}
+
+
+@pytest.fixture
+def host() -> Host:
+    """A host with fixed facts (32 MiB last-level cache)."""
+    return Host(dict(HOST_FACTS))
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'results.sqlite'}"
+
+
+@pytest.fixture
+def store(store_url: str) -> gb_store.Store:
+    opened = gb_store.open(store_url)
+    yield opened
+    opened.engine.dispose()
+
+
+@pytest.fixture
+def write_plan(tmp_path: Path) -> Callable[..., Path]:
+    """write_plan(text, name="plan.toml") -> the path of a TOML plan in tmp_path."""
+
+    def write(text: str, name: str = "plan.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def build_plan(host: Host) -> Callable[..., gb_plan.Plan]:
+    """build_plan(environments, workloads, **campaign) -> a validated Plan (source 'test.toml')."""
+
+    def build(environments: list[dict[str, Any]], workloads: list[dict[str, Any]] | None = None,
+              **campaign: Any) -> gb_plan.Plan:
+        raw = {"campaign": campaign, "environment": environments,
+               "workload": workloads or [{"name": "getpid"}]}
+        return gb_plan._build(raw, "test.toml", host, gb_plan.Overrides())
+
+    return build
+
+
+@pytest.fixture
+def run_plan(store: gb_store.Store, host: Host, tmp_path: Path) -> Callable[..., int]:
+    """run_plan(plan, progress=None, create=...) -> campaign id, with the agent path /bin/true."""
+
+    def run(the_plan: gb_plan.Plan, progress: Progress | None = None, **kwargs: Any) -> int:
+        runner = Runner(the_plan, store, host, tmp_path / "logs", Path("/bin/true"),
+                        progress, **kwargs)
+        return runner.run()
+
+    return run

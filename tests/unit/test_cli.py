@@ -1,0 +1,249 @@
+"""The command line end to end on bad input: exit code 2, a message naming file and field,
+nothing written. And one happy path on the fake environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from guestbench import store as gb_store
+from guestbench.cli import EXIT_BAD_INPUT, main
+
+GOOD_FAKE_PLAN = """\
+[campaign]
+name = "cli-fake"
+repeat = 2
+timeout_s = 5
+
+[[environment]]
+name = "base"
+kind = "fake"
+
+[[environment]]
+name = "slow"
+kind = "fake"
+scale = 2
+
+[[workload]]
+name = "getpid"
+"""
+
+BAD_PLANS = [
+    pytest.param('[campaign]\nrepeat = 0\n[[environment]]\npreset = "native"\n'
+                 '[[workload]]\nname = "getpid"\n', "campaign.repeat", id="repeat-zero"),
+    pytest.param('[[environment]]\nname = "c"\nkind = "oci"\nruntime = "runc"\nruntim = "runc"\n'
+                 '[[workload]]\nname = "getpid"\n', "environment[0].runtim", id="unknown-env-key"),
+    pytest.param('[[environment]]\npreset = "native"\n[[workload]]\nname = "nope"\n',
+                 "workload[0].name", id="unknown-workload"),
+    pytest.param('[[environment]]\nname = "my env"\nkind = "native"\n'
+                 '[[workload]]\nname = "getpid"\n', "environment[0].name", id="bad-name"),
+    pytest.param("[campaign\n", "TOML syntax error", id="toml-syntax"),
+]
+
+
+@pytest.fixture
+def fake_agent(tmp_path: Path) -> Path:
+    """Any executable file satisfies the CLI's agent check; the fake environment never runs it."""
+    agent = tmp_path / "fake-gbagent"
+    agent.write_text("#!/bin/sh\nexit 0\n")
+    agent.chmod(0o755)
+    return agent
+
+
+def invoke(args: list[str], agent: Path) -> Result:
+    return CliRunner().invoke(main, args, env={"GUESTBENCH_AGENT": str(agent)})
+
+
+def campaigns_in(db_file: Path) -> list:
+    opened = gb_store.open(f"sqlite:///{db_file}")
+    try:
+        return opened.campaigns()
+    finally:
+        opened.engine.dispose()
+
+
+@pytest.mark.parametrize("text, field", BAD_PLANS)
+def test_bad_plan_exits_2_names_file_and_field_writes_nothing(tmp_path, fake_agent, text, field):
+    plan_file = tmp_path / "bad.toml"
+    plan_file.write_text(text)
+    db_file = tmp_path / "x.sqlite"
+    result = invoke(["run", str(plan_file), "--db", f"sqlite:///{db_file}", "--quiet"], fake_agent)
+    assert result.exit_code == EXIT_BAD_INPUT == 2, result.output
+    assert f"{plan_file}: {field}" in result.stderr
+    assert "fix:" in result.stderr
+    assert "Traceback" not in result.output
+    assert not db_file.exists()
+    assert not (tmp_path / "guestbench-logs").exists()
+
+
+def test_bad_plan_leaves_an_existing_store_without_new_campaigns(tmp_path, fake_agent):
+    db_file = tmp_path / "x.sqlite"
+    gb_store.open(f"sqlite:///{db_file}").engine.dispose()
+    plan_file = tmp_path / "bad.toml"
+    plan_file.write_text(BAD_PLANS[0].values[0])
+    result = invoke(["run", str(plan_file), "--db", f"sqlite:///{db_file}"], fake_agent)
+    assert result.exit_code == 2
+    assert campaigns_in(db_file) == []
+
+
+def test_plan_is_validated_before_the_agent_is_looked_for(tmp_path):
+    plan_file = tmp_path / "bad.toml"
+    plan_file.write_text(BAD_PLANS[0].values[0])
+    db_file = tmp_path / "x.sqlite"
+    result = invoke(["run", str(plan_file), "--db", f"sqlite:///{db_file}"],
+                    tmp_path / "no-such-agent")
+    assert result.exit_code == 2
+    assert "campaign.repeat" in result.stderr
+    assert "agent binary is missing" not in result.output
+    assert not db_file.exists()
+
+
+def test_missing_agent_with_a_good_plan_exits_2_and_writes_nothing(tmp_path):
+    plan_file = tmp_path / "good.toml"
+    plan_file.write_text(GOOD_FAKE_PLAN)
+    db_file = tmp_path / "x.sqlite"
+    result = invoke(["run", str(plan_file), "--db", f"sqlite:///{db_file}"],
+                    tmp_path / "no-such-agent")
+    assert result.exit_code == 2
+    assert "agent binary is missing" in result.stderr
+    assert "GUESTBENCH_AGENT" in result.stderr
+    assert not db_file.exists()
+
+
+def test_missing_plan_file_exits_2(tmp_path, fake_agent):
+    db_file = tmp_path / "x.sqlite"
+    result = invoke(["run", str(tmp_path / "absent.toml"), "--db", f"sqlite:///{db_file}"],
+                    fake_agent)
+    assert result.exit_code == 2
+    assert "absent.toml: no such plan file" in result.stderr
+    assert not db_file.exists()
+
+
+def test_unknown_env_flag_exits_2(tmp_path, fake_agent):
+    db_file = tmp_path / "x.sqlite"
+    result = invoke(["run", "--env", "native,docker", "--db", f"sqlite:///{db_file}"], fake_agent)
+    assert result.exit_code == 2
+    assert "--env: unknown environment 'docker'" in result.stderr
+    assert not db_file.exists()
+
+
+def test_store_folder_missing_exits_2(tmp_path, fake_agent):
+    plan_file = tmp_path / "good.toml"
+    plan_file.write_text(GOOD_FAKE_PLAN)
+    result = invoke(["run", str(plan_file), "--db", f"sqlite:///{tmp_path}/nope/x.sqlite"],
+                    fake_agent)
+    assert result.exit_code == 2
+    assert "does not exist" in result.stderr
+    assert not (tmp_path / "nope").exists()
+
+
+def test_run_then_report_on_the_fake_environment(tmp_path, fake_agent):
+    plan_file = tmp_path / "good.toml"
+    plan_file.write_text(GOOD_FAKE_PLAN)
+    db_file = tmp_path / "x.sqlite"
+    url = f"sqlite:///{db_file}"
+    result = invoke(["run", str(plan_file), "--db", url, "--quiet"], fake_agent)
+    assert result.exit_code == 0, result.output
+    assert "campaign 1 stored" in result.stderr
+    (row,) = campaigns_in(db_file)
+    assert (row["name"], row["status"]) == ("cli-fake", "finished")
+    assert (tmp_path / "guestbench-logs" / "campaign-1").is_dir()
+
+    report = invoke(["report", "--db", url, "--format", "markdown"], fake_agent)
+    assert report.exit_code == 0, report.output
+    assert "| workload | metric |" in report.stdout
+    assert "Relative to" not in report.stdout  # the plan has no baseline (no native)
+
+    ratio = invoke(["report", "1", "--db", url, "--format", "markdown", "--baseline", "base"],
+                   fake_agent)
+    assert ratio.exit_code == 0, ratio.output
+    assert "Relative to base" in ratio.stdout
+    assert "2.00x" in ratio.stdout
+
+    wrong = invoke(["report", "--db", url, "--baseline", "nope"], fake_agent)
+    assert wrong.exit_code == 2
+    assert "--baseline: 'nope'" in wrong.stderr
+
+    listing = invoke(["report", "--db", url, "--list"], fake_agent)
+    assert listing.exit_code == 0
+    assert "cli-fake" in listing.stdout and "finished" in listing.stdout
+
+
+def test_report_of_a_missing_campaign_exits_2(tmp_path, fake_agent):
+    url = f"sqlite:///{tmp_path / 'x.sqlite'}"
+    result = invoke(["report", "42", "--db", url], fake_agent)
+    assert result.exit_code == 2
+    assert "no campaign '42'" in result.stderr
+
+
+# -- Ctrl-C and SIGTERM through the command line -------------------------------------
+
+def invoke_expecting_stop(args: list[str], agent: Path):
+    try:
+        return invoke(args, agent)
+    except KeyboardInterrupt:  # must never escape the command
+        pytest.fail("KeyboardInterrupt escaped 'guestbench run'")
+
+
+def test_ctrl_c_during_a_run_keeps_finished_runs(tmp_path, fake_agent, monkeypatch):
+    from guestbench.environments.fake import Fake
+
+    starts = {"n": 0}
+    original = Fake.start
+
+    def start(self, job, logdir, deadline_ns):
+        starts["n"] += 1
+        if starts["n"] == 3:
+            raise KeyboardInterrupt
+        return original(self, job, logdir, deadline_ns)
+
+    monkeypatch.setattr(Fake, "start", start)
+    plan_file = tmp_path / "good.toml"
+    plan_file.write_text(GOOD_FAKE_PLAN)
+    db_file = tmp_path / "x.sqlite"
+    result = invoke_expecting_stop(["run", str(plan_file), "--db", f"sqlite:///{db_file}",
+                                    "--quiet"], fake_agent)
+    assert result.exit_code == 130
+    assert "interrupted by SIGINT" in result.stderr
+    assert "guestbench report 1" in result.stderr
+    opened = gb_store.open(f"sqlite:///{db_file}")
+    try:
+        assert opened.campaign()["status"] == "interrupted"
+        assert [r["status"] for r in opened.runs(1)] == ["ok", "ok", "interrupted"]
+    finally:
+        opened.engine.dispose()
+
+
+def test_sigterm_before_any_run(tmp_path, fake_agent, monkeypatch):
+    signal_text, code = "SIGTERM", 143
+    from guestbench.environments.fake import Fake
+
+    def probe(self, host):
+        raise KeyboardInterrupt(signal_text)
+
+    monkeypatch.setattr(Fake, "probe", probe)
+    plan_file = tmp_path / "good.toml"
+    plan_file.write_text(GOOD_FAKE_PLAN)
+    db_file = tmp_path / "x.sqlite"
+    result = invoke_expecting_stop(["run", str(plan_file), "--db", f"sqlite:///{db_file}",
+                                    "--quiet"], fake_agent)
+    assert result.exit_code == code
+    assert f"stopped by {signal_text} before any run" in result.stderr
+    assert campaigns_in(db_file) == []
+
+
+def test_ctrl_c_before_any_run_names_sigint(tmp_path, fake_agent, monkeypatch):
+    from guestbench.environments.fake import Fake
+
+    def probe(self, host):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Fake, "probe", probe)
+    plan_file = tmp_path / "good.toml"
+    plan_file.write_text(GOOD_FAKE_PLAN)
+    result = invoke_expecting_stop(["run", str(plan_file), "--db",
+                                    f"sqlite:///{tmp_path / 'x.sqlite'}", "--quiet"], fake_agent)
+    assert result.exit_code == 130
+    assert "stopped by SIGINT before any run" in result.stderr

@@ -1,0 +1,447 @@
+"""Plans: every invalid plan is a PlanError naming file, field path and fix; valid plans resolve."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from guestbench import environments, workloads
+from guestbench.environments.base import Capability
+from guestbench.host import Host
+from guestbench.plan import (
+    DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, Overrides, PlanError, from_flags, load)
+
+ENV = '[[environment]]\npreset = "native"\n'
+WORKLOAD = '[[workload]]\nname = "getpid"\n'
+
+
+def campaign(body: str) -> str:
+    return f"[campaign]\n{body}\n{ENV}{WORKLOAD}"
+
+
+def environment(body: str) -> str:
+    return f"[[environment]]\n{body}\n{WORKLOAD}"
+
+
+def workload(body: str) -> str:
+    return f"{ENV}[[workload]]\n{body}\n"
+
+
+# (plan text, the field path the message must name right after the file name)
+INVALID = [
+    pytest.param("[campaign\nname = 'x'\n", "TOML syntax error", id="toml-syntax"),
+    pytest.param('name = "x" = 3\n' + ENV + WORKLOAD, "TOML syntax error", id="toml-syntax-value"),
+    pytest.param("colour = 'red'\n" + ENV + WORKLOAD, "colour", id="unknown-top-level-key"),
+    pytest.param("[extra]\nx = 1\n" + ENV + WORKLOAD, "extra", id="unknown-top-level-table"),
+    pytest.param(campaign("repet = 3"), "campaign.repet", id="unknown-campaign-key"),
+    pytest.param('[campaign]\nname = "a"\n[campaign.sub]\nx = 1\n' + ENV + WORKLOAD,
+                 "campaign.sub", id="unknown-campaign-subtable"),
+    pytest.param(environment('preset = "runc"\nruntim = "runc"'), "environment[0].runtim",
+                 id="unknown-env-key-on-preset"),
+    pytest.param(environment('name = "n"\nkind = "native"\nruntim = "runc"'),
+                 "environment[0].runtim", id="unknown-env-key-native"),
+    pytest.param(environment('name = "f"\nkind = "fake"\nbehavior = "ok"'),
+                 "environment[0].behavior", id="unknown-env-key-fake"),
+    pytest.param(environment('preset = "nope"'), "environment[0].preset", id="unknown-preset"),
+    pytest.param(environment('name = "a"\nkind = "docker"'), "environment[0]", id="unknown-kind"),
+    pytest.param(environment('name = "a"'), "environment[0]", id="missing-kind"),
+    pytest.param(workload('name = "getpidd"'), "workload[0].name", id="unknown-workload"),
+    pytest.param(workload("min_time_s = 0.1"), "workload[0].name", id="workload-without-name"),
+    pytest.param(workload('name = "getpid"\nmin_tim = 1.0'), "workload[0].min_tim",
+                 id="unknown-workload-param"),
+    pytest.param(workload('name = "getpid"\narray_mib = 16'), "workload[0].array_mib",
+                 id="param-of-another-workload"),
+    pytest.param(campaign('repeat = "three"'), "campaign.repeat", id="repeat-string"),
+    pytest.param(campaign('timeout_s = "x"'), "campaign.timeout_s", id="timeout-string"),
+    pytest.param(campaign("name = 5"), "campaign.name", id="campaign-name-int"),
+    pytest.param(workload('name = "getpid"\nmin_time_s = "fast"'), "workload[0].min_time_s",
+                 id="min-time-string"),
+    pytest.param(environment('name = "n"\nkind = "namespace"\nnamespaces = "pid"'),
+                 "environment[0].namespaces", id="namespaces-not-a-list"),
+    pytest.param('environment = ["native"]\n' + WORKLOAD, "environment[0]", id="env-not-a-table"),
+    pytest.param(campaign("repeat = 0"), "campaign.repeat", id="repeat-zero"),
+    pytest.param(campaign("repeat = -1"), "campaign.repeat", id="repeat-negative"),
+    pytest.param(campaign("repeat = 1000000"), "campaign.repeat", id="repeat-huge"),
+    pytest.param(campaign("timeout_s = 0"), "campaign.timeout_s", id="timeout-zero"),
+    pytest.param(campaign("timeout_s = -5.0"), "campaign.timeout_s", id="timeout-negative"),
+    pytest.param(workload('name = "getpid"\nmin_time_s = -1'), "workload[0].min_time_s",
+                 id="min-time-negative"),
+    pytest.param(workload('name = "getpid"\nmin_time_s = 0'), "workload[0].min_time_s",
+                 id="min-time-zero"),
+    pytest.param(workload('name = "stream_triad"\narray_mib = 0'), "workload[0].array_mib",
+                 id="array-mib-zero"),
+    pytest.param(workload('name = "stream"\nntimes = 1'), "workload[0].ntimes", id="ntimes-one"),
+    pytest.param(workload('name = "first_write"\npages_per_chunk = 0'),
+                 "workload[0].pages_per_chunk", id="pages-zero"),
+    pytest.param(environment('name = "f"\nkind = "fake"\nscale = 0'), "environment[0].scale",
+                 id="fake-scale-zero"),
+    pytest.param(environment('name = "my env"\nkind = "native"'), "environment[0].name",
+                 id="env-name-with-space"),
+    pytest.param(environment('name = "1abc"\nkind = "native"'), "environment[0].name",
+                 id="env-name-starts-with-digit"),
+    pytest.param(environment('preset = "native"\nname = "a/b"'), "environment[0].name",
+                 id="env-name-with-slash-on-preset"),
+    pytest.param(campaign('name = "my campaign"'), "campaign.name", id="campaign-name-with-space"),
+    pytest.param(ENV + ENV + WORKLOAD, "environment[1].name", id="duplicate-env-preset"),
+    pytest.param(ENV + '[[environment]]\nname = "native"\nkind = "fake"\n' + WORKLOAD,
+                 "environment[1].name", id="duplicate-env-name"),
+    pytest.param(ENV + WORKLOAD + WORKLOAD, "workload[1].name", id="duplicate-workload"),
+    pytest.param(campaign('baseline = "qemu"'), "campaign.baseline", id="baseline-not-planned"),
+    pytest.param("environment = []\n" + WORKLOAD, "environment", id="empty-environment-list"),
+    pytest.param(WORKLOAD, "environment", id="no-environment"),
+    pytest.param(ENV + "workload = []\n", "workload", id="empty-workload-list"),
+    pytest.param(ENV, "workload", id="no-workload"),
+    pytest.param("", "environment", id="empty-file"),
+    pytest.param(workload('name = "stream_triad"\narray_mib = []'), "workload[0].array_mib",
+                 id="empty-sweep"),
+    pytest.param(environment('name = "n"\nkind = "namespace"\nnamespaces = ["pid", "bogus"]'),
+                 "environment[0].namespaces[1]", id="unknown-namespace"),
+    pytest.param(environment('preset = "runsc"\nplatform = "xen"'), "environment[0].platform",
+                 id="bad-literal"),
+    pytest.param(environment('name = "o"\nkind = "oci"'), "environment[0].runtime",
+                 id="oci-without-runtime"),
+    pytest.param(environment('name = "c"\nkind = "oci"\nruntim = "runc"'),
+                 "environment[0].runtim", id="unknown-env-key-with-missing-field"),
+    # --- found as bugs, fixed ----------------------------------------------------
+    pytest.param(campaign("repeat = 2.5"), "campaign.repeat", id="repeat-fraction"),
+    pytest.param(workload('name = "stream_triad"\narray_mib = 2.5'), "workload[0].array_mib",
+                 id="array-mib-fraction"),
+    pytest.param(environment('name = "f"\nkind = "fake"\ncapabilities = ["bogus"]'),
+                 "environment[0].capabilities[0]", id="unknown-enum-value"),
+    pytest.param(workload('name = ["getpid"]'), "workload[0].name", id="workload-name-list"),
+    pytest.param(environment('preset = ["native"]'), "environment[0].preset", id="preset-list"),
+    pytest.param(environment("preset = {x = 1}"), "environment[0].preset", id="preset-table"),
+    pytest.param(campaign("repeat = true"), "campaign.repeat", id="repeat-bool"),
+    pytest.param(campaign("timeout_s = true"), "campaign.timeout_s", id="timeout-bool"),
+    pytest.param(campaign('repeat = "3"'), "campaign.repeat", id="repeat-numeric-string"),
+    pytest.param(workload('name = "getpid"\nmin_time_s = true'), "workload[0].min_time_s",
+                 id="min-time-bool"),
+]
+
+
+@pytest.mark.parametrize("text, field", INVALID)
+def test_invalid_plan_names_file_field_and_fix(write_plan, host: Host, text: str, field: str) -> None:
+    path = write_plan(text, "bad-plan.toml")
+    with pytest.raises(PlanError) as caught:
+        load(path, host)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: {field}: "), message
+    assert "fix:" in message, message
+    assert "\n" not in message
+
+
+def test_toml_syntax_error_gives_line_and_column(write_plan, host: Host) -> None:
+    path = write_plan('[campaign]\nrepeat = 3\nname = "a\n' + ENV + WORKLOAD)
+    with pytest.raises(PlanError, match=r"line 3") as caught:
+        load(path, host)
+    assert "fix: correct the TOML syntax" in str(caught.value)
+
+
+def test_missing_plan_file(tmp_path, host: Host) -> None:
+    path = tmp_path / "absent.toml"
+    with pytest.raises(PlanError) as caught:
+        load(path, host)
+    assert str(caught.value).startswith(f"{path}: no such plan file")
+    assert "fix:" in str(caught.value)
+
+
+def test_unreadable_plan_file_is_a_plan_error(tmp_path, host: Host) -> None:
+    folder = tmp_path / "a-folder.toml"
+    folder.mkdir()
+    with pytest.raises(PlanError, match="cannot read the plan"):
+        load(folder, host)
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(PlanError, match=str(binary)):
+        load(binary, host)
+
+
+def test_unknown_key_lists_the_allowed_keys(write_plan, host: Host) -> None:
+    path = write_plan(environment('preset = "runc"\nruntim = "runc"'))
+    with pytest.raises(PlanError) as caught:
+        load(path, host)
+    assert "allowed here: name, kind, runtime, platform" in str(caught.value)
+    path = write_plan(workload('name = "getpid"\nmin_tim = 1.0'))
+    with pytest.raises(PlanError, match="allowed here: min_time_s"):
+        load(path, host)
+
+
+def test_unknown_campaign_key_lists_campaign_fields(write_plan, host: Host) -> None:
+    path = write_plan(campaign("repet = 3"))
+    with pytest.raises(PlanError) as caught:
+        load(path, host)
+    message = str(caught.value)
+    assert "allowed here: name, baseline, repeat, timeout_s, description" in message
+
+
+def test_unknown_preset_and_kind_list_the_choices(write_plan, host: Host) -> None:
+    with pytest.raises(PlanError) as caught:
+        load(write_plan(environment('preset = "nope"')), host)
+    assert all(name in str(caught.value) for name in environments.PRESETS)
+    with pytest.raises(PlanError) as caught:
+        load(write_plan(environment('name = "a"\nkind = "docker"')), host)
+    assert "unknown kind 'docker'" in str(caught.value)
+    assert all(kind in str(caught.value) for kind in environments.PUBLIC_KINDS)
+    with pytest.raises(PlanError, match="missing kind"):
+        load(write_plan(environment('name = "a"')), host)
+
+
+def test_duplicate_and_baseline_messages_say_what(write_plan, host: Host) -> None:
+    with pytest.raises(PlanError, match="'native' appears twice"):
+        load(write_plan(ENV + ENV + WORKLOAD), host)
+    with pytest.raises(PlanError, match="'qemu' is not an environment of this plan.*use one of native"):
+        load(write_plan(campaign('baseline = "qemu"')), host)
+
+
+# -- valid plans -------------------------------------------------------------------
+
+def test_minimal_plan_gets_the_defaults(write_plan, host: Host) -> None:
+    path = write_plan(ENV + WORKLOAD)
+    plan = load(path, host)
+    assert plan.source == str(path)
+    assert plan.campaign.repeat == DEFAULT_REPEAT
+    assert plan.campaign.timeout_s == DEFAULT_TIMEOUT_S
+    assert plan.baseline == "native"
+    assert [spec.name for spec in plan.environments] == ["native"]
+    assert [(case.name, case.label) for case in plan.workloads] == [("getpid", "getpid")]
+    assert plan.workloads[0].params.min_time_s == 0.1
+
+
+def test_full_campaign_section(write_plan, host: Host) -> None:
+    path = write_plan("""\
+        [campaign]
+        name = "tcg-vs-native"
+        baseline = "native"
+        repeat = 5
+        timeout_s = 30
+        description = "what it costs"
+
+        [[environment]]
+        preset = "native"
+
+        [[environment]]
+        preset = "qemu-user"
+
+        [[workload]]
+        name = "getpid"
+        min_time_s = 0.05
+
+        [[workload]]
+        name = "stream_triad"
+        array_mib = 80
+        """)
+    plan = load(path, host)
+    assert plan.campaign.name == "tcg-vs-native"
+    assert (plan.campaign.repeat, plan.campaign.timeout_s) == (5, 30.0)
+    assert plan.campaign.description == "what it costs"
+    assert [spec.name for spec in plan.environments] == ["native", "qemu-user"]
+    assert [spec.kind for spec in plan.environments] == ["native", "qemu-user"]
+    assert plan.workloads[0].params.min_time_s == 0.05
+    assert plan.workloads[1].params.array_mib == 80
+    assert plan.workloads[1].workload is workloads.CATALOGUE["stream_triad"]
+
+
+def test_no_native_means_no_default_baseline(write_plan, host: Host) -> None:
+    plan = load(write_plan(environment('preset = "runc"')), host)
+    assert plan.baseline is None
+
+
+def test_preset_with_overrides(write_plan, host: Host) -> None:
+    path = write_plan("""\
+        [campaign]
+        baseline = "gvisor-kvm"
+
+        [[environment]]
+        preset = "runsc"
+        name = "gvisor-kvm"
+        platform = "kvm"
+
+        [[environment]]
+        preset = "runc"
+        runtime_args = ["--debug"]
+
+        [[workload]]
+        name = "getpid"
+        """)
+    plan = load(path, host)
+    gvisor, runc = plan.environments
+    assert (gvisor.name, gvisor.kind, gvisor.runtime, gvisor.platform) == (
+        "gvisor-kvm", "oci", "runsc", "kvm")
+    assert (runc.name, runc.runtime, runc.runtime_args) == ("runc", "runc", ("--debug",))
+    assert plan.baseline == "gvisor-kvm"
+
+
+def test_preset_defaults_come_through(build_plan) -> None:
+    plan = build_plan([{"preset": "runsc"}])
+    (spec,) = plan.environments
+    assert (spec.name, spec.runtime, spec.platform) == ("runsc", "runsc", "ptrace")
+
+
+def test_scalar_sweep_gives_one_case_per_value(write_plan, host: Host) -> None:
+    path = write_plan(workload('name = "stream_triad"\narray_mib = [16, 32]'))
+    plan = load(path, host)
+    assert [case.label for case in plan.workloads] == [
+        "stream_triad[array_mib=16]", "stream_triad[array_mib=32]"]
+    assert [case.params.array_mib for case in plan.workloads] == [16, 32]
+    assert all(case.name == "stream_triad" for case in plan.workloads)
+    assert all(case.params.ntimes == 10 for case in plan.workloads)
+
+
+def test_two_swept_parameters_give_the_product(build_plan) -> None:
+    plan = build_plan([{"preset": "native"}],
+                      [{"name": "stream", "array_mib": [16, 32], "ntimes": [5, 6, 7]}])
+    assert len(plan.workloads) == 6
+    assert len({case.label for case in plan.workloads}) == 6
+    assert {(c.params.array_mib, c.params.ntimes) for c in plan.workloads} == {
+        (a, n) for a in (16, 32) for n in (5, 6, 7)}
+    assert "stream[array_mib=32][ntimes=7]" in {case.label for case in plan.workloads}
+
+
+def test_list_for_a_list_field_is_one_value_not_a_sweep(write_plan, host: Host) -> None:
+    path = write_plan(environment('name = "ns"\nkind = "namespace"\nnamespaces = ["pid", "net"]'))
+    plan = load(path, host)
+    (spec,) = plan.environments
+    assert spec.name == "ns"
+    assert spec.namespaces == ("pid", "net")
+
+
+def test_list_of_lists_sweeps_a_list_field(write_plan, host: Host) -> None:
+    path = write_plan(environment(
+        'name = "ns"\nkind = "namespace"\nnamespaces = [["pid"], ["pid", "net"]]'))
+    plan = load(path, host)
+    assert len(plan.environments) == 2
+    first, second = plan.environments
+    assert first.name != second.name
+    assert all(spec.name.startswith("ns-") for spec in plan.environments)
+    assert [first.namespaces, second.namespaces] == [("pid",), ("pid", "net")]
+
+
+def test_environment_sweep_on_a_preset_and_on_a_fake(build_plan) -> None:
+    plan = build_plan([{"preset": "namespace", "namespaces": [["pid"], ["net"]]},
+                       {"name": "f", "kind": "fake", "scale": [1, 2]}])
+    names = [spec.name for spec in plan.environments]
+    assert len(names) == 4 and len(set(names)) == 4
+    assert [spec.scale for spec in plan.environments if spec.kind == "fake"] == [1.0, 2.0]
+
+
+def test_fake_capabilities_are_validated_into_enums(build_plan) -> None:
+    plan = build_plan([{"name": "f", "kind": "fake", "capabilities": ["tsc"]}])
+    assert plan.environments[0].capabilities == (Capability.TSC,)
+
+
+@pytest.mark.parametrize("llc_bytes, expected", [
+    pytest.param(32 * 2**20, 128, id="32MiB-llc"),
+    pytest.param(None, 80, id="no-llc"),
+    pytest.param(1 * 2**20, 80, id="small-llc"),
+    pytest.param(20 * 2**20, 80, id="exactly-80"),
+    pytest.param(20 * 2**20 + 1, 81, id="rounded-up"),
+])
+def test_stream_array_default_from_host_facts(write_plan, llc_bytes, expected) -> None:
+    facts = {"hostname": "h"} if llc_bytes is None else {"hostname": "h", "llc_bytes": llc_bytes}
+    plan = load(write_plan(workload('name = "stream"')), Host(facts))
+    assert plan.workloads[0].params.array_mib == expected
+
+
+def test_explicit_array_mib_beats_the_host_default(build_plan) -> None:
+    plan = build_plan([{"preset": "native"}], [{"name": "stream_triad", "array_mib": 16}])
+    assert plan.workloads[0].params.array_mib == 16
+
+
+def test_as_dict_is_json_and_complete(build_plan) -> None:
+    plan = build_plan([{"preset": "native"}, {"name": "f", "kind": "fake", "capabilities": ["tsc"]}],
+                      [{"name": "stream_triad", "array_mib": [16, 32]}], repeat=2)
+    data = json.loads(json.dumps(plan.as_dict()))
+    assert data["source"] == "test.toml"
+    assert data["campaign"]["repeat"] == 2
+    assert [env["name"] for env in data["environments"]] == ["native", "f"]
+    assert data["environments"][1]["capabilities"] == ["tsc"]
+    assert [w["label"] for w in data["workloads"]] == [
+        "stream_triad[array_mib=16]", "stream_triad[array_mib=32]"]
+    assert data["workloads"][0]["params"] == {"array_mib": 16, "ntimes": 10}
+
+
+# -- overrides (CLI flags) -----------------------------------------------------------
+
+def test_overrides_narrow_a_plan_file(write_plan, host: Host) -> None:
+    path = write_plan(ENV + '[[environment]]\npreset = "runc"\n' + WORKLOAD
+                      + '[[workload]]\nname = "stream"\n')
+    plan = load(path, host, Overrides(environments=("runc",), workloads=("stream",), repeat=7,
+                                      timeout_s=2.5, name="narrow"))
+    assert [spec.name for spec in plan.environments] == ["runc"]
+    assert [case.name for case in plan.workloads] == ["stream"]
+    assert (plan.campaign.repeat, plan.campaign.timeout_s, plan.campaign.name) == (7, 2.5, "narrow")
+    assert plan.baseline is None  # native was narrowed away
+
+
+def test_override_naming_something_not_in_the_plan(write_plan, host: Host) -> None:
+    path = write_plan(ENV + WORKLOAD)
+    with pytest.raises(PlanError, match=r"--env: 'runc' is not in the plan .*fix: use one of native"):
+        load(path, host, Overrides(environments=("runc",)))
+    with pytest.raises(PlanError, match=r"--workload: 'stream' is not in the plan .*fix:"):
+        load(path, host, Overrides(workloads=("stream",)))
+
+
+@pytest.mark.parametrize("overrides, flag", [
+    (Overrides(repeat=0), "--repeat"),
+    (Overrides(timeout_s=-1.0), "--timeout"),
+    (Overrides(name="has space"), "--name"),
+])
+def test_override_with_a_bad_value_names_the_flag(write_plan, host: Host, overrides: Overrides,
+                                                  flag: str) -> None:
+    path = write_plan(ENV + WORKLOAD)
+    with pytest.raises(PlanError) as caught:
+        load(path, host, overrides)
+    assert str(caught.value).startswith(f"{flag}: ")
+    assert "fix:" in str(caught.value)
+    with pytest.raises(PlanError, match=f"^{flag}: .*fix:"):
+        from_flags(host, overrides)
+
+
+def test_bad_value_in_the_file_still_names_the_file_with_a_flag_given(write_plan,
+                                                                     host: Host) -> None:
+    path = write_plan(campaign("timeout_s = 0"))
+    with pytest.raises(PlanError, match=f"^{re.escape(str(path))}: campaign.timeout_s: .*fix:"):
+        load(path, host, Overrides(repeat=2))
+
+
+def test_override_cannot_drop_the_baseline(write_plan, host: Host) -> None:
+    path = write_plan(campaign('baseline = "native"') + '[[environment]]\npreset = "runc"\n')
+    with pytest.raises(PlanError, match="campaign.baseline"):
+        load(path, host, Overrides(environments=("runc",)))
+
+
+def test_from_flags_defaults(host: Host) -> None:
+    plan = from_flags(host)
+    assert plan.source == "command line"
+    assert [spec.name for spec in plan.environments] == list(environments.PRESETS)
+    assert [case.name for case in plan.workloads] == list(workloads.QUICK_SUITE)
+    assert "hang" not in [case.name for case in plan.workloads]
+    assert plan.baseline == "native"
+    assert plan.campaign.repeat == DEFAULT_REPEAT
+    stream = next(case for case in plan.workloads if case.name == "stream")
+    assert stream.params.array_mib == 128  # 4 x the fake host's 32 MiB cache
+
+
+def test_from_flags_with_overrides(host: Host) -> None:
+    plan = from_flags(host, Overrides(environments=("native", "runc"), workloads=("getpid", "hang"),
+                                      repeat=5, timeout_s=3, name="flags"))
+    assert [spec.name for spec in plan.environments] == ["native", "runc"]
+    assert [case.name for case in plan.workloads] == ["getpid", "hang"]
+    assert (plan.campaign.repeat, plan.campaign.timeout_s, plan.campaign.name) == (5, 3.0, "flags")
+    assert plan.baseline == "native"
+    assert from_flags(host, Overrides(environments=("runc",))).baseline is None
+
+
+def test_from_flags_unknown_names(host: Host) -> None:
+    with pytest.raises(PlanError) as caught:
+        from_flags(host, Overrides(environments=("native", "docker")))
+    assert str(caught.value).startswith("--env: unknown environment 'docker'")
+    assert "fix:" in str(caught.value)
+    with pytest.raises(PlanError) as caught:
+        from_flags(host, Overrides(workloads=("getpidd",)))
+    assert "unknown workload 'getpidd'" in str(caught.value)
+    assert "fix:" in str(caught.value)
+    with pytest.raises(PlanError, match="^--repeat: .*fix:"):
+        from_flags(host, Overrides(repeat=-3))

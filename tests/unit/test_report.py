@@ -1,0 +1,357 @@
+"""report: the table model (values, ratios, footnotes) and the markdown/csv/json/terminal renderers."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import re
+
+import pytest
+from rich.console import Console
+
+from guestbench.analysis.summary import Cell
+from guestbench.report import csv as csv_report
+from guestbench.report import json as json_report
+from guestbench.report import markdown, model, terminal
+from guestbench.report.model import format_ratio, format_value, row_scale
+from guestbench.store import RunRecord, StoreError
+
+FACTS = {"hostname": "h", "cpu_model": "Test CPU", "logical_cpus": 4, "kernel": "6.1.0-test",
+         "llc_bytes": 32 * 2**20}
+STARTED = dt.datetime(2024, 5, 6, 7, 8, 9, tzinfo=dt.timezone.utc)
+
+FAILING = {  # environment: (status, reason)
+    "bad": ("failed", "record 2 fails its checksum"),
+    "hang": ("timeout", "killed after the 5 s run timeout"),
+    "nocap": ("unsupported", "fake lacks processes"),
+    "gone": ("unavailable", "runc not found (apt-get install runc)"),
+    "crashy": ("crashed", "agent died by SIGSEGV"),
+    "broken": ("infra", "could not start: /dev/kvm missing"),
+    "cut": ("interrupted", "campaign stopped by SIGINT during this run"),
+}
+GETPID = {  # environment: per repetition (time_per_op ns, tsc_per_op cycles)
+    "base": [(100.0, 250.0), (110.0, 260.0), (120.0, 270.0)],
+    "slow": [(200.0, 500.0), (220.0, 520.0), (240.0, 540.0)],
+}
+
+
+def populate(store, baseline: str | None = "base") -> int:
+    """A campaign: two measured environments, one per failing status, a flaky one, and a
+    workload (pipe_switch) that produced no sample anywhere."""
+    names = ["base", "slow", "flaky", *FAILING]
+    campaign_id = store.create_campaign("reported", {"source": "test"}, FACTS, "fp", baseline,
+                                        "/logs", "0.1.0")
+    env_ids = {name: store.add_environment(
+        campaign_id, name, "fake", {"name": name, "kind": "fake", "scale": 1.0},
+        name != "gone", "unavailable here" if name == "gone" else "fake", position)
+        for position, name in enumerate(names)}
+
+    def add(env: str, label: str, repetition: int, status: str = "ok", reason: str = "",
+            samples=()) -> None:
+        store.add_run(campaign_id, RunRecord(
+            environment_id=env_ids[env], workload=label, label=label, params={"min_time_s": 0.1},
+            repetition=repetition, status=status, reason=reason, started_at=STARTED,
+            host_seconds=0.5, log_path=None if status in ("unavailable", "unsupported")
+            else f"/logs/{env}/{label}/rep{repetition}", samples=tuple(samples)))
+
+    for repetition in range(3):
+        for env, values in GETPID.items():
+            time_ns, tsc = values[repetition]
+            add(env, "getpid", repetition, samples=[("time_per_op", "ns", time_ns),
+                                                    ("tsc_per_op", "cycles", tsc),
+                                                    ("iterations", "count", 4096.0)])
+        if repetition == 0:
+            add("flaky", "getpid", 0, samples=[("time_per_op", "ns", 150.0),
+                                               ("tsc_per_op", "cycles", 375.0)])
+        else:
+            add("flaky", "getpid", repetition, "failed", "garbled record")
+        for env, (status, reason) in FAILING.items():
+            add(env, "getpid", repetition, status, reason)
+        for env in ("base", "slow"):
+            add(env, "pipe_switch", repetition, "failed", "pipe_switch: broken pipe")
+    store.finish_campaign(campaign_id, "finished")
+    return campaign_id
+
+
+@pytest.fixture
+def report(store) -> model.Report:
+    populate(store)
+    return model.load(store)
+
+
+def row_of(table: model.Table, label: str, metric_prefix: str) -> dict[str, str]:
+    for row in table.rows:
+        if row[0] == label and row[1].startswith(metric_prefix):
+            return dict(zip(table.header, row))
+    raise AssertionError(f"no row {label} {metric_prefix} in {table.rows}")
+
+
+def column(table: model.Table, name: str) -> str:
+    return next(header for header in table.header if header.split(" ")[0] == name)
+
+
+def footnote_for(text: str, footnotes: list[str]) -> list[str]:
+    numbers = re.findall(r"\[(\d+)\]", text)
+    assert numbers, f"no footnote mark in {text!r}"
+    return [next(line for line in footnotes if line.startswith(f"[{n}] ")) for n in numbers]
+
+
+# -- the table model ----------------------------------------------------------------
+
+def test_two_tables_with_a_baseline(report: model.Report) -> None:
+    measured, ratio = model.tables(report)
+    assert measured.title.startswith("Measured: median (min-max)")
+    assert "'reported'" in measured.title and "Test CPU x4" in measured.title
+    assert ratio.title == "Relative to base: ratio of medians"
+    assert measured.header[:2] == ["workload", "metric"]
+    assert [h.split(" ")[0] for h in measured.header[2:]] == ["base", "slow", "flaky", *FAILING]
+    assert measured.footnotes == [] and ratio.footnotes  # shared, printed once at the end
+
+
+def test_measured_values(report: model.Report) -> None:
+    measured = model.tables(report)[0]
+    row = row_of(measured, "getpid", "time_per_op")
+    assert row["metric"] == "time_per_op (ns)"
+    assert row[column(measured, "base")] == "110 (100-120)"
+    assert row[column(measured, "slow")] == "220 (200-240)"
+    assert column(measured, "base") == "base n=3"  # one n shared by the whole column
+    tsc = row_of(measured, "getpid", "tsc_per_op")
+    assert tsc["metric"] == "tsc_per_op (cycles)"
+    assert tsc[column(measured, "base")] == "260 (250-270)"
+    assert not any(r[1].startswith("iterations") for r in measured.rows)  # context metric
+
+
+@pytest.mark.parametrize("environment", list(FAILING))
+def test_non_ok_cell_shows_status_and_footnote(report: model.Report, environment: str) -> None:
+    status, reason = FAILING[environment]
+    for table in model.tables(report):
+        text = row_of(table, "getpid", "time_per_op")[column(table, environment)]
+        assert text.strip() and text.strip() != "0"
+        assert text.startswith(status), text
+        assert "x3" in text  # three repetitions, all with this status
+        (line,) = footnote_for(text, model.tables(report)[-1].footnotes)
+        assert line.endswith(f"{environment}: {status}: {reason}")
+
+
+def test_partly_failed_cell_shows_value_and_problem(report: model.Report) -> None:
+    measured, ratio = model.tables(report)
+    text = row_of(measured, "getpid", "time_per_op")[column(measured, "flaky")]
+    assert text.startswith("150 +failed x2 [")  # one value: no (min-max)
+    assert column(measured, "flaky") == "flaky n=1"
+    (line,) = footnote_for(text, ratio.footnotes)
+    assert line.endswith("flaky: failed: garbled record")
+    ratio_text = row_of(ratio, "getpid", "time_per_op")["flaky"]
+    assert ratio_text.startswith("1.36x [")
+
+
+def test_workload_without_any_sample_has_a_row(report: model.Report) -> None:
+    measured, ratio = model.tables(report)
+    row = row_of(measured, "pipe_switch", "-")
+    assert row[column(measured, "base")].startswith("failed x3 [")
+    assert row[column(measured, "slow")].startswith("failed x3 [")
+    (line,) = footnote_for(row[column(measured, "slow")], ratio.footnotes)
+    assert line.endswith("slow: failed: pipe_switch: broken pipe")
+    assert "no samples" in row[column(measured, "bad")]  # never ran there: said, not blank
+    assert not [r for r in ratio.rows if r[0] == "pipe_switch"]
+
+
+def test_ratio_table(report: model.Report) -> None:
+    ratio = model.tables(report)[1]
+    row = row_of(ratio, "getpid", "time_per_op")
+    assert row["base"] == "1.00x"
+    assert row["slow"] == "2.00x"
+    assert row_of(ratio, "getpid", "tsc_per_op")["slow"] == "2.00x"
+    assert "slower" in ratio.note
+
+
+def test_no_cell_is_blank_or_zero(report: model.Report) -> None:
+    for table in model.tables(report):
+        for row in table.rows:
+            for cell in row:
+                assert cell.strip() and cell.strip() not in ("0", "0.0", "-0")
+
+
+def test_footnotes_are_numbered_once_per_reason(report: model.Report) -> None:
+    footnotes = model.tables(report)[-1].footnotes
+    assert [line.split("]")[0] + "]" for line in footnotes] == [
+        f"[{n}]" for n in range(1, len(footnotes) + 1)]
+    assert len(footnotes) == len(set(footnotes)) == len(FAILING) + 3  # + flaky, base, slow
+
+
+def test_without_baseline_only_the_measured_table(store) -> None:
+    populate(store, baseline=None)
+    loaded = model.load(store)
+    tables = model.tables(loaded)
+    assert len(tables) == 1
+    assert tables[0].footnotes  # the footnotes go under the only table
+
+
+def test_load_with_another_baseline(store) -> None:
+    populate(store)
+    ratio = model.tables(model.load(store, baseline="slow"))[1]
+    assert ratio.title.startswith("Relative to slow")
+    assert row_of(ratio, "getpid", "time_per_op")["base"] == "0.50x"
+    with pytest.raises(StoreError, match=r"--baseline: 'nope' is not an environment.*fix:"):
+        model.load(store, baseline="nope")
+
+
+def test_all_metrics_shows_context(store) -> None:
+    populate(store)
+    measured = model.tables(model.load(store, all_metrics=True))[0]
+    assert row_of(measured, "getpid", "iterations")["metric"] == "iterations (count)"
+
+
+def test_cell_with_neither_values_nor_problems() -> None:
+    footnotes = model.Footnotes()
+    empty = Cell("a", "getpid", "time_per_op", "ns")
+    assert model._measured_text(empty, footnotes, 1.0, True) == "no samples"
+    assert model._ratio_text(empty, Cell("b", "getpid", "time_per_op", "ns", [1.0]),
+                             footnotes) == "no samples"
+    assert footnotes.lines() == []
+
+
+# -- formatting -------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, text", [
+    (0, "0"), (0.5, "0.5"), (61.25, "61.25"), (1234.5, "1234"), (9999.4, "9999"),
+    (10000, "10k"), (123456, "123.5k"), (-20000, "-20k"), (1.5e6, "1.5M"), (2.5e9, "2.5G"),
+])
+def test_format_value(value: float, text: str) -> None:
+    assert format_value(value) == text
+
+
+def test_format_value_never_scientific_near_a_limit() -> None:
+    for value in (9999.9, 9999.99, 999_999.9):
+        assert "e+" not in format_value(value), format_value(value)
+
+
+@pytest.mark.parametrize("ratio, text", [
+    (0.5, "0.50x"), (1, "1.00x"), (2, "2.00x"), (9.5, "9.50x"), (10, "10.0x"), (42.42, "42.4x"),
+    (100, "100x"), (1234.4, "1234x"),
+])
+def test_format_ratio(ratio: float, text: str) -> None:
+    assert format_ratio(ratio) == text
+
+
+def cells(unit: str, *medians: float) -> list[Cell]:
+    return [Cell(f"e{i}", "w", "m", unit, [m]) for i, m in enumerate(medians)]
+
+
+@pytest.mark.parametrize("unit, medians, expected", [
+    ("ns", (61.0, 120.0), ("ns", 1.0)),
+    ("ns", (5.0, 50000.0), ("ns", 1.0)),  # the smallest decides
+    ("ns", (50000.0, 80000.0), ("us", 1e3)),
+    ("ns", (2.5e7,), ("ms", 1e6)),
+    ("ns", (1e10,), ("s", 1e9)),
+    ("s", (0.5,), ("ms", 1e-3)),
+    ("s", (2.0,), ("ms", 1e-3)),
+    ("s", (20.0,), ("s", 1.0)),
+    ("cycles", (1e6,), ("cycles", 1.0)),
+    ("MB/s", (12000.0,), ("MB/s", 1.0)),
+    ("ns", (), ("ns", 1.0)),
+])
+def test_row_scale(unit: str, medians: tuple, expected: tuple) -> None:
+    name, factor = row_scale(unit, cells(unit, *medians))
+    assert name == expected[0]
+    assert factor == pytest.approx(expected[1])
+
+
+def test_large_ns_values_are_shown_in_us(store) -> None:
+    campaign_id = store.create_campaign("big", {}, FACTS, "fp", None, "/logs", "0.1.0")
+    env = store.add_environment(campaign_id, "a", "fake", {}, True, "", 0)
+    for repetition, value in enumerate((150_000.0, 160_000.0)):
+        store.add_run(campaign_id, RunRecord(env, "fork_exit", "fork_exit", {}, repetition, "ok",
+                                             "", STARTED, 0.1, None,
+                                             (("time_per_op", "ns", value),)))
+    measured = model.tables(model.load(store))[0]
+    assert measured.rows == [["fork_exit", "time_per_op (us)", "155 (150-160)"]]
+
+
+# -- renderers --------------------------------------------------------------------
+
+def test_markdown(report: model.Report) -> None:
+    text = markdown.render(report)
+    lines = text.splitlines()
+    assert lines[0].startswith("### Measured: median (min-max)")
+    header = lines.index(next(l for l in lines if l.startswith("| workload | metric |")))
+    assert lines[header + 1].startswith("|---|---|")
+    assert lines[header + 1].count("|") == lines[header].count("|")
+    assert "| getpid | time_per_op (ns) | 110 (100-120) |" in text
+    assert "### Relative to base: ratio of medians" in text
+    assert "| 2.00x |" in text
+    assert any(re.match(r"\[\d+\] bad: failed: record 2 fails its checksum", l) for l in lines)
+
+
+def test_markdown_escapes_pipes(store) -> None:
+    campaign_id = store.create_campaign("pipes", {}, FACTS, "fp", None, "/logs", "0.1.0")
+    env = store.add_environment(campaign_id, "a", "fake", {}, True, "", 0)
+    store.add_run(campaign_id, RunRecord(env, "getpid", "getpid", {}, 0, "failed",
+                                         "stderr: a | b", STARTED, 0.1, None))
+    text = markdown.render(model.load(store))
+    assert "| getpid | - | failed [1] |" in text.splitlines()
+    assert "[1] a: failed: stderr: a \\| b  " in text.splitlines()
+
+
+def test_csv(report: model.Report) -> None:
+    text = csv_report.render(report)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    header = text.splitlines()[0].split(",")
+    for name in ("campaign", "environment", "workload", "metric", "unit", "repetition", "status",
+                 "value"):
+        assert name in header
+    sample_less_runs = [run for run in report.runs
+                        if not any(s["run_id"] == run["id"] for s in report.samples)]
+    assert len(rows) == len(report.samples) + len(sample_less_runs)
+    measured = [r for r in rows if r["environment"] == "base" and r["metric"] == "time_per_op"]
+    assert sorted(float(r["value"]) for r in measured) == [100.0, 110.0, 120.0]
+    assert {r["repetition"] for r in measured} == {"0", "1", "2"}
+    assert all(r["status"] == "ok" for r in measured)
+    assert any(r["metric"] == "iterations" for r in rows)  # raw: every sample
+    hang = [r for r in rows if r["environment"] == "hang"]
+    assert len(hang) == 3
+    assert all(r["status"] == "timeout" and r["value"] == "" and r["metric"] == "" for r in hang)
+    assert all(r["reason"] == FAILING["hang"][1] for r in hang)
+    assert {r["campaign"] for r in rows} == {str(report.campaign["id"])}
+
+
+def test_json(report: model.Report) -> None:
+    document = json.loads(json_report.render(report))
+    assert document["schema"] == "guestbench-results"
+    assert document["schema_version"] == json_report.JSON_SCHEMA_VERSION == 1
+    assert document["host"] == FACTS
+    assert document["campaign"]["name"] == "reported"
+    assert document["campaign"]["baseline"] == "base"
+    envs = {env["name"]: env for env in document["environments"]}
+    assert envs["base"]["spec"] == {"name": "base", "kind": "fake", "scale": 1.0}
+    assert envs["gone"]["available"] is False and envs["gone"]["probe"] == "unavailable here"
+    assert len(document["runs"]) == len(report.runs)
+    base_runs = [r for r in document["runs"] if r["environment"] == "base"
+                 and r["workload"] == "getpid"]
+    assert [r["repetition"] for r in base_runs] == [0, 1, 2]
+    assert base_runs[0]["samples"] == [
+        {"metric": "time_per_op", "unit": "ns", "value": 100.0},
+        {"metric": "tsc_per_op", "unit": "cycles", "value": 250.0},
+        {"metric": "iterations", "unit": "count", "value": 4096.0}]
+    hang = next(r for r in document["runs"] if r["environment"] == "hang")
+    assert (hang["status"], hang["reason"], hang["samples"]) == (
+        "timeout", FAILING["hang"][1], [])
+    assert sum(len(r["samples"]) for r in document["runs"]) == len(report.samples)
+
+
+def test_json_timestamps_carry_their_offset(report: model.Report) -> None:
+    document = json.loads(json_report.render(report))
+    assert dt.datetime.fromisoformat(document["campaign"]["created_at"]).tzinfo is not None
+    assert dt.datetime.fromisoformat(document["runs"][0]["started_at"]).tzinfo is not None
+
+
+def test_terminal(report: model.Report) -> None:
+    console = Console(record=True, width=terminal.width_needed(report), color_system=None)
+    terminal.render(report, console)
+    text = console.export_text()
+    assert "Measured: median (min-max)" in text
+    assert "110 (100-120)" in text
+    assert "2.00x" in text
+    assert "killed after the 5 s run timeout" in text
+    assert "timeout x3 [" in text  # not wrapped at the width it asked for

@@ -1,0 +1,280 @@
+"""The runner on the fake environment: statuses, samples, the matrix, interruption."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guestbench.environments.fake import Fake
+from guestbench.runner import Interrupted, Outcome, Progress, Status
+
+EXPECTED_STATUS = {
+    "ok": Status.OK,
+    "hang": Status.TIMEOUT,
+    "garbled": Status.FAILED,
+    "truncated": Status.FAILED,
+    "error": Status.FAILED,
+    "crash": Status.CRASHED,
+    "infra": Status.INFRA,
+    "unavailable": Status.UNAVAILABLE,
+}
+
+REASON_WORDS = {
+    "hang": "timeout",
+    "garbled": "checksum",
+    "truncated": "truncated",
+    "error": "told to fail",
+    "crash": "SIGSEGV",
+    "infra": "could not start",
+    "unavailable": "unavailable",
+}
+
+
+class Recorder(Progress):
+    """Counts what the runner reports."""
+
+    def __init__(self) -> None:
+        self.total: int | None = None
+        self.started: list[tuple[str, str, int]] = []
+        self.finished: list[tuple[str, str, str]] = []
+        self.unavailable_envs: list[tuple[str, str]] = []
+
+    def unavailable(self, environment: str, reason: str) -> None:
+        self.unavailable_envs.append((environment, reason))
+
+    def start(self, total_runs: int) -> None:
+        self.total = total_runs
+
+    def run_started(self, environment: str, label: str, repetition: int) -> None:
+        self.started.append((environment, label, repetition))
+
+    def run_finished(self, environment: str, label: str, outcome: Outcome) -> None:
+        self.finished.append((environment, label, outcome.status))
+
+
+def runs_by_env(store, campaign_id: int) -> dict[str, list[dict]]:
+    names = {env["id"]: env["name"] for env in store.environments(campaign_id)}
+    out: dict[str, list[dict]] = {}
+    for run in store.runs(campaign_id):
+        out.setdefault(names[run["environment_id"]], []).append(run)
+    return out
+
+
+@pytest.mark.parametrize("behaviour", list(EXPECTED_STATUS))
+def test_fake_behaviour_gives_its_status(build_plan, run_plan, store, behaviour: str) -> None:
+    plan = build_plan([{"name": "env", "kind": "fake", "behaviour": behaviour}],
+                      repeat=1, timeout_s=0.2)
+    campaign_id = run_plan(plan)
+    (run,) = store.runs(campaign_id)
+    assert run["status"] == EXPECTED_STATUS[behaviour]
+    samples = [s for s in store.samples(campaign_id) if s["run_id"] == run["id"]]
+    if behaviour == "ok":
+        assert run["reason"] == ""
+        assert {(s["metric"], s["unit"]) for s in samples} == {
+            ("time_per_op", "ns"), ("tsc_per_op", "cycles")}
+        assert all(s["value"] > 0 for s in samples)
+    else:
+        assert run["reason"].strip(), f"{behaviour}: a non-ok run needs a reason"
+        assert REASON_WORDS[behaviour] in run["reason"]
+        assert samples == [], "samples are stored only for ok runs"
+    assert store.campaign(str(campaign_id))["status"] == "finished"
+
+
+def test_timeout_reason_names_the_limit(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "env", "kind": "fake", "behaviour": "hang"}],
+                      repeat=1, timeout_s=0.2)
+    (run,) = store.runs(run_plan(plan))
+    assert run["reason"] == "killed after the 0.2 s run timeout"
+    assert run["host_seconds"] >= 0.2
+
+
+def test_every_behaviour_in_one_campaign(build_plan, run_plan, store) -> None:
+    behaviours = [b for b in EXPECTED_STATUS if b != "hang"]
+    plan = build_plan([{"name": b, "kind": "fake", "behaviour": b} for b in behaviours],
+                      [{"name": "getpid"}, {"name": "clock_gettime"}], repeat=2, timeout_s=1)
+    campaign_id = run_plan(plan)
+    by_env = runs_by_env(store, campaign_id)
+    for behaviour in behaviours:
+        assert [r["status"] for r in by_env[behaviour]] == [EXPECTED_STATUS[behaviour]] * 4
+    sampled_runs = {s["run_id"] for s in store.samples(campaign_id)}
+    ok_runs = {r["id"] for r in store.runs(campaign_id) if r["status"] == "ok"}
+    assert sampled_runs == ok_runs and len(ok_runs) == 4
+
+
+def test_unsupported_when_a_capability_is_missing(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "tsconly", "kind": "fake", "capabilities": ["tsc"]}],
+                      [{"name": "getpid"}, {"name": "pipe_switch"}], repeat=1)
+    campaign_id = run_plan(plan)
+    getpid, pipe_switch = store.runs(campaign_id)
+    assert getpid["status"] == Status.OK
+    assert pipe_switch["status"] == Status.UNSUPPORTED
+    assert "processes" in pipe_switch["reason"]
+    assert pipe_switch["log_path"] is None
+    assert not [s for s in store.samples(campaign_id) if s["run_id"] == pipe_switch["id"]]
+
+
+def test_no_capabilities_makes_timing_workloads_unsupported(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "bare", "kind": "fake", "capabilities": []}],
+                      [{"name": "getpid"}, {"name": "stream"}], repeat=1)
+    getpid, stream = store.runs(run_plan(plan))
+    assert (getpid["status"], stream["status"]) == (Status.UNSUPPORTED, Status.OK)
+    assert "tsc" in getpid["reason"]
+
+
+def test_whole_matrix_is_stored(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake", "scale": 2},
+                       {"name": "c", "kind": "fake", "behaviour": "error"}],
+                      [{"name": "getpid"}, {"name": "stream_triad", "array_mib": [16, 32]}],
+                      repeat=3)
+    progress = Recorder()
+    campaign_id = run_plan(plan, progress)
+    runs = store.runs(campaign_id)
+    assert len(runs) == 3 * 3 * 3 == progress.total
+    assert len(progress.started) == len(progress.finished) == 27
+    keys = {(r["environment_id"], r["label"], r["repetition"]) for r in runs}
+    assert len(keys) == 27  # every combination once
+    assert {r["label"] for r in runs} == {
+        "getpid", "stream_triad[array_mib=16]", "stream_triad[array_mib=32]"}
+    assert {r["repetition"] for r in runs} == {0, 1, 2}
+    swept = [r for r in runs if r["label"] == "stream_triad[array_mib=32]"]
+    assert all(r["params"] == {"array_mib": 32, "ntimes": 10} for r in swept)
+    # 2 ok environments x 3 workloads x 3 repetitions x 2 samples
+    assert len(list(store.samples(campaign_id))) == 36
+
+
+def test_repetitions_are_the_outer_loop(build_plan, run_plan) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake"}],
+                      [{"name": "getpid"}, {"name": "sched_yield"}], repeat=2)
+    progress = Recorder()
+    run_plan(plan, progress)
+    assert progress.started == [
+        ("a", "getpid", 0), ("a", "sched_yield", 0), ("b", "getpid", 0), ("b", "sched_yield", 0),
+        ("a", "getpid", 1), ("a", "sched_yield", 1), ("b", "getpid", 1), ("b", "sched_yield", 1)]
+
+
+def test_each_run_is_stored_when_it_finishes(build_plan, run_plan, store) -> None:
+    stored_at_finish: list[int] = []
+
+    class Watcher(Progress):
+        def run_finished(self, environment: str, label: str, outcome: Outcome) -> None:
+            campaign = store.campaign()
+            stored_at_finish.append(len(store.runs(campaign["id"])))
+            assert campaign["status"] == "running"
+
+    plan = build_plan([{"name": "a", "kind": "fake"}], [{"name": "getpid"}], repeat=3)
+    run_plan(plan, Watcher())
+    assert stored_at_finish == [1, 2, 3]
+
+
+def test_campaign_row_and_environments(build_plan, run_plan, store, tmp_path: Path) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"},
+                       {"name": "gone", "kind": "fake", "behaviour": "unavailable"}],
+                      name="camp", repeat=1)
+    progress = Recorder()
+    campaign_id = run_plan(plan, progress)
+    campaign = store.campaign(str(campaign_id))
+    assert (campaign["name"], campaign["status"]) == ("camp", "finished")
+    assert campaign["plan"] == plan.as_dict()
+    assert campaign["host_facts"]["cpu_model"] == "Test CPU 3000"
+    assert campaign["log_dir"] == str((tmp_path / "logs").resolve())
+    envs = store.environments(campaign_id)
+    assert [(e["name"], e["kind"], e["available"], e["position"]) for e in envs] == [
+        ("a", "fake", True, 0), ("gone", "fake", False, 1)]
+    assert "unavailable" in envs[1]["probe"]
+    assert progress.unavailable_envs == [("gone", envs[1]["probe"])]
+
+
+def test_logs_are_kept_for_started_guests_only(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"},
+                       {"name": "broken", "kind": "fake", "behaviour": "infra"}], repeat=1)
+    ok, infra = store.runs(run_plan(plan))
+    log = Path(ok["log_path"]) / "stdout.log"
+    assert ok["log_path"].endswith("campaign-1/a/getpid/rep0")
+    assert b"fake console noise" in log.read_bytes()
+    assert infra["status"] == Status.INFRA and infra["log_path"] is None
+
+
+# -- interruption ---------------------------------------------------------------------
+
+def run_interrupted(run_plan, plan, **kwargs) -> Interrupted:
+    try:
+        run_plan(plan, **kwargs)
+    except Interrupted as stop:
+        return stop
+    except KeyboardInterrupt:  # must never escape the runner
+        pytest.fail("KeyboardInterrupt escaped Runner.run()")
+    pytest.fail("the campaign was not interrupted")
+
+
+def interrupting_create(on_start: int):
+    """An environment factory whose on_start-th guest start is hit by Ctrl-C."""
+    count = {"starts": 0}
+
+    class Interrupting(Fake):
+        def start(self, job, logdir, deadline_ns):
+            count["starts"] += 1
+            if count["starts"] == on_start:
+                raise KeyboardInterrupt
+            return super().start(job, logdir, deadline_ns)
+
+    return Interrupting
+
+
+def test_interrupt_during_a_run(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake"}], repeat=3)
+    stop = run_interrupted(run_plan, plan, create=interrupting_create(on_start=3))
+    assert stop.signal_name == "SIGINT"
+    campaign = store.campaign(str(stop.campaign_id))
+    assert campaign["status"] == Status.INTERRUPTED
+    runs = store.runs(stop.campaign_id)
+    assert [r["status"] for r in runs] == ["ok", "ok", "interrupted"]
+    assert "stopped" in runs[2]["reason"]
+    assert len(list(store.samples(stop.campaign_id))) == 4  # the two finished runs
+
+
+def test_sigterm_interrupt_is_named(build_plan, run_plan, store) -> None:
+    class Term(Fake):
+        def start(self, job, logdir, deadline_ns):
+            raise KeyboardInterrupt("SIGTERM")
+
+    plan = build_plan([{"name": "a", "kind": "fake"}], repeat=2)
+    stop = run_interrupted(run_plan, plan, create=Term)
+    assert stop.signal_name == "SIGTERM"
+    (run,) = store.runs(stop.campaign_id)
+    assert run["status"] == Status.INTERRUPTED
+    assert "SIGTERM" in run["reason"]
+
+
+def test_plain_ctrl_c_reason_names_sigint(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"}], repeat=2)
+    stop = run_interrupted(run_plan, plan, create=interrupting_create(on_start=1))
+    (run,) = store.runs(stop.campaign_id)
+    assert "SIGINT" in run["reason"]
+
+
+class InterruptOnThirdStart(Progress):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def run_started(self, environment: str, label: str, repetition: int) -> None:
+        self.calls += 1
+        if self.calls == 3:
+            raise KeyboardInterrupt
+
+
+def test_interrupt_from_progress_keeps_finished_runs(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake"}],
+                      [{"name": "getpid"}], repeat=3)
+    stop = run_interrupted(run_plan, plan, progress=InterruptOnThirdStart())
+    assert store.campaign(str(stop.campaign_id))["status"] == Status.INTERRUPTED
+    runs = store.runs(stop.campaign_id)
+    assert [r["status"] for r in runs[:2]] == ["ok", "ok"]
+    assert not [r for r in runs if r["status"] == "ok"][2:]  # nothing ran after the stop
+
+
+def test_interrupt_from_progress_stores_the_current_run(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake"}],
+                      [{"name": "getpid"}], repeat=3)
+    stop = run_interrupted(run_plan, plan, progress=InterruptOnThirdStart())
+    assert [r["status"] for r in store.runs(stop.campaign_id)] == ["ok", "ok", "interrupted"]
