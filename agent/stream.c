@@ -168,20 +168,22 @@ static int alloc_arrays(struct arrays *x, unsigned array_mib)
 	return 0;
 }
 
-/* The reference's start: a=1, b=2, c=0, then one a = 2a pass, which the replay mirrors. */
+/* The reference's start (a=1, b=2, then one a = 2a pass, which the replay mirrors), except
+ * c=1 instead of 0: stream_scale alone reads only c, and over zeros its check would prove
+ * nothing. In `stream`, copy overwrites c first, so the four-kernel run is unchanged. */
 static void init_arrays(const struct arrays *x, struct scalars *s)
 {
 	for (size_t j = 0; j < x->n; j++) {
 		x->a[j] = 1.0;
 		x->b[j] = 2.0;
-		x->c[j] = 0.0;
+		x->c[j] = 1.0;
 	}
 	for (size_t j = 0; j < x->n; j++)
 		x->a[j] = 2.0 * x->a[j];
 	escape_arrays(x);
 	s->a = 2.0;
 	s->b = 2.0;
-	s->c = 0.0;
+	s->c = 1.0;
 }
 
 static void time_kernels(const struct arrays *x, const struct kernel *const *ks, size_t count, unsigned ntimes,
