@@ -9,9 +9,10 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 # gcc/make/libc6-dev: the static agent; util-linux: unshare; runc, crun, runsc
-# (gVisor), qemu-user: the environments; linux-perf: the getpid fidelity check.
-PACKAGES=(build-essential libc6-dev util-linux python3 python3-venv
-          runc crun runsc qemu-user)
+# (gVisor), qemu-user: the environments; linux-perf: benchmarks/fidelity_perf.py;
+# binutils (readelf): the test that the agent is static.
+PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
+          runc crun runsc qemu-user linux-perf)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -23,7 +23,7 @@ static int sleep_for(double seconds)
 
 static int run_hang(const char *name, const struct options *opt)
 {
-	const struct param params[] = { { "seconds", opt->seconds } };
+	const struct param params[] = { PARAM_NUM("seconds", opt->seconds) };
 
 	/* Flushed like every record, so the host sees the hang has begun. */
 	proto_workload(name, params, 1);

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: gbagent [--min-time S] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] WORKLOAD... | --list | --version"
+#define USAGE "usage: gbagent [--min-time S] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] WORKLOAD... | --list | --version"
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads };
 
-enum value_kind { SECONDS, COUNT };
+enum value_kind { SECONDS, COUNT, PLACEMENT };
 
 /* One option taking a value: its bounds and the wording of its error line. */
 struct option_spec {
@@ -33,6 +33,7 @@ static const struct option_spec option_specs[] = {
 	{ "--ntimes", COUNT, 2, 1, 1000000, "a whole number from 2 to 1000000", "--ntimes 10" },
 	{ "--pages", COUNT, 1, 1, 1048576, "a whole number of pages from 1 to 1048576", "--pages 4096" },
 	{ "--seconds", SECONDS, 0, 1, 31536000, "a number of seconds >= 0", "--seconds 30, or 0 to sleep forever" },
+	{ "--placement", PLACEMENT, 0, 1, PLACEMENT_COUNT - 1, "one of same, disjoint, free", "--placement same" },
 };
 
 #define OPTION_COUNT (sizeof option_specs / sizeof option_specs[0])
@@ -86,11 +87,25 @@ static void list_workloads(void)
 	}
 }
 
+/* A name from placement_names becomes its index. */
+static int parse_placement(const char *text, double *out)
+{
+	for (int i = 0; i < PLACEMENT_COUNT; i++) {
+		if (strcmp(text, placement_names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* strtod and strtoull both accept more than a plain number (signs, spaces, inf, nan). */
 static int parse_value(const struct option_spec *spec, const char *text, double *out)
 {
 	char *end;
 
+	if (spec->kind == PLACEMENT)
+		return parse_placement(text, out);
 	if (!isdigit((unsigned char)text[0]) && !(spec->kind == SECONDS && text[0] == '.'))
 		return -1;
 	errno = 0;
@@ -115,6 +130,8 @@ static void store_value(struct options *opt, const char *name, double value)
 		opt->ntimes = (unsigned)value;
 	else if (strcmp(name, "--pages") == 0)
 		opt->pages = (unsigned)value;
+	else if (strcmp(name, "--placement") == 0)
+		opt->placement = (enum placement)value;
 	else
 		opt->seconds = value;
 }
@@ -147,7 +164,7 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	int used = 1;
 
 	if (!spec)
-		bad_usage("unknown option '%s' (options: --min-time, --array-mib, --ntimes, --pages, --seconds, --list, --version)",
+		bad_usage("unknown option '%s' (options: --min-time, --array-mib, --ntimes, --pages, --seconds, --placement, --list, --version)",
 			  argv[i]);
 	if (!value) {
 		if (i + 1 >= argc)
@@ -201,6 +218,7 @@ int main(int argc, char **argv)
 		.ntimes = 10,
 		.pages = 4096,
 		.seconds = 0,
+		.placement = PLACEMENT_SAME,
 	};
 	const struct workload **workloads = calloc((size_t)argc, sizeof *workloads);
 	int ok = 1;

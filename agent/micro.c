@@ -1,10 +1,12 @@
 /* micro.c: the timing workloads: system calls, memory mapping and process operations. */
+#define _GNU_SOURCE /* sched_setaffinity and the CPU_* macros */
 #include "calibrate.h"
 #include "protocol.h"
 #include "workload.h"
 
 #include <errno.h>
 #include <malloc.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +51,7 @@ static void report(const char *name, const struct batch *b)
 
 static void announce(const char *name, const struct options *opt)
 {
-	const struct param params[] = { { "min_time_s", opt->min_time_s } };
+	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s) };
 
 	proto_workload(name, params, 1);
 }
@@ -193,8 +195,8 @@ static int first_write_batch(void *ctx, uint64_t ops, struct batch *b)
 static int run_first_write(const char *name, const struct options *opt)
 {
 	const struct param params[] = {
-		{ "min_time_s", opt->min_time_s },
-		{ "pages_per_chunk", opt->pages },
+		PARAM_NUM("min_time_s", opt->min_time_s),
+		PARAM_NUM("pages_per_chunk", opt->pages),
 	};
 	long page_size = sysconf(_SC_PAGESIZE);
 	struct chunking c = {
@@ -204,6 +206,85 @@ static int run_first_write(const char *name, const struct options *opt)
 
 	proto_workload(name, params, 2);
 	return measure(name, opt, first_write_batch, &c);
+}
+
+/* ---- CPU placement of pipe_switch ---- */
+
+const char *const placement_names[PLACEMENT_COUNT] = { "same", "disjoint", "free" };
+
+/* cpus[0] is the parent's CPU, cpus[1] the echo child's; count is 0 when nothing is pinned. */
+struct pinning {
+	cpu_set_t saved; /* the agent's mask before the workload */
+	int cpus[2];
+	size_t count;
+};
+
+/* The first `want` allowed CPUs go to cpus[]; returns how many were found. */
+static int first_cpus(const cpu_set_t *set, int *cpus, int want)
+{
+	int found = 0;
+
+	for (int cpu = 0; cpu < CPU_SETSIZE && found < want; cpu++) {
+		if (CPU_ISSET(cpu, set))
+			cpus[found++] = cpu;
+	}
+	return found;
+}
+
+static int plan_placement(enum placement placement, struct pinning *pin)
+{
+	pin->count = 0;
+	if (placement == PLACEMENT_FREE)
+		return 0;
+	if (sched_getaffinity(0, sizeof pin->saved, &pin->saved) != 0)
+		return workload_fail("sched_getaffinity failed: %s", strerror(errno));
+	int found = first_cpus(&pin->saved, pin->cpus, 2);
+	if (found == 0)
+		return workload_fail("sched_getaffinity returned no CPU");
+	if (placement == PLACEMENT_DISJOINT && found < 2)
+		return workload_fail("placement disjoint needs 2 CPUs, this environment allows %d",
+				     CPU_COUNT(&pin->saved));
+	if (placement == PLACEMENT_SAME)
+		pin->cpus[1] = pin->cpus[0];
+	pin->count = 2;
+	return 0;
+}
+
+static int pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof set, &set);
+}
+
+static int pin_parent(const struct pinning *pin)
+{
+	if (pin->count > 0 && pin_to(pin->cpus[0]) != 0)
+		return workload_fail("sched_setaffinity (agent to CPU %d) failed: %s", pin->cpus[0], strerror(errno));
+	return 0;
+}
+
+/* The first failure is the one reported; a failed restore is one too, as it would skew later workloads. */
+static int restore_affinity(const struct pinning *pin, int result)
+{
+	if (pin->count == 0 || sched_setaffinity(0, sizeof pin->saved, &pin->saved) == 0)
+		return result;
+	if (result != 0)
+		return result;
+	return workload_fail("sched_setaffinity (restoring the agent's CPUs) failed: %s", strerror(errno));
+}
+
+static void announce_placement(const char *name, const struct options *opt, const struct pinning *pin)
+{
+	const struct param params[] = {
+		PARAM_NUM("min_time_s", opt->min_time_s),
+		PARAM_STR("placement", placement_names[opt->placement]),
+		PARAM_INTS("cpus", pin->cpus, pin->count),
+	};
+
+	proto_workload(name, params, 3);
 }
 
 /* ---- processes ---- */
@@ -248,7 +329,19 @@ _Noreturn static void echo_until_eof(int in, int out)
 	}
 }
 
-static int start_echo_child(struct ping_pong *pp)
+/* Pins itself, tells the parent how that went (0 or an errno value), then echoes. */
+_Noreturn static void run_echo_child(int in, int out, const struct pinning *pin)
+{
+	int err = 0;
+
+	if (pin->count > 0 && pin_to(pin->cpus[1]) != 0)
+		err = errno;
+	if (write(out, &err, sizeof err) != (ssize_t)sizeof err || err != 0)
+		_exit(1);
+	echo_until_eof(in, out);
+}
+
+static int start_echo_child(struct ping_pong *pp, const struct pinning *pin)
 {
 	int down[2], up[2];
 
@@ -264,7 +357,7 @@ static int start_echo_child(struct ping_pong *pp)
 	if (pp->child == 0) {
 		close(down[1]);
 		close(up[0]);
-		echo_until_eof(down[0], up[1]);
+		run_echo_child(down[0], up[1], pin);
 	}
 	/* The parent keeps no copy of the child's ends, so a dead child shows as EOF. */
 	close(down[0]);
@@ -277,6 +370,20 @@ static int start_echo_child(struct ping_pong *pp)
 		close(pp->from_child);
 		return workload_fail("fork failed: %s", strerror(err));
 	}
+	return 0;
+}
+
+/* The child's first message says whether it could pin itself. */
+static int await_echo_child(const struct ping_pong *pp, const struct pinning *pin)
+{
+	int err;
+	ssize_t n = read(pp->from_child, &err, sizeof err);
+
+	if (n != (ssize_t)sizeof err)
+		return workload_fail("the echo child did not start: %s", n < 0 ? strerror(errno) : "it exited");
+	if (err != 0)
+		return workload_fail("sched_setaffinity (echo child to CPU %d) failed: %s", pin->cpus[1],
+				     strerror(err));
 	return 0;
 }
 
@@ -317,20 +424,35 @@ static int pipe_switch_batch(void *ctx, uint64_t ops, struct batch *b)
 	return 0;
 }
 
-static int run_pipe_switch(const char *name, const struct options *opt)
+static int ping_pong(const char *name, const struct options *opt, const struct pinning *pin)
 {
 	struct ping_pong pp;
 
-	announce(name, opt);
-	if (start_echo_child(&pp) != 0)
+	if (start_echo_child(&pp, pin) != 0)
 		return -1;
 	/* A dead child must become a failed write, not a SIGPIPE killing the agent. */
 	void (*old_handler)(int) = signal(SIGPIPE, SIG_IGN);
-	int result = measure(name, opt, pipe_switch_batch, &pp);
+	int result = await_echo_child(&pp, pin);
+	if (result == 0)
+		result = measure(name, opt, pipe_switch_batch, &pp);
 	if (stop_echo_child(&pp) != 0)
 		result = -1;
 	signal(SIGPIPE, old_handler);
 	return result;
+}
+
+/* Unpinned, the switch cost depends on whether the scheduler keeps both processes on one CPU. */
+static int run_pipe_switch(const char *name, const struct options *opt)
+{
+	struct pinning pin;
+
+	if (plan_placement(opt->placement, &pin) != 0)
+		return -1;
+	announce_placement(name, opt, &pin);
+	int result = pin_parent(&pin);
+	if (result == 0)
+		result = ping_pong(name, opt, &pin);
+	return restore_affinity(&pin, result);
 }
 
 static int fork_exit_batch(void *ctx, uint64_t ops, struct batch *b)

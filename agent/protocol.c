@@ -259,6 +259,22 @@ void proto_hello(int argc, char *const argv[])
 	emit();
 }
 
+static void put_param_value(struct jbuf *j, const struct param *p)
+{
+	if (p->kind == PARAM_STRING) {
+		put_string(j, p->text);
+		return;
+	}
+	if (p->kind == PARAM_NUMBER) {
+		put_number(j, p->value);
+		return;
+	}
+	put_bytes(j, "[", 1);
+	for (size_t i = 0; i < p->count; i++)
+		put_fmt(j, i > 0 ? ",%d" : "%d", p->ints[i]);
+	put_bytes(j, "]", 1);
+}
+
 void proto_workload(const char *workload, const struct param *params, size_t count)
 {
 	begin("workload");
@@ -270,7 +286,7 @@ void proto_workload(const char *workload, const struct param *params, size_t cou
 			put_bytes(&record, ",", 1);
 		put_string(&record, params[i].key);
 		put_bytes(&record, ":", 1);
-		put_number(&record, params[i].value);
+		put_param_value(&record, &params[i]);
 	}
 	put_bytes(&record, "}", 1);
 	emit();

@@ -8,11 +8,21 @@
 #define AGENT_VERSION "0.1.0"
 #define PROTOCOL_VERSION 1
 
-/* One entry of a workload record's "params" object. */
+enum param_kind { PARAM_NUMBER, PARAM_STRING, PARAM_INT_LIST };
+
+/* One entry of a workload record's "params" object; build it with the macros below. */
 struct param {
 	const char *key;
-	double value;
+	enum param_kind kind;
+	double value;     /* PARAM_NUMBER */
+	const char *text; /* PARAM_STRING */
+	const int *ints;  /* PARAM_INT_LIST: ints[0..count) */
+	size_t count;
 };
+
+#define PARAM_NUM(k, v) { .key = (k), .kind = PARAM_NUMBER, .value = (v) }
+#define PARAM_STR(k, s) { .key = (k), .kind = PARAM_STRING, .text = (s) }
+#define PARAM_INTS(k, a, n) { .key = (k), .kind = PARAM_INT_LIST, .ints = (a), .count = (n) }
 
 void proto_init(void);
 void proto_hello(int argc, char *const argv[]);

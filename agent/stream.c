@@ -270,7 +270,7 @@ static void report_kernel(const char *name, const char *prefix, const struct ker
 static int run_stream(const char *name, const struct options *opt, const struct kernel *const *ks, size_t count)
 {
 	unsigned array_mib = opt->array_mib ? opt->array_mib : default_array_mib();
-	const struct param params[] = { { "array_mib", array_mib }, { "ntimes", opt->ntimes } };
+	const struct param params[] = { PARAM_NUM("array_mib", array_mib), PARAM_NUM("ntimes", opt->ntimes) };
 	struct kernel_times times[KERNEL_COUNT];
 	struct arrays x;
 	struct scalars s;

@@ -2,6 +2,12 @@
 #ifndef GB_WORKLOAD_H
 #define GB_WORKLOAD_H
 
+/* Where pipe_switch puts its two processes (--placement). */
+enum placement { PLACEMENT_SAME, PLACEMENT_DISJOINT, PLACEMENT_FREE, PLACEMENT_COUNT };
+
+/* The --placement values, indexed by enum placement. */
+extern const char *const placement_names[PLACEMENT_COUNT];
+
 /* Command-line options after parsing; every field is valid. */
 struct options {
 	double min_time_s;
@@ -9,6 +15,7 @@ struct options {
 	unsigned ntimes;
 	unsigned pages;
 	double seconds;
+	enum placement placement;
 };
 
 struct workload {

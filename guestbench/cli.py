@@ -27,8 +27,13 @@ class BadInput(click.ClickException):
         return self.message
 
 
-def _names(value: str | None) -> tuple[str, ...]:
-    return tuple(name.strip() for name in value.split(",") if name.strip()) if value else ()
+def _names(value: str | None, flag: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    if not names:
+        raise BadInput(f"{flag}: {value!r} names nothing (fix: e.g. {flag} native,runc)")
+    return names
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,16 +61,17 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
     from guestbench.runner import Interrupted, Runner
 
     facts = host.collect()
-    overrides = plan.Overrides(_names(env_names), _names(workload_names), repeat, timeout_s, name)
+    overrides = plan.Overrides(_names(env_names, "--env"), _names(workload_names, "--workload"),
+                               repeat, timeout_s, name)
     try:
         the_plan = (plan.load(plan_file, facts, overrides) if plan_file
                     else plan.from_flags(facts, overrides))
         agent_path = agent.path()
+        store.check(db)
+        logs_root = _logs_folder(logs_dir, db)
         results = store.open(db)
     except (plan.PlanError, agent.AgentMissing, store.StoreError) as error:
         raise BadInput(str(error)) from None
-    logs_root = logs_dir or _default_logs(results)
-    logs_root.mkdir(parents=True, exist_ok=True)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with _progress(quiet) as progress:
@@ -126,7 +132,7 @@ def report(campaign: str | None, baseline: str | None, output_format: str, db: s
     from guestbench import store
 
     try:
-        results = store.open(db)
+        results = store.open(db, create=False)
         if list_campaigns:
             for row in results.campaigns():
                 click.echo(f"{row['id']:>5}  {row['created_at']:%Y-%m-%d %H:%M}  "
@@ -156,11 +162,19 @@ def _print_report(results, campaign: str | None, baseline: str | None, output_fo
     click.echo(renderer.render(loaded), nl=False)
 
 
-def _default_logs(results) -> Path:
-    url = results.engine.url
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        return Path(url.database).resolve().parent / "guestbench-logs"
-    return Path("guestbench-logs")
+def _logs_folder(logs_dir: Path | None, db: str) -> Path:
+    """--logs, else guestbench-logs beside a SQLite file, else ./guestbench-logs; created now."""
+    from guestbench.store import StoreError
+    if logs_dir is None:
+        database = db.removeprefix("sqlite:///") if db.startswith("sqlite:///") else ""
+        base = Path(database).resolve().parent if database not in ("", ":memory:") else Path(".")
+        logs_dir = base / "guestbench-logs"
+    try:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StoreError(f"--logs {str(logs_dir)!r}: cannot create the log folder "
+                         f"({error.strerror}) (fix: name a folder you can write)") from None
+    return logs_dir
 
 
 def _raise_interrupt(signum, frame) -> None:

@@ -25,7 +25,7 @@ class PlanError(Exception):
 
 
 class CampaignSection(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field("quick", pattern=IDENTIFIER, description="campaign name, a plain identifier")
     baseline: str | None = Field(
@@ -95,16 +95,22 @@ class Overrides:
 
 
 def load(path: Path, host: Host, overrides: Overrides = Overrides()) -> Plan:
-    """Read and validate a TOML plan file."""
+    """Read and validate a TOML plan file; the campaign is named after the file by default."""
     try:
         raw = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise PlanError(f"{path}: no such plan file (fix: check the path; "
                         "examples/quick.toml is a starting point)") from None
+    except IsADirectoryError:
+        raise PlanError(f"{path}: is a folder, not a plan file (fix: name a .toml file)") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise PlanError(f"{path}: cannot read the plan: {error}") from None
+        raise PlanError(f"{path}: cannot read the plan: {error} "
+                        "(fix: check the file's permissions and that it is UTF-8 TOML)") from None
     except tomllib.TOMLDecodeError as error:
         raise PlanError(f"{path}: TOML syntax error: {error} (fix: correct the TOML syntax)") from None
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)
+    if isinstance(raw.get("campaign", {}), dict) and re.match(IDENTIFIER, stem):
+        raw.setdefault("campaign", {}).setdefault("name", stem)
     return _build(raw, str(path), host, overrides)
 
 
@@ -172,7 +178,7 @@ def _environments(tables: list[dict[str, Any]], source: str) -> list[Environment
                                 f"(fix: use one of {', '.join(environments.PRESETS)})")
             table = {**environments.PRESETS[preset], "name": preset, **table}
         kind = table.get("kind")
-        if not isinstance(kind, str) or kind not in environments.KINDS:
+        if not isinstance(kind, str) or kind not in environments.plan_kinds():
             hint = f"set kind to one of {', '.join(environments.PUBLIC_KINDS)}, or use a preset"
             what = "missing kind" if kind is None else f"unknown kind {kind!r}"
             raise PlanError(f"{source}: {where}: {what} (fix: {hint})")
@@ -274,6 +280,7 @@ _FIXES = {
     "less_than_equal": "use a smaller value",
     "too_short": "give at least one",
     "int_from_float": "give a whole number",
+    "finite_number": "give a finite number",
     "int_type": "give a whole number",
     "float_type": "give a number",
     "string_type": "give a quoted string",

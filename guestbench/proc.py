@@ -20,6 +20,10 @@ class DeadlineExceeded(Exception):
     """A process did not finish before its deadline; it has been killed."""
 
 
+class ExitTimeout(DeadlineExceeded):
+    """A process closed its output but did not exit within the grace period."""
+
+
 @dataclass(frozen=True)
 class Completed:
     argv: tuple[str, ...]
@@ -90,8 +94,9 @@ class Process:
     def __init__(self, argv: list[str], stdout_log: Path, stderr_log: Path,
                  cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.argv = argv
-        self._stdout_log = open(stdout_log, "ab")
-        self._stderr_log = open(stderr_log, "ab")
+        # "x": a run's logs are its own; an existing file means two runs share a folder
+        self._stdout_log = open(stdout_log, "xb")
+        self._stderr_log = open(stderr_log, "xb")
         self.started_ns = now_ns()
         try:
             self._child = subprocess.Popen(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +61,34 @@ def parse_line(line: bytes, host_arrival_ns: int = 0) -> Record | None:
         raise ProtocolError(f"record {int(seq_text)} is not valid JSON: {_show(line)}") from None
     if not isinstance(body, dict) or not isinstance(body.get("type"), str):
         raise ProtocolError(f"record {int(seq_text)} is not a JSON object with a type")
+    _check_fields(int(seq_text), body)
     return Record(int(seq_text), body["type"], body, host_arrival_ns)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# The fields each record type must carry, and what each must be.
+_REQUIRED: dict[str, dict[str, Callable[[Any], bool]]] = {
+    "workload": {"workload": lambda v: isinstance(v, str) and bool(v)},
+    "sample": {"workload": lambda v: isinstance(v, str) and bool(v),
+               "metric": lambda v: isinstance(v, str) and bool(v),
+               "unit": lambda v: isinstance(v, str) and bool(v),
+               "value": _is_number},
+    "error": {"message": lambda v: isinstance(v, str)},
+    "end": {"status": lambda v: v in ("ok", "failed"),
+            "records": lambda v: isinstance(v, int) and not isinstance(v, bool)},
+}
+
+
+def _check_fields(seq: int, body: dict[str, Any]) -> None:
+    for name, valid in _REQUIRED.get(body["type"], {}).items():
+        if name not in body:
+            raise ProtocolError(f"record {seq} ({body['type']}) has no '{name}'")
+        if not valid(body[name]):
+            raise ProtocolError(f"record {seq} ({body['type']}) has an invalid '{name}': "
+                                f"{json.dumps(body[name])[:60]}")
 
 
 @dataclass
@@ -90,6 +118,9 @@ class RecordStream:
             raise ProtocolError(f"{what} record: expected sequence {expected}, got {record.seq}")
         if expected == 0 and record.type != "hello":
             raise ProtocolError(f"first record is '{record.type}', expected 'hello'")
+        if record.type == "end" and record.body["records"] != record.seq:
+            raise ProtocolError(f"end record counts {record.body['records']} records before it, "
+                                f"{record.seq} arrived")
         if record.type == "hello" and record.body.get("protocol") != PROTOCOL_VERSION:
             raise ProtocolError(
                 f"agent speaks protocol {record.body.get('protocol')!r}, "

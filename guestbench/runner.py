@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import signal
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +15,7 @@ from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, GuestStartError, Job)
 from guestbench.host import Host
 from guestbench.plan import Plan, WorkloadCase
-from guestbench.protocol import ProtocolError
+from guestbench.protocol import ProtocolError, Record
 from guestbench.store import RunRecord, Store
 
 
@@ -74,9 +76,12 @@ class Runner:
     def run(self) -> int:
         """Run the whole matrix; returns the campaign id. Raises Interrupted on Ctrl-C/SIGTERM."""
         columns = self._probe_all()
+        # ids restart in every store: a random part keeps two stores' logs apart
+        self.campaign_logs = self.logs_root.resolve() / (
+            f"{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
         self.campaign_id = self.store.create_campaign(
             self.plan.campaign.name, self.plan.as_dict(), self.host.facts, self.host.fingerprint,
-            self.plan.baseline, str(self.logs_root.resolve()), __version__)
+            self.plan.baseline, str(self.campaign_logs), __version__)
         for position, column in enumerate(columns):
             column.row_id = self.store.add_environment(
                 self.campaign_id, column.spec.name, column.spec.kind,
@@ -91,6 +96,10 @@ class Runner:
             proc.kill_all()
             self.store.finish_campaign(self.campaign_id, Status.INTERRUPTED)
             raise Interrupted(self.campaign_id, str(stop) or "SIGINT") from None
+        except BaseException:
+            proc.kill_all()  # a bug must not leave guests running or the campaign 'running'
+            self.store.finish_campaign(self.campaign_id, "failed")
+            raise
         self.store.finish_campaign(self.campaign_id, "finished")
         return self.campaign_id
 
@@ -111,7 +120,7 @@ class Runner:
 
     def _one(self, column: _Column, case: WorkloadCase, repetition: int) -> None:
         name = column.spec.name
-        logdir = self.logs_root / f"campaign-{self.campaign_id}" / name / case.label / f"rep{repetition}"
+        logdir = self.campaign_logs / name / case.label / f"rep{repetition}"
         started_at = dt.datetime.now(dt.timezone.utc)
         began = time.monotonic()
         log_path: str | None = str(logdir)
@@ -152,41 +161,90 @@ class Runner:
         except GuestStartError as error:
             return Outcome(Status.INFRA, f"could not start: {error}")
         with guest:
-            return _watch(guest, timeout_s)
+            return _watch(guest, timeout_s, case.name, case.workload.produces_samples)
 
 
-def _watch(guest: Guest, timeout_s: float) -> Outcome:
+@dataclass
+class _Seen:
+    """What a guest's records said, gathered as they arrive."""
+
+    samples: list[tuple[str, str, float]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    workloads: set[str] = field(default_factory=set)
+    records: int = 0
+    end_status: str | None = None
+
+    def add(self, record: Record) -> None:
+        self.records += 1
+        body = record.body
+        if record.type == "sample":
+            self.samples.append((body["metric"], body["unit"], float(body["value"])))
+            self.workloads.add(body["workload"])
+        elif record.type == "error":
+            self.errors.append(f"{body.get('workload', 'agent')}: {body['message']}")
+        elif record.type == "end":
+            self.end_status = body["status"]
+
+    def problem(self, workload: str, expect_samples: bool) -> str:
+        """Why a complete, well-formed record stream still does not make an ok run."""
+        if self.errors:
+            return "; ".join(self.errors)
+        if self.end_status != "ok":
+            return f"the agent ended with status {self.end_status!r} and no error record"
+        if self.workloads - {workload}:
+            return f"samples for {sorted(self.workloads - {workload})}, expected only {workload!r}"
+        if expect_samples and not self.samples:
+            return "the agent reported no samples"
+        return ""
+
+
+def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool = True) -> Outcome:
     """Collect a guest's records and decide the run's status."""
-    samples: list[tuple[str, str, float]] = []
-    errors: list[str] = []
-    records = 0
+    seen = _Seen()
     try:
         for record in guest.records():
-            records += 1
-            if record.type == "sample":
-                samples.append((record.body["metric"], record.body["unit"], float(record.body["value"])))
-            elif record.type == "error":
-                errors.append(f"{record.body.get('workload')}: {record.body.get('message')}")
-    except proc.DeadlineExceeded:
+            seen.add(record)
+    except proc.DeadlineExceeded as error:
         guest.stop()
-        return Outcome(Status.TIMEOUT, _with(f"killed after the {timeout_s:g} s run timeout",
-                                             guest.diagnostics()))
+        reason = (f"killed: {error}" if isinstance(error, proc.ExitTimeout)
+                  else f"killed after the {timeout_s:g} s run timeout")
+        return Outcome(Status.TIMEOUT, _with(reason, guest.diagnostics()))
     except ProtocolError as error:
-        stop = guest.stop()
-        said = guest.diagnostics()
-        if stop.signal_name and not stop.killed:
-            return Outcome(Status.CRASHED, _with(f"agent died by {stop.signal_name}: {error}", said))
-        if records == 0 and stop.exit_code not in (0, None):
-            return Outcome(Status.INFRA, _with(
-                f"the environment exited with status {stop.exit_code} before the agent started", said))
-        return Outcome(Status.FAILED, _with(str(error), said))
+        return _broken(guest, seen, error)
     stop = guest.stop()
-    if errors:
-        return Outcome(Status.FAILED, "; ".join(errors))
+    problem = seen.problem(workload, expect_samples)
+    if problem:
+        return Outcome(Status.FAILED, problem)
     if stop.exit_code not in (0, None):
         return Outcome(Status.FAILED, _with(f"agent exited with status {stop.exit_code}",
                                             guest.diagnostics()))
-    return Outcome(Status.OK, "", samples)
+    return Outcome(Status.OK, "", seen.samples)
+
+
+def _broken(guest: Guest, seen: _Seen, error: ProtocolError) -> Outcome:
+    """The record stream broke off or was garbled: a crash, a start failure or bad output."""
+    stop = guest.stop()
+    said = guest.diagnostics()
+    signal_name = stop.signal_name or _signal_in_status(stop.exit_code)
+    if signal_name and not stop.killed:
+        return Outcome(Status.CRASHED, _with(f"agent died by {signal_name}: {error}", said))
+    if seen.records == 0 and stop.exit_code not in (0, None):
+        if said.startswith("gbagent:"):
+            return Outcome(Status.FAILED, _with("the agent rejected its arguments", said))
+        return Outcome(Status.INFRA, _with(
+            f"the environment exited with status {stop.exit_code} before the agent printed "
+            "a record", said))
+    return Outcome(Status.FAILED, _with(str(error), said))
+
+
+def _signal_in_status(exit_code: int | None) -> str | None:
+    """Runtimes and unshare report a child killed by signal N as exit status 128+N."""
+    if exit_code is None or not 128 < exit_code < 128 + signal.NSIG:
+        return None
+    try:
+        return signal.Signals(exit_code - 128).name
+    except ValueError:
+        return None
 
 
 def _with(reason: str, diagnostics: str) -> str:

@@ -15,8 +15,18 @@ KINDS: dict[str, type[Environment]] = {
     cls.kind: cls for cls in (Native, Namespace, Oci, QemuUser, Fake)
 }
 
-# Kinds a user can name; `fake` exists for the test suite and says so.
+# Kinds a plan can name. `fake` invents its numbers: only the test suite enables it.
 PUBLIC_KINDS = tuple(kind for kind in KINDS if kind != "fake")
+_plan_kinds = list(PUBLIC_KINDS)
+
+
+def enable_fake_for_tests() -> None:
+    if "fake" not in _plan_kinds:
+        _plan_kinds.append("fake")
+
+
+def plan_kinds() -> tuple[str, ...]:
+    return tuple(_plan_kinds)
 
 PRESETS: dict[str, dict[str, Any]] = {
     "native": {"kind": "native"},

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import re
 import shutil
 import signal
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -133,6 +135,7 @@ class ProcessGuest(Guest):
     deadline_ns: int
     cleanup: list[list[str]] = field(default_factory=list)
     scratch: list[Path] = field(default_factory=list)
+    exit_grace_s: float = 10.0  # how long a guest may live on after closing its output
     _process: proc.Process | None = None
     _stop_info: StopInfo | None = None
 
@@ -151,13 +154,21 @@ class ProcessGuest(Guest):
         stream = RecordStream()
         yield from stream.feed(self._process.lines(self.deadline_ns))
         remaining_s = (self.deadline_ns - proc.now_ns()) / 1e9
-        if self._process.wait(min(remaining_s, 10.0)) is None:
-            raise proc.DeadlineExceeded("output closed but the process did not exit")
+        if self._process.wait(min(remaining_s, self.exit_grace_s)) is None:
+            raise proc.ExitTimeout(f"the guest closed its output but did not exit within "
+                                   f"{self.exit_grace_s:g} s")
         stream.finish()
 
     def stop(self) -> StopInfo:
         if self._stop_info is not None:
             return self._stop_info
+        # A second Ctrl-C or SIGTERM must not cut the teardown short: an OCI
+        # runtime's container lives outside our process group until `delete`.
+        with _signals_deferred():
+            self._stop_info = self._teardown()
+        return self._stop_info
+
+    def _teardown(self) -> StopInfo:
         killed = self._process.returncode is None
         self._process.kill()
         for argv in self.cleanup:
@@ -169,8 +180,7 @@ class ProcessGuest(Guest):
             shutil.rmtree(directory, ignore_errors=True)
         code = self._process.returncode
         signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
-        self._stop_info = StopInfo(code if not killed else None, signal_name, killed)
-        return self._stop_info
+        return StopInfo(code if not killed else None, signal_name, killed)
 
     @property
     def returncode(self) -> int | None:
@@ -183,6 +193,20 @@ class ProcessGuest(Guest):
             return ""
         tail = [line.strip() for line in lines if line.strip()][-3:]
         return " | ".join(tail)[-400:]
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _quote(arg: str) -> str:

@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from guestbench import agent, proc
 from guestbench.environments.base import (
@@ -20,14 +20,25 @@ PROBE_TIMEOUT_S = 10
 
 
 class OciSpec(EnvironmentSpec):
+    """runc, crun or runsc; platform and network are gVisor's own options."""
+
     kind: Literal["oci"] = "oci"
     runtime: Literal["runc", "crun", "runsc"] = Field(description="the OCI runtime binary")
     platform: Literal["ptrace", "systrap", "kvm"] | None = Field(
         None, description="runsc only: gVisor's platform (--platform)")
-    network: Literal["none", "host"] = Field(
-        "none", description="runsc only: gVisor's network stack (--network); others get a new netns")
+    network: Literal["none", "host"] | None = Field(
+        None, description="runsc only: gVisor's network stack (--network, default none); "
+                          "runc and crun always get a new network namespace")
     runtime_args: tuple[str, ...] = Field(
         (), description="extra global arguments for the runtime, placed before 'run'")
+
+    @model_validator(mode="after")
+    def _gvisor_options_need_runsc(self) -> "OciSpec":
+        for option in ("platform", "network"):
+            if getattr(self, option) is not None and self.runtime != "runsc":
+                raise ValueError(f"{option} is a runsc option; {self.runtime} has none "
+                                 f"(fix: remove {option}, or use runtime = \"runsc\")")
+        return self
 
 
 class Oci(Environment):
@@ -72,7 +83,7 @@ class Oci(Environment):
         args = ["--root", str(bundle.state)]
         if self.spec.runtime == "runsc":
             args += [f"--platform={self.spec.platform or 'ptrace'}",
-                     f"--network={self.spec.network}", "--ignore-cgroups"]
+                     f"--network={self.spec.network or 'none'}", "--ignore-cgroups"]
         return args + list(self.spec.runtime_args)
 
     def _run_argv(self, bundle: "_Bundle") -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 from guestbench import __version__
 from guestbench.report.model import Report
 
-# Bump on any change of shape; docs/results-json.md keeps the history.
+# Bump on any change of shape; docs/results.md keeps the history.
 JSON_SCHEMA_VERSION = 1
 
 

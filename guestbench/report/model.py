@@ -163,7 +163,12 @@ def tables(report: Report) -> list[Table]:
             _measured_text(row[env], footnotes, divisor, column_n[env] is None)
             for env in results.environments)])
     out = [measured]
-    if report.baseline:
+    baseline_measured = report.baseline and any(
+        row[report.baseline].values for row in results.cells.values())
+    if report.baseline and not baseline_measured:
+        measured.note = (f"No ratios: the baseline {report.baseline} has no successful run "
+                         "(see its cells); choose another with --baseline.")
+    if baseline_measured:
         ratio_table = Table(f"Relative to {report.baseline}: ratio of medians",
                             ["workload", "metric", *results.environments], [],
                             note="For ns, cycles and s a ratio above 1 is slower than "

@@ -14,6 +14,9 @@ from guestbench.store import schema
 from guestbench.store.schema import SCHEMA_VERSION
 
 DEFAULT_URL = "sqlite:///guestbench.sqlite"
+# module SQLAlchemy imports -> the PyPI package that provides it
+_DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]",
+                    "MySQLdb": "mysqlclient", "pymysql": "pymysql"}
 
 
 class StoreError(Exception):
@@ -38,26 +41,44 @@ class RunRecord:
     flags: tuple[str, ...] = ()
 
 
-def open(url: str = DEFAULT_URL) -> "Store":  # noqa: A001 - the name DESIGN.md gives
-    """Open (creating or migrating) the store at a SQLAlchemy URL."""
+def open(url: str = DEFAULT_URL, create: bool = True) -> "Store":  # noqa: A001 - DESIGN.md's name
+    """Open the store at a SQLAlchemy URL, migrating it; with create=False it must exist."""
+    store = Store(check(url, create))
+    try:
+        store.migrate(create)
+    except sa.exc.OperationalError as error:
+        raise StoreError(f"--db {url!r}: cannot open the database ({error.orig}) "
+                         "(fix: check the URL, the server and the permissions)") from None
+    return store
+
+
+def check(url: str, create: bool = True) -> sa.Engine:
+    """The engine for a URL, after checking what can be checked without writing anything."""
     try:
         engine = sa.create_engine(url)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ValueError) as error:
         raise StoreError(f"--db {url!r}: not a usable database URL ({error}) "
                          "(fix: e.g. sqlite:///results.sqlite or postgresql://user@host/db)") from None
+    except ImportError as error:
+        package = _DRIVER_PACKAGES.get(error.name or "", error.name)
+        raise StoreError(f"--db {url!r}: the database driver is not installed ({error.name}) "
+                         f"(fix: .venv/bin/pip install {package})") from None
     if engine.dialect.name == "sqlite":
-        _check_sqlite_path(engine.url.database, url)
-    store = Store(engine)
-    store.migrate()
-    return store
+        _check_sqlite_path(engine.url.database, url, create)
+    return engine
 
 
-def _check_sqlite_path(database: str | None, url: str) -> None:
+def _check_sqlite_path(database: str | None, url: str, create: bool) -> None:
     if not database or database == ":memory:":
         return
-    folder = Path(database).resolve().parent
-    if not folder.is_dir():
-        raise StoreError(f"--db {url!r}: folder {folder} does not exist (fix: create it first)")
+    path = Path(database).resolve()
+    if path.is_dir():
+        raise StoreError(f"--db {url!r}: {path} is a folder (fix: name a file in it)")
+    if not path.parent.is_dir():
+        raise StoreError(f"--db {url!r}: folder {path.parent} does not exist (fix: create it first)")
+    if not create and not path.exists():
+        raise StoreError(f"--db {url!r}: no store at {path} "
+                         "(fix: run 'guestbench run' first, or point --db at an existing store)")
 
 
 class Store:
@@ -73,9 +94,11 @@ class Store:
                 schema.schema_meta.c.key == "schema_version")).scalar()
         return int(value) if value else 0
 
-    def migrate(self) -> None:
+    def migrate(self, create: bool = True) -> None:
         try:
             current = self.version()
+        except sa.exc.OperationalError:
+            raise
         except sa.exc.DatabaseError as error:
             raise StoreError(f"{self.engine.url}: not a guestbench store ({error.orig}) "
                              "(fix: point --db at a guestbench store or a new file)") from None
@@ -83,6 +106,9 @@ class Store:
             raise StoreError(f"{self.engine.url}: holds tables but no guestbench schema version; "
                              "not a guestbench store (fix: point --db at a guestbench store "
                              "or a new file)")
+        if current == 0 and not create:
+            raise StoreError(f"{self.engine.url}: an empty database, not a guestbench store "
+                             "(fix: run 'guestbench run' first, or point --db at a store)")
         if current > SCHEMA_VERSION:
             raise StoreError(f"{self.engine.url}: store schema {current} is newer than this "
                              f"guestbench reads ({SCHEMA_VERSION}) (fix: upgrade guestbench)")
@@ -148,7 +174,8 @@ class Store:
         table = schema.campaign
         query = sa.select(table).order_by(table.c.id.desc()).limit(1)
         if selector is not None:
-            by_id = table.c.id == int(selector) if selector.isdigit() else sa.false()
+            as_id = int(selector) if selector.isdigit() else -1
+            by_id = table.c.id == as_id if 0 < as_id < 2**63 else sa.false()
             query = query.where(sa.or_(by_id, table.c.name == selector))
         with self.engine.connect() as connection:
             row = connection.execute(query).mappings().first()
@@ -162,7 +189,7 @@ class Store:
         table = schema.campaign
         with self.engine.connect() as connection:
             return [_utc(dict(row)) for row in connection.execute(
-                sa.select(table.c.id, table.c.name, table.c.created_at, table.c.status)
+                sa.select(table.c.id, table.c.name, table.c.created_at, table.c.status, table.c.log_dir)
                 .order_by(table.c.id)).mappings()]
 
     def environments(self, campaign_id: int) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ class Params(BaseModel):
     """Base of every workload's parameter model: unknown keys are errors."""
 
     # strict: `true` or "3" where a number belongs is an error, not a 1 or a 3
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class Workload:
     to_agent_args: Callable[[Params], list[str]]
     capabilities: frozenset[Capability] = frozenset()
     quick: bool = True  # part of the default quick suite
+    produces_samples: bool = True  # a run without samples is a failed run
     # fills parameters whose default depends on the host, so every environment gets the same
     host_defaults: Callable[[Host], dict[str, Any]] = field(default=lambda host: {})
 

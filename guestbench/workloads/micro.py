@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from guestbench.environments.base import Capability
@@ -9,7 +11,7 @@ from guestbench.workloads.base import Params, Workload
 
 
 class TimingParams(Params):
-    min_time_s: float = Field(0.1, gt=0, le=3600,
+    min_time_s: float = Field(0.1, ge=1e-6, le=3600,
                               description="a measured batch lasts at least this long")
 
 
@@ -18,12 +20,23 @@ class FirstWriteParams(TimingParams):
                                  description="fresh pages mapped at a time")
 
 
+class PipeSwitchParams(TimingParams):
+    placement: Literal["same", "disjoint", "free"] = Field(
+        "same", description="both processes on one CPU, on two CPUs, or where the scheduler "
+                            "puts them (a cross-CPU wake-up costs ~10x a same-CPU switch)")
+
+
 class HangParams(Params):
-    seconds: float = Field(0, ge=0, description="how long the agent sleeps; 0 = forever")
+    seconds: float = Field(0, ge=0, le=365 * 86400,
+                           description="how long the agent sleeps; 0 = forever")
 
 
 def _timing_args(params: TimingParams) -> list[str]:
     return ["--min-time", repr(params.min_time_s)]
+
+
+def _pipe_switch_args(params: PipeSwitchParams) -> list[str]:
+    return [*_timing_args(params), "--placement", params.placement]
 
 
 def _first_write_args(params: FirstWriteParams) -> list[str]:
@@ -43,8 +56,11 @@ WORKLOADS = [
     _timing("malloc_1mib", "malloc 1 MiB, touch every page, free"),
     Workload("first_write", "micro", "first write to a fresh anonymous page",
              FirstWriteParams, _first_write_args, frozenset({Capability.TSC})),
-    _timing("pipe_switch", "switch between two processes over pipes", Capability.PROCESSES),
+    Workload("pipe_switch", "micro", "switch between two processes over pipes",
+             PipeSwitchParams, _pipe_switch_args,
+             frozenset({Capability.TSC, Capability.PROCESSES})),
     _timing("fork_exit", "fork, _exit, waitpid", Capability.PROCESSES),
     Workload("hang", "test", "sleeps (for testing timeouts); never in a default suite",
-             HangParams, lambda params: ["--seconds", repr(params.seconds)], quick=False),
+             HangParams, lambda params: ["--seconds", repr(params.seconds)], quick=False,
+             produces_samples=False),
 ]

@@ -44,15 +44,21 @@ def available(probes):
 
 
 def agent_processes(agent_path: Path) -> list[int]:
-    """Pids of live processes running this agent binary (to check that nothing is left)."""
+    """Live processes a run may leave behind: the agent, or anything (a runtime's sandbox,
+    gofer or shim, qemu-user) whose command line names the agent or an OCI bundle."""
     pids = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             exe = os.readlink(entry / "exe")
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if exe == str(agent_path) or exe.endswith("/gbagent"):
+        if state in ("Z", "X"):
+            continue
+        if (exe == str(agent_path) or exe.endswith("/gbagent") or b"gbagent" in cmdline
+                or b"guestbench-oci-" in cmdline):
             pids.append(int(entry.name))
     return pids

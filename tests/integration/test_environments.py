@@ -17,11 +17,12 @@ from .conftest import PRESETS, agent_processes
 pytestmark = pytest.mark.integration
 
 
-def run_job(environment, agent_path, tmp_path, args, timeout_s=60.0) -> Outcome:
-    job = Job(args[-1], agent_path, tuple(args))
-    guest = environment.start(job, tmp_path / "logs", proc.now_ns() + int(timeout_s * 1e9))
+def run_job(environment, agent_path, logs, args, timeout_s=60.0) -> Outcome:
+    workload = args[-1]
+    job = Job(workload, agent_path, tuple(args))
+    guest = environment.start(job, logs, proc.now_ns() + int(timeout_s * 1e9))
     with guest:
-        return _watch(guest, timeout_s)
+        return _watch(guest, timeout_s, workload, expect_samples=workload != "hang")
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -36,7 +37,7 @@ def test_probe_answers_quickly_with_a_reason(preset, host_facts, agent_path):
 @pytest.mark.parametrize("preset", PRESETS)
 def test_timing_workloads_give_positive_samples(preset, available, agent_path, tmp_path):
     environment = available(preset)
-    outcome = run_job(environment, agent_path, tmp_path, ["--min-time", "0.01", "getpid"])
+    outcome = run_job(environment, agent_path, tmp_path / "logs", ["--min-time", "0.01", "getpid"])
     assert outcome.status == "ok", outcome.reason
     metrics = {metric: (unit, value) for metric, unit, value in outcome.samples}
     assert metrics["time_per_op"][0] == "ns" and metrics["time_per_op"][1] > 0
@@ -48,11 +49,13 @@ def test_timing_workloads_give_positive_samples(preset, available, agent_path, t
 @pytest.mark.parametrize("preset", PRESETS)
 def test_processes_and_stream_work(preset, available, agent_path, tmp_path):
     environment = available(preset)
-    outcome = run_job(environment, agent_path, tmp_path,
-                      ["--min-time", "0.01", "--array-mib", "4", "--ntimes", "2",
-                       "pipe_switch", "fork_exit", "stream_triad"])
-    assert outcome.status == "ok", outcome.reason
-    assert {"time_per_op", "bandwidth", "time_min"} <= {m for m, _, _ in outcome.samples}
+    metrics = set()
+    for workload in ("pipe_switch", "fork_exit", "stream_triad"):
+        outcome = run_job(environment, agent_path, tmp_path / workload,
+                          ["--min-time", "0.01", "--array-mib", "4", "--ntimes", "2", workload])
+        assert outcome.status == "ok", f"{workload}: {outcome.reason}"
+        metrics |= {m for m, _, _ in outcome.samples}
+    assert {"time_per_op", "bandwidth", "time_min"} <= metrics
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -61,7 +64,7 @@ def test_hung_agent_is_killed_at_timeout_and_nothing_is_left(preset, available, 
     environment = available(preset)
     before = set(agent_processes(agent_path))
     bundles_before = set(Path(tempfile.gettempdir()).glob("guestbench-oci-*"))
-    outcome = run_job(environment, agent_path, tmp_path, ["hang"], timeout_s=1.5)
+    outcome = run_job(environment, agent_path, tmp_path / "logs", ["hang"], timeout_s=1.5)
     assert outcome.status == "timeout"
     assert "1.5 s" in outcome.reason
     deadline = time.monotonic() + 10

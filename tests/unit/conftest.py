@@ -29,6 +29,13 @@ HOST_FACTS: dict[str, Any] = {
 }
 
 
+@pytest.fixture(autouse=True)
+def fake_kind_in_plans(monkeypatch) -> None:
+    """Plans in the unit suite may name kind = "fake"; users' plans may not."""
+    from guestbench import environments
+    monkeypatch.setattr(environments, "_plan_kinds", [*environments.PUBLIC_KINDS, "fake"])
+
+
 @pytest.fixture
 def host() -> Host:
     """A host with fixed facts (32 MiB last-level cache)."""

@@ -149,7 +149,8 @@ def test_run_then_report_on_the_fake_environment(tmp_path, fake_agent):
     assert "campaign 1 stored" in result.stderr
     (row,) = campaigns_in(db_file)
     assert (row["name"], row["status"]) == ("cli-fake", "finished")
-    assert (tmp_path / "guestbench-logs" / "campaign-1").is_dir()
+    campaign_logs = Path(row["log_dir"])
+    assert campaign_logs.parent == tmp_path / "guestbench-logs" and campaign_logs.is_dir()
 
     report = invoke(["report", "--db", url, "--format", "markdown"], fake_agent)
     assert report.exit_code == 0, report.output
@@ -173,9 +174,31 @@ def test_run_then_report_on_the_fake_environment(tmp_path, fake_agent):
 
 def test_report_of_a_missing_campaign_exits_2(tmp_path, fake_agent):
     url = f"sqlite:///{tmp_path / 'x.sqlite'}"
+    gb_store.open(url).engine.dispose()  # an empty store
     result = invoke(["report", "42", "--db", url], fake_agent)
     assert result.exit_code == 2
     assert "no campaign '42'" in result.stderr
+
+
+def test_report_never_creates_a_store(tmp_path, fake_agent):
+    db_file = tmp_path / "typo.sqlite"
+    result = invoke(["report", "--db", f"sqlite:///{db_file}"], fake_agent)
+    assert result.exit_code == 2
+    assert "no store at" in result.stderr and "fix:" in result.stderr
+    assert not db_file.exists()
+
+
+def test_two_stores_never_share_a_log_folder(tmp_path, fake_agent):
+    plan_file = tmp_path / "good.toml"
+    plan_file.write_text(GOOD_FAKE_PLAN)
+    folders = []
+    for db_name in ("one.sqlite", "two.sqlite"):  # both stores number their campaign 1
+        db_file = tmp_path / db_name
+        result = invoke(["run", str(plan_file), "--db", f"sqlite:///{db_file}", "--quiet"],
+                        fake_agent)
+        assert result.exit_code == 0, result.output
+        folders.append(campaigns_in(db_file)[0]["log_dir"])
+    assert folders[0] != folders[1]
 
 
 # -- Ctrl-C and SIGTERM through the command line -------------------------------------

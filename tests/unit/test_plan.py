@@ -150,7 +150,7 @@ def test_missing_plan_file(tmp_path, host: Host) -> None:
 def test_unreadable_plan_file_is_a_plan_error(tmp_path, host: Host) -> None:
     folder = tmp_path / "a-folder.toml"
     folder.mkdir()
-    with pytest.raises(PlanError, match="cannot read the plan"):
+    with pytest.raises(PlanError, match="is a folder, not a plan file"):
         load(folder, host)
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b"\xff\xfe\x00garbage")
@@ -445,3 +445,23 @@ def test_from_flags_unknown_names(host: Host) -> None:
     assert "fix:" in str(caught.value)
     with pytest.raises(PlanError, match="^--repeat: .*fix:"):
         from_flags(host, Overrides(repeat=-3))
+
+
+def test_fake_kind_is_refused_in_users_plans(write_plan, host: Host, monkeypatch) -> None:
+    from guestbench import environments
+    monkeypatch.setattr(environments, "_plan_kinds", list(environments.PUBLIC_KINDS))
+    path = write_plan('[[environment]]\nname = "f"\nkind = "fake"\n[[workload]]\nname = "getpid"\n')
+    with pytest.raises(PlanError, match=r"environment\[0\]: unknown kind 'fake' \(fix: set kind"):
+        load(path, host)
+
+
+def test_runc_refuses_gvisor_options(write_plan, host: Host) -> None:
+    path = write_plan('[[environment]]\npreset = "runc"\nplatform = "ptrace"\n'
+                      '[[workload]]\nname = "getpid"\n')
+    with pytest.raises(PlanError, match=r"environment\[0\].*platform is a runsc option.*fix:"):
+        load(path, host)
+
+
+def test_campaign_is_named_after_the_plan_file(write_plan, host: Host) -> None:
+    path = write_plan('[[environment]]\npreset = "native"\n[[workload]]\nname = "getpid"\n')
+    assert load(path, host).campaign.name == re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)

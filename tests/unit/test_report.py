@@ -355,3 +355,10 @@ def test_terminal(report: model.Report) -> None:
     assert "2.00x" in text
     assert "killed after the 5 s run timeout" in text
     assert "timeout x3 [" in text  # not wrapped at the width it asked for
+
+
+def test_a_baseline_without_data_gives_a_note_not_a_wall_of_blanks(store) -> None:
+    populate(store)
+    tables = model.tables(model.load(store, baseline="gone"))
+    assert len(tables) == 1
+    assert "the baseline gone has no successful run" in tables[0].note
