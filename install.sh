@@ -9,10 +9,13 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 # gcc/make/libc6-dev: the static agent; util-linux: unshare; runc, crun, runsc
-# (gVisor), qemu-user: the environments; linux-perf: benchmarks/fidelity_perf.py;
+# (gVisor), qemu-user: the environments; qemu-system-x86, user-mode-linux: the
+# full-system guests; linux-image-amd64: their default kernel; busybox-static,
+# cpio, kmod (modprobe): the guest image; linux-perf: benchmarks/fidelity_perf.py;
 # binutils (readelf): the test that the agent is static.
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
-          runc crun runsc qemu-user linux-perf)
+          runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
+          busybox-static cpio kmod linux-perf)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -12,7 +12,7 @@
 
 #define USAGE "usage: gbagent [--min-time S] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] WORKLOAD... | --list | --version"
 
-static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads };
+static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads };
 
 enum value_kind { SECONDS, COUNT, PLACEMENT };
 

@@ -28,6 +28,7 @@ struct workload {
 extern const struct workload micro_workloads[];
 extern const struct workload stream_workloads[];
 extern const struct workload hang_workloads[];
+extern const struct workload boot_workloads[];
 
 /* Records why the running workload failed (one line) and returns -1. */
 int workload_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -88,6 +88,11 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
     if not quiet:
         _print_report(results, str(campaign_id), None, "table", False)
     click.echo(f"campaign {campaign_id} stored in {db}; logs in {logs_root}", err=True)
+    if plan_file is None and not env_names:
+        from guestbench.environments import NOT_IN_DEFAULT_CAMPAIGN
+        for preset, why in NOT_IN_DEFAULT_CAMPAIGN.items():
+            click.echo(f"not in the default campaign: {preset} ({why}); add it with "
+                       f"--env native,{preset}", err=True)
 
 
 @main.command()
@@ -116,6 +121,28 @@ def envs() -> None:
                       answer.reason, f"{time.monotonic() - began:.2f}",
                       style=None if answer.available else "yellow")
     Console(width=max(Console().width, 120)).print(table)
+
+
+@main.command("images")
+def images_command() -> None:
+    """Cached guest images (kernel + initramfs) of full-system guests."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from guestbench import images
+
+    rows = images.cached()
+    table = Table(title=f"Guest images in {images.cache_root()}", title_justify="left")
+    for column in ("id", "kernel", "version", "modules", "tools", "MiB", "created"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["id"], str(row["kernel"]), row["kernel_version"],
+                      ",".join(row["modules"]) or "-", ",".join(row["tools"]) or "-",
+                      f"{row['size_bytes'] / 2**20:.1f}", str(row["created_at"])[:19])
+    Console(width=max(Console().width, 120)).print(table)
+    if not rows:
+        click.echo("no image yet: one is built when a qemu or uml environment is first probed "
+                   "('guestbench envs')")
 
 
 @main.command()
@@ -207,12 +234,17 @@ class _progress:
 
             def start(self, total_runs: int) -> None:
                 self.task = bar.add_task("starting", total=total_runs)
+                self.said: set[tuple[str, str, str]] = set()
 
             def run_started(self, environment: str, label: str, repetition: int) -> None:
                 bar.update(self.task, description=f"{environment:>10} {label:<14} #{repetition + 1}")
 
             def run_finished(self, environment: str, label: str, outcome) -> None:
                 bar.advance(self.task)
+                said = (environment, label, outcome.status)
+                if outcome.status in ("unsupported", "unavailable") and said in self.said:
+                    return  # the same every repetition: once is enough
+                self.said.add(said)
                 if outcome.status not in ("ok", "unavailable"):
                     bar.console.print(f"{environment} {label}: {outcome.status}: "
                                       f"{outcome.reason[:160]}", markup=False, highlight=False)

@@ -116,7 +116,7 @@ def load(path: Path, host: Host, overrides: Overrides = Overrides()) -> Plan:
 
 def from_flags(host: Host, overrides: Overrides = Overrides()) -> Plan:
     """The plan of `guestbench run` without a file: presets x the quick suite."""
-    env_names = overrides.environments or tuple(environments.PRESETS)
+    env_names = overrides.environments or environments.DEFAULT_CAMPAIGN
     unknown = [name for name in env_names if name not in environments.PRESETS]
     if unknown:
         raise PlanError(f"--env: unknown environment {unknown[0]!r} "

@@ -7,7 +7,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,18 +109,21 @@ class Process:
         _live[self.pid] = self
         self.first_byte_ns: int | None = None
 
-    def lines(self, deadline_ns: int) -> Iterator[tuple[int, bytes]]:
+    def lines(self, deadline_ns: int | Callable[[], int]) -> Iterator[tuple[int, bytes]]:
         """Yield (host_arrival_ns, line) for each stdout line until EOF.
 
+        The deadline may be a function, asked again after every read, so a
+        caller can move it (a boot deadline that gives way to the run's).
         Raises DeadlineExceeded when the deadline passes first.
         """
+        deadline = deadline_ns if callable(deadline_ns) else (lambda: deadline_ns)
         fd = self._child.stdout.fileno()
         os.set_blocking(fd, False)
         pending = b""
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while True:
-                remaining_s = (deadline_ns - now_ns()) / 1e9
+                remaining_s = (deadline() - now_ns()) / 1e9
                 if remaining_s <= 0:
                     raise DeadlineExceeded("deadline passed")
                 if not selector.select(timeout=min(remaining_s, 1.0)):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from guestbench import __version__, environments, proc
 from guestbench.environments.base import (
-    Availability, Environment, EnvironmentSpec, Guest, GuestStartError, Job)
+    Availability, Environment, EnvironmentSpec, Guest, GuestCrashed, GuestStartError, Job)
 from guestbench.host import Host
 from guestbench.plan import Plan, WorkloadCase
 from guestbench.protocol import ProtocolError, Record
@@ -44,6 +44,7 @@ class Outcome:
     status: str
     reason: str = ""
     samples: list[tuple[str, str, float]] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
 
 
 class Progress:
@@ -144,7 +145,7 @@ class Runner:
             params=case.params.model_dump(mode="json"), repetition=repetition,
             status=outcome.status, reason=outcome.reason, started_at=started_at,
             host_seconds=time.monotonic() - began, log_path=log_path,
-            samples=tuple(outcome.samples)))
+            samples=tuple(outcome.samples), flags=tuple(outcome.flags)))
 
     def _outcome(self, column: _Column, case: WorkloadCase, logdir: Path) -> Outcome:
         if not column.availability.available:
@@ -161,7 +162,11 @@ class Runner:
         except GuestStartError as error:
             return Outcome(Status.INFRA, f"could not start: {error}")
         with guest:
-            return _watch(guest, timeout_s, case.name, case.workload.produces_samples)
+            outcome = _watch(guest, timeout_s, case.name, case.workload.produces_samples)
+            if outcome.status == Status.OK and case.workload.boot_phases:
+                outcome.samples += [(f"boot_{phase}", "ms", ms)
+                                    for phase, ms in guest.boot_phases().items()]
+            return outcome
 
 
 @dataclass
@@ -173,6 +178,8 @@ class _Seen:
     workloads: set[str] = field(default_factory=set)
     records: int = 0
     end_status: str | None = None
+    hello: Record | None = None
+    end: Record | None = None
 
     def add(self, record: Record) -> None:
         self.records += 1
@@ -184,6 +191,9 @@ class _Seen:
             self.errors.append(f"{body.get('workload', 'agent')}: {body['message']}")
         elif record.type == "end":
             self.end_status = body["status"]
+            self.end = record
+        elif record.type == "hello":
+            self.hello = record
 
     def problem(self, workload: str, expect_samples: bool) -> str:
         """Why a complete, well-formed record stream still does not make an ok run."""
@@ -206,9 +216,13 @@ def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool =
             seen.add(record)
     except proc.DeadlineExceeded as error:
         guest.stop()
-        reason = (f"killed: {error}" if isinstance(error, proc.ExitTimeout)
-                  else f"killed after the {timeout_s:g} s run timeout")
-        return Outcome(Status.TIMEOUT, _with(reason, guest.diagnostics()))
+        if type(error) is not proc.DeadlineExceeded:  # a boot timeout, an exit that never came
+            return Outcome(Status.TIMEOUT, f"killed: {error}")
+        return Outcome(Status.TIMEOUT, _with(f"killed after the {timeout_s:g} s run timeout",
+                                             guest.diagnostics()))
+    except GuestCrashed as error:
+        guest.stop()
+        return Outcome(Status.CRASHED, str(error))
     except ProtocolError as error:
         return _broken(guest, seen, error)
     stop = guest.stop()
@@ -218,7 +232,29 @@ def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool =
     if stop.exit_code not in (0, None):
         return Outcome(Status.FAILED, _with(f"agent exited with status {stop.exit_code}",
                                             guest.diagnostics()))
-    return Outcome(Status.OK, "", seen.samples)
+    outcome = Outcome(Status.OK, "", seen.samples)
+    ratio = clock_ratio(seen.hello, seen.end)
+    if ratio is not None:
+        outcome.samples.append(("clock_ratio", "ratio", ratio))
+        if abs(ratio - 1) > CLOCK_DRIFT_LIMIT:
+            outcome.flags.append("clock-drift")
+    return outcome
+
+
+# The guest's clock may disagree with the host's by this much before a run is flagged.
+CLOCK_DRIFT_LIMIT = 0.05
+# Shorter spans are dominated by console latency, not by the clocks: not judged.
+CLOCK_MIN_SPAN_S = 0.2
+
+
+def clock_ratio(first: Record | None, last: Record | None) -> float | None:
+    """Agent-measured time between two records over the host's time between their arrivals."""
+    if first is None or last is None or first.agent_ns is None or last.agent_ns is None:
+        return None
+    host_ns = last.host_arrival_ns - first.host_arrival_ns
+    if host_ns < CLOCK_MIN_SPAN_S * 1e9:
+        return None
+    return (last.agent_ns - first.agent_ns) / host_ns
 
 
 def _broken(guest: Guest, seen: _Seen, error: ProtocolError) -> Outcome:

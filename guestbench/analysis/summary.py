@@ -11,7 +11,7 @@ from typing import Any
 # Units where a larger number is better; every other unit (time, cycles) is a cost.
 HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "IOPS", "ops/s", "files/s"})
 # Metrics that describe how a run was measured rather than what it measured.
-CONTEXT_METRICS = frozenset({"iterations", "array_mib"})
+CONTEXT_METRICS = frozenset({"iterations", "array_mib", "clock_ratio"})
 
 
 def higher_is_better(unit: str) -> bool:
@@ -27,6 +27,7 @@ class Cell:
     values: list[float] = field(default_factory=list)
     # every non-ok run of this environment and workload: (status, reason)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # one entry per flag per ok run
     runs: int = 0
 
     @property
@@ -95,6 +96,8 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
             cell.runs += 1
             if run["status"] != "ok":
                 cell.problems.append((run["status"], run["reason"]))
+            else:
+                cell.flags += run.get("flags") or []
         for sample in by_run.get(run["id"], ()):
             if run["status"] == "ok":
                 cells[(run["label"], sample["metric"])][run["environment"]].values.append(sample["value"])

@@ -9,10 +9,12 @@ from guestbench.environments.fake import Fake
 from guestbench.environments.namespace import Namespace
 from guestbench.environments.native import Native
 from guestbench.environments.oci import Oci
+from guestbench.environments.qemu import Qemu
 from guestbench.environments.qemu_user import QemuUser
+from guestbench.environments.uml import Uml
 
 KINDS: dict[str, type[Environment]] = {
-    cls.kind: cls for cls in (Native, Namespace, Oci, QemuUser, Fake)
+    cls.kind: cls for cls in (Native, Namespace, Oci, QemuUser, Qemu, Uml, Fake)
 }
 
 # Kinds a plan can name. `fake` invents its numbers: only the test suite enables it.
@@ -35,7 +37,16 @@ PRESETS: dict[str, dict[str, Any]] = {
     "crun": {"kind": "oci", "runtime": "crun"},
     "runsc": {"kind": "oci", "runtime": "runsc", "platform": "ptrace"},
     "qemu-user": {"kind": "qemu-user"},
+    "qemu-tcg": {"kind": "qemu", "accel": "tcg"},
+    "qemu-kvm": {"kind": "qemu", "accel": "kvm"},
+    "uml": {"kind": "uml"},
 }
+
+
+# Left out of a bare `guestbench run`: every run boots a guest under emulation
+# (~5 s each here), which would take the quick campaign past a few minutes.
+NOT_IN_DEFAULT_CAMPAIGN = {"qemu-tcg": "each run boots a guest under emulation (~5 s)"}
+DEFAULT_CAMPAIGN = tuple(name for name in PRESETS if name not in NOT_IN_DEFAULT_CAMPAIGN)
 
 
 def spec_model(kind: str) -> type[EnvironmentSpec]:

@@ -80,6 +80,10 @@ class GuestStartError(Exception):
     """The environment could not start a guest (status infra)."""
 
 
+class GuestCrashed(Exception):
+    """The guest died on its own: a kernel panic, a VMM that crashed (status crashed)."""
+
+
 class Guest(ABC):
     """A started environment instance; a context manager whose stop() is idempotent."""
 
@@ -94,6 +98,10 @@ class Guest(ABC):
     def diagnostics(self) -> str:
         """The last lines of what the guest said besides records, for a failure's reason."""
         return ""
+
+    def boot_phases(self) -> dict[str, float]:
+        """Milliseconds from process start to each boot phase seen; {} for process guests."""
+        return {}
 
     def __enter__(self) -> "Guest":
         return self
@@ -136,6 +144,7 @@ class ProcessGuest(Guest):
     cleanup: list[list[str]] = field(default_factory=list)
     scratch: list[Path] = field(default_factory=list)
     exit_grace_s: float = 10.0  # how long a guest may live on after closing its output
+    exited_ns: int | None = None
     _process: proc.Process | None = None
     _stop_info: StopInfo | None = None
 
@@ -152,12 +161,21 @@ class ProcessGuest(Guest):
 
     def records(self) -> Iterator[Record]:
         stream = RecordStream()
-        yield from stream.feed(self._process.lines(self.deadline_ns))
+        yield from stream.feed(self._observed(self._process.lines(self._current_deadline)))
         remaining_s = (self.deadline_ns - proc.now_ns()) / 1e9
         if self._process.wait(min(remaining_s, self.exit_grace_s)) is None:
             raise proc.ExitTimeout(f"the guest closed its output but did not exit within "
                                    f"{self.exit_grace_s:g} s")
+        self.exited_ns = proc.now_ns()
         stream.finish()
+
+    def _current_deadline(self) -> int:
+        """The deadline for the next read; console guests move it once booted."""
+        return self.deadline_ns
+
+    def _observed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+        """Every output line passes here before the protocol parser; a hook for consoles."""
+        return lines
 
     def stop(self) -> StopInfo:
         if self._stop_info is not None:

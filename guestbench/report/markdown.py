@@ -14,7 +14,8 @@ def render(report: Report) -> str:
     for table in tables(report):
         out.append(f"### {_escape(table.title)}\n")
         out.append("| " + " | ".join(map(_escape, table.header)) + " |")
-        out.append("|" + "|".join(["---", "---"] + ["---:"] * (len(table.header) - 2)) + "|")
+        values = len(table.header) - table.label_columns
+        out.append("|" + "|".join(["---"] * table.label_columns + ["---:"] * values) + "|")
         out += ["| " + " | ".join(map(_escape, row)) + " |" for row in table.rows]
         if table.note:
             out.append(f"\n{_escape(table.note)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.summary import Cell, Results, higher_is_better, summarise
 from guestbench.store import Store, StoreError
 
@@ -50,17 +51,25 @@ class Table:
     rows: list[list[str]]
     footnotes: list[str] = field(default_factory=list)
     note: str = ""
+    label_columns: int = 2  # leading columns that name the row; the rest are values
+
+
+FLAG_MEANINGS = {
+    "clock-drift": "the guest's clock and the host's disagreed by more than 5% over the run "
+                   "(see clock_ratio with --all-metrics): its time-based numbers are suspect",
+}
 
 
 class Footnotes:
-    """Numbers each distinct (environment, status, reason) once."""
+    """Numbers each distinct (environment, status or flag, reason) once."""
 
     def __init__(self) -> None:
         self._numbers: dict[tuple[str, str, str], int] = {}
 
     def mark(self, cell: Cell) -> str:
         marks = []
-        for status, reason in cell.problems:
+        flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in dict.fromkeys(cell.flags)]
+        for status, reason in [*cell.problems, *flagged]:
             key = (cell.environment, status, reason)
             number = self._numbers.setdefault(key, len(self._numbers) + 1)
             if f"[{number}]" not in marks:
@@ -121,9 +130,11 @@ def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: boo
         text += f" ({format_value(cell.minimum / divisor)}-{format_value(cell.maximum / divisor)})"
     if show_n:
         text += f" n={cell.n}"
+    if cell.flags:
+        text += f" !{','.join(dict.fromkeys(cell.flags))}"
     if cell.problems:
-        text += f" +{_problem_text(cell, footnotes)}"
-    return text
+        return f"{text} +{_problem_text(cell, footnotes)}"
+    return f"{text} {footnotes.mark(cell)}" if cell.flags else text
 
 
 def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes) -> str:
@@ -131,7 +142,7 @@ def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes) -> str:
         return _problem_text(cell, footnotes) if cell.problems else "no samples"
     ratio = cell.ratio_to(baseline)
     text = format_ratio(ratio) if ratio is not None else "no baseline"
-    return f"{text} {footnotes.mark(cell)}".strip() if cell.problems else text
+    return f"{text} {footnotes.mark(cell)}".strip() if cell.problems or cell.flags else text
 
 
 def _column_n(results: Results, environment: str) -> int | None:
@@ -172,15 +183,37 @@ def tables(report: Report) -> list[Table]:
         ratio_table = Table(f"Relative to {report.baseline}: ratio of medians",
                             ["workload", "metric", *results.environments], [],
                             note="For ns, cycles and s a ratio above 1 is slower than "
-                                 f"{report.baseline}; for MB/s a ratio below 1 is slower.")
+                                 f"{report.baseline}; for MB/s a ratio below 1 is slower. Rows "
+                                 f"where {report.baseline} has no value are left out.")
         for label, metric, unit in results.rows:
-            if not metric:
-                continue
-            row = results.cells[(label, metric)]
-            base = row[report.baseline]
+            row = results.cells.get((label, metric), {})
+            base = row.get(report.baseline)
+            if not metric or not base or not base.values:
+                continue  # nothing to divide by: e.g. boot rows against native
             ratio_table.rows.append([
                 label, metric + (" (higher is better)" if higher_is_better(unit) else ""),
                 *(_ratio_text(row[env], base, footnotes) for env in results.environments)])
         out.append(ratio_table)
+    phases = boot_table(report)
+    if phases is not None:
+        out.append(phases)
     out[-1].footnotes = footnotes.lines()
     return out
+
+
+def boot_table(report: Report) -> Table | None:
+    """Boot phases per environment: median of each run's phase duration, ms."""
+    cells = breakdown(report.runs, report.samples)
+    if not cells:
+        return None
+    envs = [env for env in report.results.environments if env in cells]
+    table = Table("Boot phases: median duration per phase, ms (host clock; guest uptime on "
+                  "the guest's)", ["phase", *(f"{env} n={max(c.n for c in cells[env].values())}"
+                                             for env in envs)], [],
+                  note="Phases are cut where the console shows them: first byte from the VMM, "
+                       "'guestbench-init: userspace' from /init, the agent's hello record, "
+                       "and the VMM's exit.", label_columns=1)
+    for name, _end, _start in PHASES:
+        table.rows.append([name, *(format_value(cells[env][name].median_ms)
+                                   if name in cells[env] else "-" for env in envs)])
+    return table

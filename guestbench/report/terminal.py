@@ -23,7 +23,7 @@ def render(report: Report, console: Console) -> None:
     for table in tables(report):
         rich_table = RichTable(title=Text(table.title), title_justify="left", show_lines=False)
         for index, column in enumerate(table.header):
-            rich_table.add_column(Text(column), justify="left" if index < 2 else "right",
+            rich_table.add_column(Text(column), justify="left" if index < table.label_columns else "right",
                                   overflow="fold")
         for row in table.rows:
             rich_table.add_row(*(Text(cell) for cell in row))

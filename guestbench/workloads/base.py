@@ -29,6 +29,7 @@ class Workload:
     capabilities: frozenset[Capability] = frozenset()
     quick: bool = True  # part of the default quick suite
     produces_samples: bool = True  # a run without samples is a failed run
+    boot_phases: bool = False  # the guest's boot phases (host clock) become samples
     # fills parameters whose default depends on the host, so every environment gets the same
     host_defaults: Callable[[Host], dict[str, Any]] = field(default=lambda host: {})
 

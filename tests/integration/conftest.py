@@ -9,7 +9,8 @@ import pytest
 
 from guestbench import agent, environments, host
 
-PRESETS = list(environments.PRESETS)
+# Process-level presets; full-system guests (qemu, uml) have tests/integration/test_full_system.py.
+PRESETS = [name for name, spec in environments.PRESETS.items() if spec["kind"] not in ("qemu", "uml")]
 
 
 @pytest.fixture(scope="session")
@@ -27,19 +28,22 @@ def host_facts() -> host.Host:
 
 @pytest.fixture(scope="session")
 def probes(host_facts, agent_path):
-    """Every preset's probe answer, asked once per test session."""
-    return {name: environments.create(environments.preset_spec(name)).probe(host_facts)
-            for name in PRESETS}
+    """Every preset's environment and its probe answer, asked once per test session."""
+    probed = {}
+    for name in PRESETS:
+        environment = environments.create(environments.preset_spec(name))
+        probed[name] = (environment, environment.probe(host_facts))
+    return probed
 
 
 @pytest.fixture
 def available(probes):
-    """Returns the preset's environment, or skips the test with the probe's reason."""
+    """Returns the preset's probed environment, or skips the test with the probe's reason."""
     def get(name: str):
-        answer = probes[name]
+        environment, answer = probes[name]
         if not answer.available:
             pytest.skip(f"{name} unavailable here: {answer.reason}")
-        return environments.create(environments.preset_spec(name))
+        return environment
     return get
 
 

@@ -415,7 +415,8 @@ def test_override_cannot_drop_the_baseline(write_plan, host: Host) -> None:
 def test_from_flags_defaults(host: Host) -> None:
     plan = from_flags(host)
     assert plan.source == "command line"
-    assert [spec.name for spec in plan.environments] == list(environments.PRESETS)
+    assert [spec.name for spec in plan.environments] == list(environments.DEFAULT_CAMPAIGN)
+    assert "qemu-tcg" not in environments.DEFAULT_CAMPAIGN and "native" in environments.DEFAULT_CAMPAIGN
     assert [case.name for case in plan.workloads] == list(workloads.QUICK_SUITE)
     assert "hang" not in [case.name for case in plan.workloads]
     assert plan.baseline == "native"

@@ -362,3 +362,18 @@ def test_a_baseline_without_data_gives_a_note_not_a_wall_of_blanks(store) -> Non
     tables = model.tables(model.load(store, baseline="gone"))
     assert len(tables) == 1
     assert "the baseline gone has no successful run" in tables[0].note
+
+
+def test_a_clock_drift_flag_marks_the_cell_with_a_footnote(store) -> None:
+    campaign_id = store.create_campaign("flagged", {"source": "test"}, FACTS, "fp", None,
+                                        "/logs", "0.1.0")
+    vm = store.add_environment(campaign_id, "vm", "fake", {}, True, "fake", 0)
+    for repetition, flags in enumerate([("clock-drift",), ()]):
+        store.add_run(campaign_id, RunRecord(
+            environment_id=vm, workload="getpid", label="getpid", params={}, repetition=repetition,
+            status="ok", reason="", started_at=STARTED, host_seconds=1.0, log_path=None,
+            samples=(("time_per_op", "ns", 100.0),), flags=flags))
+    (table,) = model.tables(model.load(store))
+    cell = table.rows[0][2]
+    assert "!clock-drift" in cell and "[1]" in cell
+    assert any("vm: clock-drift: the guest's clock" in line for line in table.footnotes)

@@ -1,0 +1,251 @@
+"""QEMU full-system guests, TCG or KVM: a command line from small typed pieces, QMP, placement."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from guestbench import agent, images, proc
+from guestbench.environments.base import (
+    Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job)
+from guestbench.environments.console import ConsoleGuest, kernel_arguments
+from guestbench.host import Host, which
+from guestbench.protocol import parse_line
+
+# A KVM guest of this image reaches its agent in well under a second where KVM
+# works; where /dev/kvm exists but guests hang (nested PVM hosts), we give up here.
+KVM_PROBE_S = 8.0
+QMP_CONNECT_S = 5.0
+# reboot=t: microvm has no reset device, so only a triple-fault reboot ends QEMU after a panic
+KERNEL_ARGS = ("console=ttyS0", "quiet", "panic=-1", "reboot=t")
+
+
+class QemuSpec(EnvironmentSpec):
+    """A qemu-system guest booting the guest image's kernel and initramfs."""
+
+    kind: Literal["qemu"] = "qemu"
+    accel: Literal["tcg", "kvm", "auto"] = Field(
+        "tcg", description="tcg: emulation; kvm: hardware; auto: kvm where it boots, else tcg")
+    machine: Literal["microvm", "pc", "q35"] = Field("microvm", description="QEMU machine type")
+    cpu: str | None = Field(None, description="QEMU -cpu model; None = QEMU's default")
+    vcpus: int = Field(1, ge=1, le=256, strict=True, description="virtual CPUs (-smp)")
+    memory_mib: int = Field(512, ge=64, le=1 << 20, strict=True, description="guest memory, MiB")
+    placement: Literal["none", "same", "disjoint"] = Field(
+        "none", description="VMM main and I/O threads on vCPU 0's host CPU (same), on another "
+                            "(disjoint), or left to the scheduler (none)")
+    kernel: str | None = Field(None, description="kernel image; None = the host's newest /boot/vmlinuz-*")
+    modules: tuple[str, ...] = Field((), description="kernel modules loaded at boot")
+    boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
+                                  description="limit from VMM start to userspace, apart from the run's")
+    kernel_args: tuple[str, ...] = Field((), description="added to the guest kernel's command line")
+    extra_args: tuple[str, ...] = Field((), description="appended to QEMU's command line as is")
+    binary: str = Field("qemu-system-x86_64", description="the QEMU program")
+
+
+class Qemu(Environment):
+    kind: ClassVar[str] = "qemu"
+    # no virtual disk is attached yet (the disk workloads' issue adds disk_bus/disk_cache)
+    capabilities = frozenset(set(Capability) - {Capability.BLOCK_DEVICE})
+    spec_model = QemuSpec
+
+    def __init__(self, spec: QemuSpec) -> None:
+        super().__init__(spec)
+        self.image: images.Image | None = None
+        self.accel = spec.accel
+
+    def probe(self, host: Host) -> Availability:
+        spec = self.spec
+        if which(spec.binary) is None:
+            return Availability.no(f"{spec.binary} not found (apt-get install qemu-system-x86)")
+        try:
+            kernel = Path(spec.kernel) if spec.kernel else images.default_kernel()
+            if not kernel.is_file():
+                return Availability.no(f"kernel {kernel} not found (fix: kernel = an existing "
+                                       "file, or apt-get install linux-image-amd64)")
+            self.image = images.build(kernel, modules=spec.modules)
+        except images.ImageError as error:
+            return Availability.no(f"guest image: {error}")
+        if spec.placement == "disjoint" and len(os.sched_getaffinity(0)) < 2:
+            return Availability.no("placement disjoint needs 2 host CPUs")
+        accel_answer = self._resolve_accel()
+        if not accel_answer.available:
+            return accel_answer
+        return Availability.yes(f"accel {self.accel}; image {self.image.id}; "
+                                f"kernel {self.image.kernel_version}; {accel_answer.reason}")
+
+    def _resolve_accel(self) -> Availability:
+        if self.spec.accel == "tcg":
+            return Availability.yes("emulation")
+        kvm = _kvm_boots(self)
+        if kvm.available:
+            self.accel = "kvm"
+            return kvm
+        if self.spec.accel == "auto":
+            self.accel = "tcg"
+            return Availability.yes(f"auto chose tcg: {kvm.reason}")
+        return kvm
+
+    def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        scratch = Path(tempfile.mkdtemp(prefix="guestbench-qemu-"))
+        qmp_socket = scratch / "qmp.sock"
+        paused = self.spec.placement != "none"
+        argv = self.command_line(self.accel, kernel_arguments(job), qmp_socket, paused)
+        return QemuGuest(argv, logdir, deadline_ns, scratch=[scratch],
+                         boot_timeout_s=self.spec.boot_timeout_s, qmp_socket=qmp_socket,
+                         placement=self.spec.placement)
+
+    def command_line(self, accel: str, kernel_args: list[str], qmp_socket: Path | None,
+                     paused: bool) -> list[str]:
+        spec, image = self.spec, self.image
+        if accel == "tcg":
+            kernel_args = [*_tcg_kernel_args(), *kernel_args]
+        return [
+            spec.binary, "-M", spec.machine, "-accel", accel,
+            *(["-cpu", spec.cpu] if spec.cpu else []),
+            "-smp", str(spec.vcpus), "-m", str(spec.memory_mib),
+            "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
+            "-no-reboot",
+            "-kernel", str(image.kernel), "-initrd", str(image.initramfs),
+            "-append", " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args]),
+            *(["-qmp", f"unix:{qmp_socket},server=on,wait=off"] if qmp_socket else []),
+            *(["-S"] if paused else []),
+            *spec.extra_args,
+        ]
+
+
+_tsc_khz: list[int] = []
+
+
+def _tcg_kernel_args() -> list[str]:
+    """Under TCG the guest's TSC ticks at the host's rate; saying so skips the guest's PIT
+    calibration, which fails on a loaded host and then can hang the boot before /init
+    (3 guests on 2 CPUs: 5 of 12 boots reached the agent without it, 12 of 12 with it)."""
+    if not _tsc_khz:
+        _tsc_khz.append(host_tsc_khz() or 0)
+    return [f"tsc_early_khz={_tsc_khz[0]}"] if _tsc_khz[0] else []
+
+
+def host_tsc_khz() -> int | None:
+    """The host's TSC rate, measured by the agent: TSC ticks per op over ns per op."""
+    try:
+        output = proc.run([str(agent.path()), "--min-time", "0.02", "clock_gettime"],
+                          timeout_s=10).stdout
+    except (agent.AgentMissing, proc.ProcessError, proc.DeadlineExceeded):
+        return None
+    values = {}
+    for text in output.splitlines():
+        record = parse_line(text.encode())
+        if record is not None and record.type == "sample":
+            values[record.body["metric"]] = record.body["value"]
+    if not values.get("time_per_op") or not values.get("tsc_per_op"):
+        return None
+    return round(values["tsc_per_op"] / values["time_per_op"] * 1e6)
+
+
+_kvm_answers: dict[tuple, Availability] = {}
+
+
+def _kvm_boots(environment: Qemu) -> Availability:
+    """Whether a guest of this image really boots under KVM here, asked once per process."""
+    key = (environment.spec.binary, environment.image.id, environment.spec.machine)
+    if key not in _kvm_answers:
+        _kvm_answers[key] = _try_kvm(environment)
+    return _kvm_answers[key]
+
+
+def _try_kvm(environment: Qemu) -> Availability:
+    if not os.path.exists("/dev/kvm"):
+        return Availability.no("no /dev/kvm (not a KVM host, or the kvm module is not loaded)")
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return Availability.no("/dev/kvm is not readable and writable (fix: join group kvm)")
+    # /dev/kvm can exist where no guest boots (a nested PVM hypervisor): only a boot tells.
+    argv = environment.command_line("kvm", ["gb.args=--version"], None, paused=False)
+    try:
+        result = proc.run(argv, timeout_s=KVM_PROBE_S)
+    except proc.DeadlineExceeded:
+        return Availability.no(f"/dev/kvm exists but a test guest did not boot under KVM within "
+                               f"{KVM_PROBE_S:g} s (nested or paravirtual host?)")
+    except proc.ProcessError as error:
+        return Availability.no(str(error))
+    if "agent exited with status 0" in result.stdout:
+        return Availability.yes(f"KVM test guest booted in {result.seconds:.2f} s")
+    said = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or ["no output"]
+    return Availability.no(f"a test guest failed under KVM: {said[0][:200]}")
+
+
+@dataclass
+class QemuGuest(ConsoleGuest):
+    """A QEMU process; with a placement it starts paused, is pinned through QMP, then runs."""
+
+    qmp_socket: Path | None = None
+    placement: str = "none"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.placement != "none":
+            try:
+                applied = self._pin_and_continue()
+            except (OSError, GuestStartError) as error:
+                self.stop()
+                raise GuestStartError(f"placement {self.placement}: {error}") from None
+            (self.logdir / "placement.json").write_text(json.dumps(applied, indent=1) + "\n")
+
+    def _qmp(self):
+        from qemu.qmp.legacy import QEMUMonitorProtocol
+        deadline = time.monotonic() + QMP_CONNECT_S
+        while not self.qmp_socket.exists():
+            if time.monotonic() > deadline or self.returncode is not None:
+                raise GuestStartError("QEMU's QMP socket never appeared")
+            time.sleep(0.005)
+        monitor = QEMUMonitorProtocol(str(self.qmp_socket))
+        monitor.settimeout(QMP_CONNECT_S)
+        monitor.connect()
+        return monitor
+
+    def _pin_and_continue(self) -> dict:
+        monitor = self._qmp()
+        try:
+            vcpus = {cpu["cpu-index"]: cpu["thread-id"] for cpu in monitor.cmd("query-cpus-fast")}
+            applied = pin_threads(self._process.pid, vcpus, self.placement)
+            monitor.cmd("cont")
+        finally:
+            monitor.close()
+        return applied
+
+    def _teardown(self):
+        if self.returncode is None and self.qmp_socket is not None and self.qmp_socket.exists():
+            try:  # a clean quit first; the group kill below covers a QEMU that does not answer
+                monitor = self._qmp()
+                monitor.settimeout(2.0)
+                monitor.cmd("quit")
+                monitor.close()
+                self._process.wait(2.0)
+            except Exception:  # noqa: BLE001 - any QMP failure falls through to the kill
+                pass
+        return super()._teardown()
+
+
+def pin_threads(qemu_pid: int, vcpu_threads: dict[int, int], placement: str) -> dict:
+    """Pin vCPU i to host CPU i (mod n) and every other QEMU thread per the placement."""
+    cpus = sorted(os.sched_getaffinity(qemu_pid))
+    if placement == "disjoint" and len(cpus) < 2:
+        raise GuestStartError("placement disjoint needs 2 host CPUs")
+    vcpu_cpu = {index: cpus[index % len(cpus)] for index in vcpu_threads}
+    others_cpu = vcpu_cpu[0] if placement == "same" else next(c for c in cpus if c != vcpu_cpu[0])
+    others = [int(tid) for tid in os.listdir(f"/proc/{qemu_pid}/task")
+              if int(tid) not in vcpu_threads.values()]
+    for index, tid in vcpu_threads.items():
+        os.sched_setaffinity(tid, {vcpu_cpu[index]})
+    for tid in others:  # the main loop, I/O and RCU threads; later threads inherit the mask
+        os.sched_setaffinity(tid, {others_cpu})
+    return {"placement": placement,
+            "vcpu_threads": {str(index): {"thread": tid, "host_cpu": vcpu_cpu[index]}
+                             for index, tid in vcpu_threads.items()},
+            "other_threads": {"threads": others, "host_cpu": others_cpu}}

@@ -1,0 +1,62 @@
+"""User-Mode Linux guests: linux.uml booting the guest image's initramfs, console on stdout."""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from guestbench import images
+from guestbench.environments.base import (
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job)
+from guestbench.environments.console import ConsoleGuest, kernel_arguments
+from guestbench.host import Host, which
+
+
+class UmlSpec(EnvironmentSpec):
+    """A User-Mode Linux kernel run as a host process."""
+
+    kind: Literal["uml"] = "uml"
+    memory_mib: int = Field(512, ge=32, le=1 << 20, strict=True,
+                            description="guest memory (mem=); STREAM's default arrays need ~400")
+    boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
+                                  description="limit from start to userspace, apart from the run's")
+    kernel_args: tuple[str, ...] = Field((), description="added to the kernel command line")
+    extra_args: tuple[str, ...] = Field((), description="appended to UML's command line as is")
+    binary: str = Field("linux.uml", description="the UML kernel program")
+
+
+class Uml(Environment):
+    kind: ClassVar[str] = "uml"
+    capabilities = frozenset(set(Capability) - {Capability.BLOCK_DEVICE})
+    spec_model = UmlSpec
+
+    def __init__(self, spec: UmlSpec) -> None:
+        super().__init__(spec)
+        self.image: images.Image | None = None
+
+    def probe(self, host: Host) -> Availability:
+        program = which(self.spec.binary)
+        if program is None:
+            return Availability.no(f"{self.spec.binary} not found (apt-get install user-mode-linux)")
+        try:
+            self.image = images.build(Path(program))
+        except images.ImageError as error:
+            return Availability.no(f"guest image: {error}")
+        return Availability.yes(f"{program}; image {self.image.id}")
+
+    def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        # UML keeps its pid file and management socket under uml_dir/umid: a scratch folder
+        scratch = Path(tempfile.mkdtemp(prefix="guestbench-uml-"))
+        argv = [
+            str(self.image.kernel), f"mem={self.spec.memory_mib}M",
+            f"initrd={self.image.initramfs}", f"umid=gb-{uuid.uuid4().hex[:8]}",
+            f"uml_dir={scratch}", "con=null", "con0=fd:0,fd:1", "console=tty0",
+            "quiet", "panic=-1", *self.spec.kernel_args, *kernel_arguments(job),
+            *self.spec.extra_args,
+        ]
+        return ConsoleGuest(argv, logdir, deadline_ns, scratch=[scratch],
+                            boot_timeout_s=self.spec.boot_timeout_s)

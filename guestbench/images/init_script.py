@@ -1,0 +1,59 @@
+"""The /init of every guestbench image: the contract the qemu and uml environments rely on."""
+
+from __future__ import annotations
+
+# The host parses the "guestbench-init:" lines (docs/images.md): change their wording
+# only together with the environments. The text is part of each image's content address.
+INIT_SCRIPT = r"""#!/bin/busybox sh
+# /init of a guestbench image (docs/images.md). No PATH and no applet links: every
+# program is called as /bin/busybox APPLET so nothing depends on the environment.
+bb=/bin/busybox
+
+# First of all: the host takes this line's arrival as "the kernel handed over to userspace".
+echo "guestbench-init: userspace"
+
+# Words of /proc/cmdline must never be globbed.
+set -f
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# Without /proc the agent cannot read its command line; say so. The other mounts only
+# help some workloads, and devtmpfs goes before sysfs so that /dev/null exists for the
+# quiet ones (redirecting to it earlier would create a plain file).
+$bb mount -t proc proc /proc || echo "guestbench-init: mount proc failed"
+$bb mount -t devtmpfs devtmpfs /dev 2>&-
+$bb mount -t sysfs sysfs /sys 2>/dev/null
+$bb mount -t tmpfs tmpfs /tmp 2>/dev/null
+
+# The host resolved the load order with modprobe. A module that fails is reported and
+# the agent still runs: the run then fails on its own output instead of hanging here.
+while read -r ko; do
+    $bb insmod "$ko" || echo "guestbench-init: insmod $($bb basename "$ko" .ko) failed"
+done < /guestbench/modules
+
+args=
+fault=
+for word in $($bb cat /proc/cmdline 2>/dev/null); do
+    case "$word" in
+        gb.args=*) args=${word#gb.args=} ;;
+        gb.fault=*) fault=${word#gb.fault=} ;;
+    esac
+done
+
+# Test hooks for the host's crash and timeout handling.
+case "$fault" in
+    exit-init) echo "guestbench-init: fault exit-init"; exit 1 ;;
+    hang) echo "guestbench-init: fault hang"; while :; do $bb sleep 3600; done ;;
+esac
+
+# The agent's arguments are comma-separated on the kernel command line (a space would
+# end the parameter): split on commas only.
+IFS=,
+set -- $args
+unset IFS
+/bin/gbagent "$@"
+echo "guestbench-init: agent exited with status $?"
+
+# -f: there is no init system to ask. Should poweroff fail, the script ends and the
+# kernel panics, which the host sees as a crash rather than a hang.
+$bb poweroff -f
+"""

@@ -1,0 +1,133 @@
+"""QEMU (TCG, KVM probe) and User-Mode Linux guests for real: boots, phases, faults, leftovers."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from guestbench import environments, proc
+from guestbench.environments.base import Job
+from guestbench.runner import Status, _watch
+
+pytestmark = pytest.mark.integration
+
+
+def environment(host_facts, preset: str, **options):
+    """The preset with options changed, probed; skips with the probe's reason if unavailable."""
+    base = dict(environments.PRESETS[preset])
+    spec = environments.spec_model(base["kind"])(name=preset, **{**base, **options})
+    env = environments.create(spec)
+    answer = env.probe(host_facts)
+    if not answer.available:
+        pytest.skip(f"{preset} unavailable here: {answer.reason}")
+    return env
+
+
+def run(env, agent_path, tmp_path, args, timeout_s=120.0, workload=None):
+    workload = workload or args[-1]
+    guest = env.start(Job(workload, agent_path, tuple(args)), tmp_path / "logs",
+                      proc.now_ns() + int(timeout_s * 1e9))
+    with guest:
+        outcome = _watch(guest, timeout_s, workload, expect_samples=workload != "hang")
+        return outcome, guest
+
+
+def leftovers() -> set:
+    """Scratch folders of full-system guests and their VMM processes still around."""
+    folders = {p.name for p in Path(tempfile.gettempdir()).glob("guestbench-[qu][em][mu]*")}
+    vmms = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        # our VMMs name their scratch folder (QMP socket, uml_dir) on the command line
+        if state not in ("Z", "X") and (b"guestbench-qemu-" in cmdline or b"guestbench-uml-" in cmdline):
+            vmms.add(int(entry.name))
+    return folders | vmms
+
+
+@pytest.fixture
+def nothing_left_behind():
+    before = leftovers()
+    yield
+    deadline = time.monotonic() + 5
+    while leftovers() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not leftovers() - before, "a VMM process or scratch folder outlived its run"
+
+
+@pytest.mark.parametrize("preset", ["qemu-tcg", "uml"])
+def test_agent_runs_in_the_guest(preset, host_facts, agent_path, tmp_path, nothing_left_behind):
+    env = environment(host_facts, preset)
+    outcome, guest = run(env, agent_path, tmp_path, ["--min-time", "0.05", "getpid"])
+    assert outcome.status == Status.OK, outcome.reason
+    assert {m for m, _, _ in outcome.samples} >= {"time_per_op", "tsc_per_op"}
+    phases = guest.boot_phases()
+    assert 0 < phases["first_byte"] <= phases["userspace"] <= phases["agent_ready"] <= phases["powered_off"]
+    console = (tmp_path / "logs" / "stdout.log").read_text()
+    assert "guestbench-init: userspace" in console and "agent exited with status 0" in console
+
+
+@pytest.mark.parametrize("preset", ["qemu-tcg", "uml"])
+def test_guest_that_hangs_after_boot_is_killed(preset, host_facts, agent_path, tmp_path,
+                                               nothing_left_behind):
+    env = environment(host_facts, preset)
+    outcome, guest = run(env, agent_path, tmp_path, ["hang"], timeout_s=20.0)
+    assert outcome.status == Status.TIMEOUT and "20 s run timeout" in outcome.reason
+    assert "userspace" in guest.boot_phases()  # it did boot; the agent hung
+
+
+@pytest.mark.parametrize("preset", ["qemu-tcg", "uml"])
+def test_guest_kernel_panic_is_crashed_with_the_console(preset, host_facts, agent_path,
+                                                        tmp_path, nothing_left_behind):
+    env = environment(host_facts, preset, kernel_args=["gb.fault=exit-init"])
+    outcome, _ = run(env, agent_path, tmp_path, ["getpid"], timeout_s=60.0)
+    assert outcome.status == Status.CRASHED, outcome.reason
+    assert "Kernel panic" in outcome.reason and "Attempted to kill init" in outcome.reason
+
+
+def test_boot_timeout_is_apart_from_the_run_timeout(host_facts, agent_path, tmp_path,
+                                                     nothing_left_behind):
+    env = environment(host_facts, "qemu-tcg", boot_timeout_s=0.5)
+    outcome, _ = run(env, agent_path, tmp_path, ["getpid"], timeout_s=60.0)
+    assert outcome.status == Status.TIMEOUT
+    assert "did not reach userspace within its 0.5 s boot timeout" in outcome.reason
+
+
+def test_wrong_kernel_path_is_unavailable(host_facts):
+    env = environments.create(environments.spec_model("qemu")(
+        name="q", kind="qemu", kernel="/nonexistent/vmlinuz"))
+    answer = env.probe(host_facts)
+    assert not answer.available and "/nonexistent/vmlinuz" in answer.reason
+
+
+def test_missing_qemu_is_unavailable(host_facts):
+    env = environments.create(environments.spec_model("qemu")(
+        name="q", kind="qemu", binary="qemu-system-nonexistent"))
+    answer = env.probe(host_facts)
+    assert not answer.available and "qemu-system-nonexistent not found" in answer.reason
+
+
+def test_kvm_probe_answers_within_10_s(host_facts, agent_path):
+    began = time.monotonic()
+    answer = environments.create(environments.preset_spec("qemu-kvm")).probe(host_facts)
+    assert time.monotonic() - began < 10.0
+    assert answer.reason
+
+
+@pytest.mark.parametrize("placement", ["same", "disjoint"])
+def test_placement_is_applied_and_recorded(placement, host_facts, agent_path, tmp_path,
+                                           nothing_left_behind):
+    env = environment(host_facts, "qemu-tcg", placement=placement)
+    outcome, _ = run(env, agent_path, tmp_path, ["--min-time", "0.02", "getpid"])
+    assert outcome.status == Status.OK, outcome.reason
+    applied = json.loads((tmp_path / "logs" / "placement.json").read_text())
+    vcpu0_cpu = applied["vcpu_threads"]["0"]["host_cpu"]
+    others_cpu = applied["other_threads"]["host_cpu"]
+    assert (others_cpu == vcpu0_cpu) == (placement == "same")

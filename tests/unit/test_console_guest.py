@@ -1,0 +1,109 @@
+"""ConsoleGuest, boot phases and the clock check, on scripted child processes (no VMM)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+from guestbench import proc
+from guestbench.analysis.boot import breakdown
+from guestbench.environments.console import ConsoleGuest
+from guestbench.protocol import encode
+from guestbench.runner import CLOCK_DRIFT_LIMIT, Status, _watch
+
+
+def line(seq: int, body: dict) -> str:
+    return encode(seq, body).decode()
+
+
+def records(end_t_ns: int, sleep_s: float) -> str:
+    """A console script: noise, the userspace marker, then an agent run lasting sleep_s."""
+    hello = line(0, {"type": "hello", "t_ns": 0, "protocol": 1})
+    work = line(1, {"type": "workload", "t_ns": 1, "workload": "getpid"})
+    sample = line(2, {"type": "sample", "t_ns": 2, "workload": "getpid", "metric": "time_per_op",
+                      "unit": "ns", "value": 50.0})
+    end = line(3, {"type": "end", "t_ns": end_t_ns, "status": "ok", "records": 3})
+    return f"""
+        print("[    0.000000] Linux version 6.1", flush=True)
+        print("guestbench-init: userspace", flush=True)
+        print({hello!r}, flush=True)
+        print({work!r}); print({sample!r}, flush=True)
+        time.sleep({sleep_s})
+        print({end!r}, flush=True)
+    """
+
+
+def console(tmp_path: Path, script: str, boot_timeout_s: float = 30.0, timeout_s: float = 30.0):
+    code = "import time\n" + textwrap.dedent(script)
+    return ConsoleGuest([sys.executable, "-c", code], tmp_path / "logs",
+                        proc.now_ns() + int(timeout_s * 1e9), boot_timeout_s=boot_timeout_s)
+
+
+def test_phases_are_taken_from_the_console_in_order(tmp_path):
+    with console(tmp_path, records(end_t_ns=300_000_000, sleep_s=0.3)) as guest:
+        outcome = _watch(guest, 30, "getpid")
+        phases = guest.boot_phases()
+    assert outcome.status == Status.OK, outcome.reason
+    assert list(phases) == ["first_byte", "userspace", "agent_ready", "powered_off"]
+    assert phases["first_byte"] <= phases["userspace"] <= phases["agent_ready"] <= phases["powered_off"]
+
+
+def test_agreeing_clocks_raise_no_flag(tmp_path):
+    with console(tmp_path, records(end_t_ns=400_000_000, sleep_s=0.4)) as guest:
+        outcome = _watch(guest, 30, "getpid")
+    ratio = dict((m, v) for m, _, v in outcome.samples)["clock_ratio"]
+    assert abs(ratio - 1) < CLOCK_DRIFT_LIMIT and outcome.flags == []
+
+
+def test_a_guest_clock_running_fast_is_flagged(tmp_path):
+    # the agent claims 0.8 s passed while the host saw about 0.4 s
+    with console(tmp_path, records(end_t_ns=800_000_000, sleep_s=0.4)) as guest:
+        outcome = _watch(guest, 30, "getpid")
+    assert outcome.status == Status.OK and outcome.flags == ["clock-drift"]
+
+
+def test_a_span_too_short_to_judge_is_not_judged(tmp_path):
+    with console(tmp_path, records(end_t_ns=5_000_000_000, sleep_s=0.0)) as guest:
+        outcome = _watch(guest, 30, "getpid")
+    assert outcome.flags == [] and "clock_ratio" not in {m for m, _, _ in outcome.samples}
+
+
+def test_kernel_panic_on_the_console_is_crashed(tmp_path):
+    script = """
+        print("guestbench-init: userspace", flush=True)
+        print("Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000000", flush=True)
+        time.sleep(30)
+    """
+    with console(tmp_path, script) as guest:
+        outcome = _watch(guest, 30, "getpid")
+    assert outcome.status == Status.CRASHED
+    assert "Attempted to kill init" in outcome.reason and "userspace" in outcome.reason
+
+
+def test_no_userspace_within_the_boot_timeout(tmp_path):
+    script = """
+        print("SeaBIOS (version 1.16)", flush=True)
+        time.sleep(30)
+    """
+    with console(tmp_path, script, boot_timeout_s=0.3) as guest:
+        outcome = _watch(guest, 30, "getpid")
+    assert outcome.status == Status.TIMEOUT
+    assert "did not reach userspace within its 0.3 s boot timeout" in outcome.reason
+    assert "SeaBIOS" in outcome.reason
+
+
+def test_breakdown_takes_per_run_differences():
+    runs = [{"id": 1, "environment": "vm", "status": "ok"},
+            {"id": 2, "environment": "vm", "status": "ok"},
+            {"id": 3, "environment": "vm", "status": "timeout"}]
+    points = {1: (100, 900, 950, 1000, 800), 2: (300, 1000, 1060, 1100, 900),
+              3: (1, 2, 3, 4, 5)}
+    names = ("boot_first_byte", "boot_userspace", "boot_agent_ready", "boot_powered_off",
+             "guest_uptime")
+    samples = [{"run_id": run, "metric": name, "value": value}
+               for run, values in points.items() for name, value in zip(names, values)]
+    cells = breakdown(runs, samples)["vm"]
+    assert cells["first byte -> userspace (kernel boot)"].median_ms == 750  # 800 and 700
+    assert cells["total: VMM start -> powered off"].median_ms == 1050
+    assert cells["guest's own uptime at agent start"].n == 2
