@@ -16,6 +16,23 @@ from guestbench.environments.console import ConsoleGuest, kernel_arguments
 from guestbench.host import Host, which
 
 
+MAP_COUNT_FILE = Path("/proc/sys/vm/max_map_count")
+PAGE_MIB = 4096 / 2**20
+
+
+def _map_count_warning() -> str:
+    """UML maps guest memory page by page on the host: vm.max_map_count bounds what it can touch."""
+    try:
+        limit = int(MAP_COUNT_FILE.read_text())
+    except (OSError, ValueError):
+        return ""
+    usable_mib = int(limit * PAGE_MIB)
+    if usable_mib >= 1024:
+        return ""
+    return (f"; note: vm.max_map_count={limit} lets a UML guest touch only ~{usable_mib} MiB "
+            "(STREAM's default arrays need ~400: sysctl -w vm.max_map_count=262144)")
+
+
 class UmlSpec(EnvironmentSpec):
     """A User-Mode Linux kernel run as a host process."""
 
@@ -46,7 +63,7 @@ class Uml(Environment):
             self.image = images.build(Path(program))
         except images.ImageError as error:
             return Availability.no(f"guest image: {error}")
-        return Availability.yes(f"{program}; image {self.image.id}")
+        return Availability.yes(f"{program}; image {self.image.id}{_map_count_warning()}")
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         # UML keeps its pid file and management socket under uml_dir/umid: a scratch folder
