@@ -16,6 +16,7 @@ from guestbench.environments.base import (
 from guestbench.host import Host
 from guestbench.plan import Plan, WorkloadCase
 from guestbench.protocol import ProtocolError, Record
+from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
 from guestbench.store import RunRecord, Store
 
 
@@ -239,12 +240,6 @@ def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool =
         if abs(ratio - 1) > CLOCK_DRIFT_LIMIT:
             outcome.flags.append("clock-drift")
     return outcome
-
-
-# The guest's clock may disagree with the host's by this much before a run is flagged.
-CLOCK_DRIFT_LIMIT = 0.05
-# Shorter spans are dominated by console latency, not by the clocks: not judged.
-CLOCK_MIN_SPAN_S = 0.2
 
 
 def clock_ratio(first: Record | None, last: Record | None) -> float | None:

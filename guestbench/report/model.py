@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import statistics
+
 from guestbench.analysis.boot import PHASES, breakdown
+from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
 from guestbench.analysis.summary import Cell, Results, higher_is_better, summarise
 from guestbench.store import Store, StoreError
 
@@ -194,11 +197,34 @@ def tables(report: Report) -> list[Table]:
                 label, metric + (" (higher is better)" if higher_is_better(unit) else ""),
                 *(_ratio_text(row[env], base, footnotes) for env in results.environments)])
         out.append(ratio_table)
-    phases = boot_table(report)
-    if phases is not None:
-        out.append(phases)
+    for extra in (boot_table(report), clock_table(report)):
+        if extra is not None:
+            out.append(extra)
     out[-1].footnotes = footnotes.lines()
     return out
+
+
+def clock_table(report: Report) -> Table | None:
+    """The clock check per environment: agent time over host time between hello and end."""
+    ratios: dict[str, list[float]] = {}
+    run_env = {run["id"]: run["environment"] for run in report.runs}
+    for sample in report.samples:
+        if sample["metric"] == "clock_ratio":
+            ratios.setdefault(run_env[sample["run_id"]], []).append(sample["value"])
+    if not ratios:
+        return None
+    flagged = {env: sum("clock-drift" in (run.get("flags") or []) for run in report.runs
+                        if run["environment"] == env) for env in ratios}
+    table = Table("Clock check: guest's time / host's time over each run (hello to end record)",
+                  ["environment", "runs judged", "median ratio", "min-max", "flagged clock-drift"],
+                  [], note=f"A run is flagged when its ratio is off 1 by more than "
+                           f"{CLOCK_DRIFT_LIMIT:.0%}; runs shorter than {CLOCK_MIN_SPAN_S:g} s "
+                           "are not judged.", label_columns=1)
+    for env in (env for env in report.results.environments if env in ratios):
+        values = ratios[env]
+        table.rows.append([env, str(len(values)), f"{statistics.median(values):.4f}",
+                           f"{min(values):.4f}-{max(values):.4f}", str(flagged[env])])
+    return table
 
 
 def boot_table(report: Report) -> Table | None:

@@ -131,3 +131,59 @@ def test_placement_is_applied_and_recorded(placement, host_facts, agent_path, tm
     vcpu0_cpu = applied["vcpu_threads"]["0"]["host_cpu"]
     others_cpu = applied["other_threads"]["host_cpu"]
     assert (others_cpu == vcpu0_cpu) == (placement == "same")
+
+
+FAULTS_PLAN = """
+[campaign]
+name = "faults"
+repeat = 1
+timeout_s = 25
+
+[[environment]]
+preset = "native"
+
+[[environment]]
+name = "panics"
+kind = "qemu"
+kernel_args = ["gb.fault=exit-init"]
+
+[[environment]]
+name = "hangs"
+kind = "qemu"
+kernel_args = ["gb.fault=hang"]
+
+[[environment]]
+name = "nokernel"
+kind = "qemu"
+kernel = "/nonexistent/vmlinuz"
+
+[[environment]]
+name = "noqemu"
+kind = "qemu"
+binary = "qemu-system-nonexistent"
+
+[[workload]]
+name = "getpid"
+min_time_s = 0.02
+"""
+
+
+def test_faults_in_one_campaign_each_get_their_status_and_the_campaign_goes_on(
+        host_facts, agent_path, tmp_path, nothing_left_behind):
+    environment(host_facts, "qemu-tcg")  # skips where QEMU cannot boot at all
+    import subprocess
+    import sys
+    (tmp_path / "faults.toml").write_text(FAULTS_PLAN)
+    run = subprocess.run([sys.executable, "-m", "guestbench", "run", "faults.toml", "--quiet"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    report = subprocess.run([sys.executable, "-m", "guestbench", "report", "--format", "json"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    document = json.loads(report.stdout)
+    outcome = {r["environment"]: (r["status"], r["reason"]) for r in document["runs"]}
+    assert document["campaign"]["status"] == "finished"
+    assert outcome["native"][0] == "ok"
+    assert outcome["panics"][0] == "crashed" and "Attempted to kill init" in outcome["panics"][1]
+    assert outcome["hangs"][0] == "timeout" and "guestbench-init: fault hang" in outcome["hangs"][1]
+    assert outcome["nokernel"][0] == "unavailable" and "/nonexistent/vmlinuz" in outcome["nokernel"][1]
+    assert outcome["noqemu"][0] == "unavailable" and "not found" in outcome["noqemu"][1]
