@@ -165,6 +165,10 @@ class Process:
     def returncode(self) -> int | None:
         return self._child.returncode
 
+    def poll(self) -> int | None:
+        """The exit status if it has exited by now (reaps it), else None."""
+        return self._child.poll()
+
     def _close_logs(self) -> None:
         self._stdout_log.close()
         self._stderr_log.close()

@@ -16,7 +16,7 @@ from guestbench.environments.base import (
 from guestbench.host import Host
 from guestbench.plan import Plan, WorkloadCase
 from guestbench.protocol import ProtocolError, Record
-from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
+from guestbench.analysis import clock
 from guestbench.store import RunRecord, Store
 
 
@@ -234,22 +234,20 @@ def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool =
         return Outcome(Status.FAILED, _with(f"agent exited with status {stop.exit_code}",
                                             guest.diagnostics()))
     outcome = Outcome(Status.OK, "", seen.samples)
-    ratio = clock_ratio(seen.hello, seen.end)
+    ratio = _clock_ratio(seen.hello, seen.end)
     if ratio is not None:
         outcome.samples.append(("clock_ratio", "ratio", ratio))
-        if abs(ratio - 1) > CLOCK_DRIFT_LIMIT:
+        if clock.drifted(ratio):
             outcome.flags.append("clock-drift")
     return outcome
 
 
-def clock_ratio(first: Record | None, last: Record | None) -> float | None:
-    """Agent-measured time between two records over the host's time between their arrivals."""
+def _clock_ratio(first: Record | None, last: Record | None) -> float | None:
+    """The clock check over a run: from the hello record to the end record."""
     if first is None or last is None or first.agent_ns is None or last.agent_ns is None:
         return None
-    host_ns = last.host_arrival_ns - first.host_arrival_ns
-    if host_ns < CLOCK_MIN_SPAN_S * 1e9:
-        return None
-    return (last.agent_ns - first.agent_ns) / host_ns
+    return clock.clock_ratio(last.agent_ns - first.agent_ns,
+                             last.host_arrival_ns - first.host_arrival_ns)
 
 
 def _broken(guest: Guest, seen: _Seen, error: ProtocolError) -> Outcome:
@@ -259,7 +257,7 @@ def _broken(guest: Guest, seen: _Seen, error: ProtocolError) -> Outcome:
     signal_name = stop.signal_name or _signal_in_status(stop.exit_code)
     if signal_name and not stop.killed:
         return Outcome(Status.CRASHED, _with(f"agent died by {signal_name}: {error}", said))
-    if seen.records == 0 and stop.exit_code not in (0, None):
+    if seen.records == 0 and not stop.killed:
         if said.startswith("gbagent:"):
             return Outcome(Status.FAILED, _with("the agent rejected its arguments", said))
         return Outcome(Status.INFRA, _with(

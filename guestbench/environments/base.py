@@ -163,9 +163,10 @@ class ProcessGuest(Guest):
         stream = RecordStream()
         yield from stream.feed(self._observed(self._process.lines(self._current_deadline)))
         remaining_s = (self.deadline_ns - proc.now_ns()) / 1e9
-        if self._process.wait(min(remaining_s, self.exit_grace_s)) is None:
+        grace_s = max(0.0, min(remaining_s, self.exit_grace_s))
+        if self._process.wait(grace_s) is None:
             raise proc.ExitTimeout(f"the guest closed its output but did not exit within "
-                                   f"{self.exit_grace_s:g} s")
+                                   f"{grace_s:g} s")
         self.exited_ns = proc.now_ns()
         stream.finish()
 

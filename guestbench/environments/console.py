@@ -20,6 +20,17 @@ class BootTimeout(proc.DeadlineExceeded):
     """The guest did not reach userspace within its boot timeout."""
 
 
+def check_kernel_args(args: tuple[str, ...]) -> tuple[str, ...]:
+    """A plan's extra kernel arguments: one parameter each, and gb.* belongs to guestbench."""
+    for arg in args:
+        if not arg or any(bad in arg for bad in (" ", '"', "\n")):
+            raise ValueError(f"kernel argument {arg!r}: one parameter per list item, "
+                             "without spaces or quotes")
+        if arg.startswith("gb.") and not arg.startswith("gb.fault="):
+            raise ValueError(f"kernel argument {arg!r}: gb.* is guestbench's own (the job)")
+    return args
+
+
 def kernel_arguments(job: Job) -> list[str]:
     """The job on the kernel command line: gb.args=A,B,C (the image's /init splits on commas)."""
     for arg in job.agent_args:
@@ -53,6 +64,8 @@ class ConsoleGuest(ProcessGuest):
                 if record.type == "hello" and self.agent_ready_ns is None:
                     self.agent_ready_ns = record.host_arrival_ns
                 yield record
+        except proc.ExitTimeout:
+            raise
         except proc.DeadlineExceeded:
             if self.userspace_ns is None and proc.now_ns() >= self.boot_deadline_ns:
                 raise BootTimeout(f"the guest did not reach userspace within its "

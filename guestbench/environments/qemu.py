@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from guestbench import agent, images, proc
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job)
-from guestbench.environments.console import ConsoleGuest, kernel_arguments
+from guestbench.environments.console import ConsoleGuest, check_kernel_args, kernel_arguments
 from guestbench.host import Host, which
 from guestbench.protocol import parse_line
 
@@ -23,6 +24,7 @@ from guestbench.protocol import parse_line
 # works; where /dev/kvm exists but guests hang (nested PVM hosts), we give up here.
 KVM_PROBE_S = 8.0
 QMP_CONNECT_S = 5.0
+QMP_QUIT_S = 2.0
 # reboot=t: microvm has no reset device, so only a triple-fault reboot ends QEMU after a panic
 KERNEL_ARGS = ("console=ttyS0", "quiet", "panic=-1", "reboot=t")
 
@@ -40,11 +42,13 @@ class QemuSpec(EnvironmentSpec):
     placement: Literal["none", "same", "disjoint"] = Field(
         "none", description="VMM main and I/O threads on vCPU 0's host CPU (same), on another "
                             "(disjoint), or left to the scheduler (none)")
-    kernel: str | None = Field(None, description="kernel image; None = the host's newest /boot/vmlinuz-*")
+    kernel: str | None = Field(None, min_length=1,
+                               description="kernel image; None = the host's newest /boot/vmlinuz-*")
     modules: tuple[str, ...] = Field((), description="kernel modules loaded at boot")
     boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
                                   description="limit from VMM start to userspace, apart from the run's")
-    kernel_args: tuple[str, ...] = Field((), description="added to the guest kernel's command line")
+    kernel_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(
+        (), description="added to the guest kernel's command line")
     extra_args: tuple[str, ...] = Field((), description="appended to QEMU's command line as is")
     binary: str = Field("qemu-system-x86_64", description="the QEMU program")
 
@@ -93,13 +97,18 @@ class Qemu(Environment):
         return kvm
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        job_args = kernel_arguments(job)
         scratch = Path(tempfile.mkdtemp(prefix="guestbench-qemu-"))
-        qmp_socket = scratch / "qmp.sock"
-        paused = self.spec.placement != "none"
-        argv = self.command_line(self.accel, kernel_arguments(job), qmp_socket, paused)
-        return QemuGuest(argv, logdir, deadline_ns, scratch=[scratch],
-                         boot_timeout_s=self.spec.boot_timeout_s, qmp_socket=qmp_socket,
-                         placement=self.spec.placement)
+        try:
+            qmp_socket = scratch / "qmp.sock"
+            paused = self.spec.placement != "none"
+            argv = self.command_line(self.accel, job_args, qmp_socket, paused)
+            return QemuGuest(argv, logdir, deadline_ns, scratch=[scratch],
+                             boot_timeout_s=self.spec.boot_timeout_s, qmp_socket=qmp_socket,
+                             placement=self.spec.placement)
+        except BaseException:  # no guest owns the scratch folder yet
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
 
     def command_line(self, accel: str, kernel_args: list[str], qmp_socket: Path | None,
                      paused: bool) -> list[str]:
@@ -189,47 +198,67 @@ class QemuGuest(ConsoleGuest):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.placement != "none":
-            try:
-                applied = self._pin_and_continue()
-            except (OSError, GuestStartError) as error:
-                self.stop()
-                raise GuestStartError(f"placement {self.placement}: {error}") from None
-            (self.logdir / "placement.json").write_text(json.dumps(applied, indent=1) + "\n")
+        if self.placement == "none":
+            return
+        try:
+            self._wait_for_qmp_socket()
+            vcpus = {cpu["cpu-index"]: cpu["thread-id"]
+                     for cpu in qmp_execute(self.qmp_socket, "query-cpus-fast")}
+            applied = pin_threads(self._process.pid, vcpus, self.placement)
+            qmp_execute(self.qmp_socket, "cont")
+        except (OSError, GuestStartError) as error:
+            said = self.diagnostics()
+            self.stop()
+            raise GuestStartError(f"placement {self.placement}: {error}"
+                                  + (f" ({said})" if said else "")) from None
+        except BaseException:
+            self.stop()
+            raise
+        (self.logdir / "placement.json").write_text(json.dumps(applied, indent=1) + "\n")
 
-    def _qmp(self):
-        from qemu.qmp.legacy import QEMUMonitorProtocol
+    def _wait_for_qmp_socket(self) -> None:
         deadline = time.monotonic() + QMP_CONNECT_S
         while not self.qmp_socket.exists():
-            if time.monotonic() > deadline or self.returncode is not None:
-                raise GuestStartError("QEMU's QMP socket never appeared")
+            if self._process.poll() is not None:
+                raise GuestStartError(f"QEMU exited with status {self._process.returncode} "
+                                      "before its QMP socket appeared")
+            if time.monotonic() > deadline:
+                raise GuestStartError(f"QEMU's QMP socket did not appear within {QMP_CONNECT_S:g} s")
             time.sleep(0.005)
-        monitor = QEMUMonitorProtocol(str(self.qmp_socket))
-        monitor.settimeout(QMP_CONNECT_S)
-        monitor.connect()
-        return monitor
-
-    def _pin_and_continue(self) -> dict:
-        monitor = self._qmp()
-        try:
-            vcpus = {cpu["cpu-index"]: cpu["thread-id"] for cpu in monitor.cmd("query-cpus-fast")}
-            applied = pin_threads(self._process.pid, vcpus, self.placement)
-            monitor.cmd("cont")
-        finally:
-            monitor.close()
-        return applied
 
     def _teardown(self):
-        if self.returncode is None and self.qmp_socket is not None and self.qmp_socket.exists():
+        if self._process.poll() is None and self.qmp_socket and self.qmp_socket.exists():
             try:  # a clean quit first; the group kill below covers a QEMU that does not answer
-                monitor = self._qmp()
-                monitor.settimeout(2.0)
-                monitor.cmd("quit")
-                monitor.close()
-                self._process.wait(2.0)
-            except Exception:  # noqa: BLE001 - any QMP failure falls through to the kill
+                qmp_execute(self.qmp_socket, "quit", timeout_s=QMP_QUIT_S)
+                self._process.wait(QMP_QUIT_S)
+            except GuestStartError:
                 pass
         return super()._teardown()
+
+
+def qmp_execute(socket_path: Path, command: str, timeout_s: float = QMP_CONNECT_S):
+    """One QMP command in its own session (qemu.qmp's QMPClient), bounded as a whole.
+
+    GuestStartError for any failure: QEMU gone, refusing, or not answering in time.
+    """
+    import asyncio
+
+    from qemu.qmp import QMPClient, QMPError
+
+    async def session():
+        client = QMPClient("guestbench")
+        await client.connect(str(socket_path))
+        try:
+            return await client.execute(command)
+        finally:
+            await client.disconnect()
+
+    try:
+        return asyncio.run(asyncio.wait_for(session(), timeout_s))
+    except asyncio.TimeoutError:
+        raise GuestStartError(f"QMP {command}: no answer within {timeout_s:g} s") from None
+    except (QMPError, OSError) as error:
+        raise GuestStartError(f"QMP {command}: {error}") from None
 
 
 def pin_threads(qemu_pid: int, vcpu_threads: dict[int, int], placement: str) -> dict:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from guestbench import images
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, Job)
-from guestbench.environments.console import ConsoleGuest, kernel_arguments
+from guestbench.environments.console import ConsoleGuest, check_kernel_args, kernel_arguments
 from guestbench.host import Host, which
 
 
@@ -41,7 +42,8 @@ class UmlSpec(EnvironmentSpec):
                             description="guest memory (mem=); STREAM's default arrays need ~400")
     boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
                                   description="limit from start to userspace, apart from the run's")
-    kernel_args: tuple[str, ...] = Field((), description="added to the kernel command line")
+    kernel_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(
+        (), description="added to the kernel command line")
     extra_args: tuple[str, ...] = Field((), description="appended to UML's command line as is")
     binary: str = Field("linux.uml", description="the UML kernel program")
 
@@ -66,14 +68,18 @@ class Uml(Environment):
         return Availability.yes(f"{program}; image {self.image.id}{_map_count_warning()}")
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        job_args = kernel_arguments(job)
         # UML keeps its pid file and management socket under uml_dir/umid: a scratch folder
         scratch = Path(tempfile.mkdtemp(prefix="guestbench-uml-"))
         argv = [
             str(self.image.kernel), f"mem={self.spec.memory_mib}M",
             f"initrd={self.image.initramfs}", f"umid=gb-{uuid.uuid4().hex[:8]}",
             f"uml_dir={scratch}", "con=null", "con0=fd:0,fd:1", "console=tty0",
-            "quiet", "panic=-1", *self.spec.kernel_args, *kernel_arguments(job),
-            *self.spec.extra_args,
+            "quiet", "panic=-1", *self.spec.kernel_args, *job_args, *self.spec.extra_args,
         ]
-        return ConsoleGuest(argv, logdir, deadline_ns, scratch=[scratch],
-                            boot_timeout_s=self.spec.boot_timeout_s)
+        try:
+            return ConsoleGuest(argv, logdir, deadline_ns, scratch=[scratch],
+                                boot_timeout_s=self.spec.boot_timeout_s)
+        except BaseException:  # no guest owns the scratch folder yet
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise

@@ -37,11 +37,10 @@ def lookup(cache_dir: Path, image_id: str) -> dict[str, Any] | None:
     """
     try:
         manifest = _read_manifest(cache_dir / image_id)
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, ImageError, KeyError):
+        return None  # absent or damaged: built (again) under the lock, which replaces it
     if not Path(manifest["initramfs"]).is_file():
-        raise ImageError(f"the cached image {manifest['path']} lost its initramfs; delete "
-                         "that folder and the image is rebuilt")
+        return None
     return manifest
 
 
@@ -72,6 +71,8 @@ def staging(cache_dir: Path, image_id: str) -> Iterator[Path]:
     try:
         yield folder
         os.chmod(folder, 0o755)  # mkdtemp makes it 0700
+        # a folder already there is a damaged entry (lookup found no complete image)
+        shutil.rmtree(cache_dir / image_id, ignore_errors=True)
         os.rename(folder, cache_dir / image_id)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
@@ -93,8 +94,8 @@ def cached(cache_dir: Path | None = None) -> list[dict[str, Any]]:
             continue
         try:
             images.append(_read_manifest(folder))
-        except FileNotFoundError:
-            continue
+        except (FileNotFoundError, ImageError, KeyError):
+            continue  # damaged: rebuilt the next time it is needed
     return sorted(images, key=lambda manifest: (manifest.get("created_at", ""), manifest["id"]))
 
 

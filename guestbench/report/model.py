@@ -236,9 +236,10 @@ def boot_table(report: Report) -> Table | None:
     table = Table("Boot phases: median duration per phase, ms (host clock; guest uptime on "
                   "the guest's)", ["phase", *(f"{env} n={max(c.n for c in cells[env].values())}"
                                              for env in envs)], [],
-                  note="Phases are cut where the console shows them: first byte from the VMM, "
-                       "'guestbench-init: userspace' from /init, the agent's hello record, "
-                       "and the VMM's exit.", label_columns=1)
+                  note="Phases are cut on the host's clock where the console shows them "
+                       "('guestbench-init: userspace' from /init, the agent's hello record, the "
+                       "VMM's exit) and where the guest's clock started (agent ready minus the "
+                       "guest's uptime).", label_columns=1)
     for name, _end, _start in PHASES:
         table.rows.append([name, *(format_value(cells[env][name].median_ms)
                                    if name in cells[env] else "-" for env in envs)])

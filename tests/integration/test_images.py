@@ -21,12 +21,11 @@ UML = Path("/usr/bin/linux.uml")
 
 
 def qemu_argv(image: images.Image, append: str) -> list[str]:
-    # reboot=t: microvm has no reset device, so without a triple-fault reboot a panic
-    # (panic=-1 asks for a reboot, -no-reboot turns it into an exit) would spin forever.
-    return ["qemu-system-x86_64", "-M", "microvm", "-accel", "tcg", "-m", "256", "-smp", "1",
-            "-nodefaults", "-no-user-config", "-nographic", "-serial", "stdio", "-no-reboot",
-            "-kernel", str(image.kernel), "-initrd", str(image.initramfs),
-            "-append", f"console=ttyS0 quiet panic=-1 reboot=t {append}"]
+    """The image booted the way the qemu-tcg environment boots it, without QMP."""
+    from guestbench.environments import create, preset_spec
+    qemu = create(preset_spec("qemu-tcg"))
+    qemu.image = image
+    return qemu.command_line("tcg", append.split(), None, paused=False)
 
 
 def uml_argv(image: images.Image, append: str) -> list[str]:

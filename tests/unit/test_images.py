@@ -305,8 +305,18 @@ def test_the_default_kernel_is_the_newest_version(tmp_path, monkeypatch):
     assert images.default_kernel() == tmp_path / "vmlinuz-6.10.0-1-amd64"
 
 
-def test_a_cached_image_that_lost_its_initramfs_says_how_to_recover(cache_dir):
-    built = images.build(cache_dir=cache_dir)
-    built.initramfs.unlink()
-    with pytest.raises(images.ImageError, match=f"delete.*{built.id}|{built.id}.*delete"):
-        images.build(cache_dir=cache_dir)
+@pytest.mark.parametrize("damage", ["no-manifest", "garbled-manifest", "no-initramfs"])
+def test_a_damaged_cache_entry_is_rebuilt_not_a_traceback(cache_dir, damage):
+    first = images.build(cache_dir=cache_dir)
+    folder = cache_dir / first.id
+    if damage == "no-manifest":
+        (folder / "manifest.json").unlink()
+    elif damage == "garbled-manifest":
+        (folder / "manifest.json").write_text("{not json")
+    else:
+        first.initramfs.unlink()
+    assert images.cached(cache_dir) == [] or damage == "no-initramfs"
+    again = images.build(cache_dir=cache_dir)
+    assert again.id == first.id and again.built_s is not None and again.initramfs.is_file()
+    assert [entry["id"] for entry in images.cached(cache_dir)] == [first.id]
+    assert_clean(cache_dir)
