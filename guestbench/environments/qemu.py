@@ -45,6 +45,8 @@ class QemuSpec(EnvironmentSpec):
     kernel: str | None = Field(None, min_length=1,
                                description="kernel image; None = the host's newest /boot/vmlinuz-*")
     modules: tuple[str, ...] = Field((), description="kernel modules loaded at boot")
+    tools: tuple[str, ...] = Field((), description="host programs put in the image with "
+                                                   "their shared libraries (e.g. fio)")
     boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
                                   description="limit from VMM start to userspace, apart from the run's")
     kernel_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(
@@ -73,7 +75,7 @@ class Qemu(Environment):
             if not kernel.is_file():
                 return Availability.no(f"kernel {kernel} not found (fix: kernel = an existing "
                                        "file, or apt-get install linux-image-amd64)")
-            self.image = images.build(kernel, modules=spec.modules)
+            self.image = images.build(kernel, modules=spec.modules, tools=spec.tools)
         except images.ImageError as error:
             return Availability.no(f"guest image: {error}")
         if spec.placement == "disjoint" and len(os.sched_getaffinity(0)) < 2:

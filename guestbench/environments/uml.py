@@ -38,6 +38,8 @@ class UmlSpec(EnvironmentSpec):
     """A User-Mode Linux kernel run as a host process."""
 
     kind: Literal["uml"] = "uml"
+    tools: tuple[str, ...] = Field((), description="host programs put in the image with "
+                                                   "their shared libraries (e.g. fio)")
     memory_mib: int = Field(512, ge=32, le=1 << 20, strict=True,
                             description="guest memory (mem=); STREAM's default arrays need ~400")
     boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
@@ -62,7 +64,7 @@ class Uml(Environment):
         if program is None:
             return Availability.no(f"{self.spec.binary} not found (apt-get install user-mode-linux)")
         try:
-            self.image = images.build(Path(program))
+            self.image = images.build(Path(program), tools=self.spec.tools)
         except images.ImageError as error:
             return Availability.no(f"guest image: {error}")
         return Availability.yes(f"{program}; image {self.image.id}{_map_count_warning()}")
