@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
 
 from guestbench import proc
-from guestbench.environments.base import GuestCrashed, GuestStartError, Job, ProcessGuest
+from guestbench.environments.base import (
+    EnvironmentSpec, GuestCrashed, GuestStartError, Job, ProcessGuest)
 from guestbench.protocol import PREFIX, Record
 
 # Printed by the image's /init as its first act (guestbench/images): the hand-over to userspace.
@@ -38,6 +42,20 @@ def kernel_arguments(job: Job) -> list[str]:
             raise GuestStartError(f"agent argument {arg!r} cannot travel on a kernel command line "
                                   "(no commas, spaces or quotes)")
     return [f"gb.args={','.join(job.agent_args)}"] if job.agent_args else []
+
+
+class GuestKernelSpec(EnvironmentSpec):
+    """Options every full-system guest has: what goes into its image and onto its command lines."""
+
+    memory_mib: int = Field(512, ge=32, le=1 << 20, strict=True,
+                            description="guest memory, MiB; STREAM's default arrays need ~400")
+    tools: tuple[str, ...] = Field((), description="host programs put in the image with "
+                                                   "their shared libraries (e.g. fio)")
+    boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
+                                  description="limit from VMM start to userspace, apart from the run's")
+    kernel_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(
+        (), description="added to the guest kernel's command line")
+    extra_args: tuple[str, ...] = Field((), description="appended to the VMM's command line as is")
 
 
 @dataclass

@@ -9,14 +9,14 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from guestbench import agent, images, proc
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job)
-from guestbench.environments.console import ConsoleGuest, check_kernel_args, kernel_arguments
+    Availability, Capability, Environment, Guest, GuestStartError, Job)
+from guestbench.environments.console import ConsoleGuest, GuestKernelSpec, kernel_arguments
 from guestbench.host import Host, which
 from guestbench.protocol import parse_line
 
@@ -29,7 +29,7 @@ QMP_QUIT_S = 2.0
 KERNEL_ARGS = ("console=ttyS0", "quiet", "panic=-1", "reboot=t")
 
 
-class QemuSpec(EnvironmentSpec):
+class QemuSpec(GuestKernelSpec):
     """A qemu-system guest booting the guest image's kernel and initramfs."""
 
     kind: Literal["qemu"] = "qemu"
@@ -38,20 +38,12 @@ class QemuSpec(EnvironmentSpec):
     machine: Literal["microvm", "pc", "q35"] = Field("microvm", description="QEMU machine type")
     cpu: str | None = Field(None, description="QEMU -cpu model; None = QEMU's default")
     vcpus: int = Field(1, ge=1, le=256, strict=True, description="virtual CPUs (-smp)")
-    memory_mib: int = Field(512, ge=64, le=1 << 20, strict=True, description="guest memory, MiB")
     placement: Literal["none", "same", "disjoint"] = Field(
         "none", description="VMM main and I/O threads on vCPU 0's host CPU (same), on another "
                             "(disjoint), or left to the scheduler (none)")
     kernel: str | None = Field(None, min_length=1,
                                description="kernel image; None = the host's newest /boot/vmlinuz-*")
     modules: tuple[str, ...] = Field((), description="kernel modules loaded at boot")
-    tools: tuple[str, ...] = Field((), description="host programs put in the image with "
-                                                   "their shared libraries (e.g. fio)")
-    boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
-                                  description="limit from VMM start to userspace, apart from the run's")
-    kernel_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(
-        (), description="added to the guest kernel's command line")
-    extra_args: tuple[str, ...] = Field((), description="appended to QEMU's command line as is")
     binary: str = Field("qemu-system-x86_64", description="the QEMU program")
 
 

@@ -6,14 +6,14 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from guestbench import images
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, Job)
-from guestbench.environments.console import ConsoleGuest, check_kernel_args, kernel_arguments
+    Availability, Capability, Environment, Guest, Job)
+from guestbench.environments.console import ConsoleGuest, GuestKernelSpec, kernel_arguments
 from guestbench.host import Host, which
 
 
@@ -34,19 +34,10 @@ def _map_count_warning() -> str:
             "(STREAM's default arrays need ~400: sysctl -w vm.max_map_count=262144)")
 
 
-class UmlSpec(EnvironmentSpec):
+class UmlSpec(GuestKernelSpec):
     """A User-Mode Linux kernel run as a host process."""
 
     kind: Literal["uml"] = "uml"
-    tools: tuple[str, ...] = Field((), description="host programs put in the image with "
-                                                   "their shared libraries (e.g. fio)")
-    memory_mib: int = Field(512, ge=32, le=1 << 20, strict=True,
-                            description="guest memory (mem=); STREAM's default arrays need ~400")
-    boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
-                                  description="limit from start to userspace, apart from the run's")
-    kernel_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(
-        (), description="added to the kernel command line")
-    extra_args: tuple[str, ...] = Field((), description="appended to UML's command line as is")
     binary: str = Field("linux.uml", description="the UML kernel program")
 
 
