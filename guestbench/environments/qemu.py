@@ -225,7 +225,7 @@ class QemuGuest(ConsoleGuest):
             try:  # a clean quit first; the group kill below covers a QEMU that does not answer
                 qmp_execute(self.qmp_socket, "quit", timeout_s=QMP_QUIT_S)
                 self._process.wait(QMP_QUIT_S)
-            except GuestStartError:
+            except Exception:  # noqa: BLE001 - whatever the QMP client raises, the kill follows
                 pass
         return super()._teardown()
 
@@ -251,8 +251,8 @@ def qmp_execute(socket_path: Path, command: str, timeout_s: float = QMP_CONNECT_
         return asyncio.run(asyncio.wait_for(session(), timeout_s))
     except asyncio.TimeoutError:
         raise GuestStartError(f"QMP {command}: no answer within {timeout_s:g} s") from None
-    except (QMPError, OSError) as error:
-        raise GuestStartError(f"QMP {command}: {error}") from None
+    except (QMPError, OSError, EOFError) as error:  # EOF: QEMU closed the socket (quit)
+        raise GuestStartError(f"QMP {command}: {error or type(error).__name__}") from None
 
 
 def pin_threads(qemu_pid: int, vcpu_threads: dict[int, int], placement: str) -> dict:
