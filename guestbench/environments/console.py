@@ -35,6 +35,17 @@ def check_kernel_args(args: tuple[str, ...]) -> tuple[str, ...]:
     return args
 
 
+def check_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Program or module names: each one word, not empty."""
+    for name in names:
+        if not name or any(char.isspace() for char in name):
+            raise ValueError(f"{name!r} is not a program or module name (one word, not empty)")
+    return names
+
+
+Names = Annotated[tuple[str, ...], AfterValidator(check_names)]
+
+
 def kernel_arguments(job: Job) -> list[str]:
     """The job on the kernel command line: gb.args=A,B,C (the image's /init splits on commas)."""
     for arg in job.agent_args:
@@ -49,7 +60,7 @@ class GuestKernelSpec(EnvironmentSpec):
 
     memory_mib: int = Field(512, ge=32, le=1 << 20, strict=True,
                             description="guest memory, MiB; STREAM's default arrays need ~400")
-    tools: tuple[str, ...] = Field((), description="host programs put in the image with "
+    tools: Names = Field((), description="host programs put in the image with "
                                                    "their shared libraries (e.g. fio)")
     boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
                                   description="limit from VMM start to userspace, apart from the run's")

@@ -16,7 +16,8 @@ from pydantic import Field
 from guestbench import agent, images, proc
 from guestbench.environments.base import (
     Availability, Capability, Environment, Guest, GuestStartError, Job)
-from guestbench.environments.console import ConsoleGuest, GuestKernelSpec, kernel_arguments
+from guestbench.environments.console import (
+    ConsoleGuest, GuestKernelSpec, Names, kernel_arguments)
 from guestbench.host import Host, which
 from guestbench.protocol import parse_line
 
@@ -43,7 +44,7 @@ class QemuSpec(GuestKernelSpec):
                             "(disjoint), or left to the scheduler (none)")
     kernel: str | None = Field(None, min_length=1,
                                description="kernel image; None = the host's newest /boot/vmlinuz-*")
-    modules: tuple[str, ...] = Field((), description="kernel modules loaded at boot")
+    modules: Names = Field((), description="kernel modules loaded at boot")
     binary: str = Field("qemu-system-x86_64", description="the QEMU program")
 
 

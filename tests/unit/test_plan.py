@@ -466,3 +466,14 @@ def test_runc_refuses_gvisor_options(write_plan, host: Host) -> None:
 def test_campaign_is_named_after_the_plan_file(write_plan, host: Host) -> None:
     path = write_plan('[[environment]]\npreset = "native"\n[[workload]]\nname = "getpid"\n')
     assert load(path, host).campaign.name == re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)
+
+
+@pytest.mark.parametrize("field", ['tools = [""]', 'tools = ["a b"]', 'modules = [" "]',
+                                   'kernel_args = ["a b"]', 'kernel_args = ["gb.args=x"]',
+                                   'kernel = ""'])
+def test_full_system_fields_reject_nonsense(write_plan, host: Host, field: str) -> None:
+    name = field.split()[0]
+    path = write_plan(f'[[environment]]\nname = "q"\nkind = "qemu"\n{field}\n'
+                      '[[workload]]\nname = "boot"\n')
+    with pytest.raises(PlanError, match=rf"environment\[0\]\.{name}.*fix:"):
+        load(path, host)
