@@ -41,6 +41,19 @@ class RunRecord:
     flags: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class CellStop:
+    """Why one cell (an environment x a workload label) stopped repeating."""
+
+    environment_id: int
+    label: str
+    runs: int
+    ok_runs: int
+    reason: str
+    half_width: float | None  # the last relative half-width of the median's interval
+    target: float | None  # None for a fixed repeat
+
+
 def open(url: str = DEFAULT_URL, create: bool = True) -> "Store":  # noqa: A001 - DESIGN.md's name
     """Open the store at a SQLAlchemy URL, migrating it; with create=False it must exist."""
     store = Store(check(url, create))
@@ -128,7 +141,7 @@ class Store:
     # -- writing --------------------------------------------------------------
     def create_campaign(self, name: str, plan: dict[str, Any], host_facts: dict[str, Any],
                         fingerprint: str, baseline: str | None, log_dir: str,
-                        guestbench_version: str) -> int:
+                        guestbench_version: str, host_checks: dict[str, Any] | None = None) -> int:
         with self.engine.begin() as connection:
             host_id = connection.execute(sa.select(schema.host.c.id).where(
                 schema.host.c.fingerprint == fingerprint)).scalar()
@@ -138,7 +151,7 @@ class Store:
             return connection.execute(sa.insert(schema.campaign).values(
                 name=name, created_at=_now(), guestbench_version=guestbench_version, plan=plan,
                 host_id=host_id, host_facts=host_facts, baseline=baseline, log_dir=log_dir,
-                status="running")).inserted_primary_key[0]
+                status="running", host_checks=host_checks)).inserted_primary_key[0]
 
     def add_environment(self, campaign_id: int, name: str, kind: str, spec: dict[str, Any],
                         available: bool, probe: str, position: int) -> int:
@@ -163,10 +176,22 @@ class Store:
                     for metric, unit, value in record.samples])
         return run_id
 
-    def finish_campaign(self, campaign_id: int, status: str) -> None:
+    def add_cell_stop(self, campaign_id: int, stop: CellStop) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(sa.insert(schema.cell_stop).values(
+                campaign_id=campaign_id, environment_id=stop.environment_id, label=stop.label,
+                runs=stop.runs, ok_runs=stop.ok_runs, reason=stop.reason,
+                half_width=stop.half_width, target=stop.target))
+
+    def finish_campaign(self, campaign_id: int, status: str,
+                        host_checks: dict[str, Any] | None = None) -> None:
+        """Close the campaign; host_checks, when given, replace those stored at its start."""
+        values: dict[str, Any] = {"status": status, "finished_at": _now()}
+        if host_checks is not None:
+            values["host_checks"] = host_checks
         with self.engine.begin() as connection:
             connection.execute(sa.update(schema.campaign).where(
-                schema.campaign.c.id == campaign_id).values(status=status, finished_at=_now()))
+                schema.campaign.c.id == campaign_id).values(**values))
 
     # -- reading --------------------------------------------------------------
     def campaign(self, selector: str | None = None) -> dict[str, Any]:
@@ -193,18 +218,21 @@ class Store:
                 .order_by(table.c.id)).mappings()]
 
     def environments(self, campaign_id: int) -> list[dict[str, Any]]:
-        table = schema.environment
-        with self.engine.connect() as connection:
-            return [dict(row) for row in connection.execute(
-                sa.select(table).where(table.c.campaign_id == campaign_id)
-                .order_by(table.c.position)).mappings()]
+        return self._rows_of(schema.environment, campaign_id, schema.environment.c.position)
 
     def runs(self, campaign_id: int) -> list[dict[str, Any]]:
-        table = schema.run
+        return self._rows_of(schema.run, campaign_id, schema.run.c.id)
+
+    def cell_stops(self, campaign_id: int) -> list[dict[str, Any]]:
+        """Why each cell stopped, in the order the cells stopped."""
+        return self._rows_of(schema.cell_stop, campaign_id, schema.cell_stop.c.id)
+
+    def _rows_of(self, table: sa.Table, campaign_id: int,
+                 order: sa.Column) -> list[dict[str, Any]]:
         with self.engine.connect() as connection:
             return [_utc(dict(row)) for row in connection.execute(
                 sa.select(table).where(table.c.campaign_id == campaign_id)
-                .order_by(table.c.id)).mappings()]
+                .order_by(order)).mappings()]
 
     def samples(self, campaign_id: int) -> Iterable[dict[str, Any]]:
         s, r = schema.sample, schema.run

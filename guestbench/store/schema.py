@@ -7,7 +7,9 @@ import sqlalchemy as sa
 # Version history (bump SCHEMA_VERSION and append a migration for every change):
 #   1  campaign, host, environment, run, sample as in DESIGN.md, plus
 #      campaign.baseline and campaign.log_dir, and schema_meta.
-SCHEMA_VERSION = 1
+#   2  campaign.host_checks (noise checks before and after the campaign) and
+#      cell_stop (why each cell stopped repeating).
+SCHEMA_VERSION = 2
 
 metadata = sa.MetaData()
 
@@ -24,20 +26,34 @@ host = sa.Table(
     sa.Column("facts", sa.JSON, nullable=False),
 )
 
-campaign = sa.Table(
-    "campaign", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("name", sa.String(128), nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("finished_at", sa.DateTime(timezone=True)),
-    sa.Column("guestbench_version", sa.String(32), nullable=False),
-    sa.Column("plan", sa.JSON, nullable=False),
-    sa.Column("host_id", sa.Integer, sa.ForeignKey("host.id"), nullable=False),
-    sa.Column("host_facts", sa.JSON, nullable=False),  # this campaign's reading (load changes)
-    sa.Column("baseline", sa.String(128)),
-    sa.Column("log_dir", sa.Text, nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),  # running, finished, interrupted
-)
+
+
+def _campaign_columns(version: int) -> list[sa.Column]:
+    """The campaign table's columns as they were at a schema version (fresh objects each call)."""
+    columns = [
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("name", sa.String(128), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("finished_at", sa.DateTime(timezone=True)),
+        sa.Column("guestbench_version", sa.String(32), nullable=False),
+        sa.Column("plan", sa.JSON, nullable=False),
+        sa.Column("host_id", sa.Integer, sa.ForeignKey("host.id"), nullable=False),
+        sa.Column("host_facts", sa.JSON, nullable=False),  # this campaign's reading (load changes)
+        sa.Column("baseline", sa.String(128)),
+        sa.Column("log_dir", sa.Text, nullable=False),
+        sa.Column("status", sa.String(16), nullable=False),  # running, finished, interrupted
+    ]
+    if version >= 2:
+        columns.append(_host_checks_column())
+    return columns
+
+
+def _host_checks_column() -> sa.Column:
+    # {"before", "after", "steal_pct", "warnings"}: see guestbench.host.noise_checks
+    return sa.Column("host_checks", sa.JSON)
+
+
+campaign = sa.Table("campaign", metadata, *_campaign_columns(SCHEMA_VERSION))
 
 environment = sa.Table(
     "environment", metadata,
@@ -77,7 +93,42 @@ sample = sa.Table(
     sa.Column("value", sa.Float, nullable=False),
 )
 
+# One row per cell (environment x workload label): how many runs it got and why it stopped.
+# If it ever changes, freeze its version-2 shape for MIGRATIONS[1] as campaign's is frozen.
+cell_stop = sa.Table(
+    "cell_stop", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaign.id"), nullable=False, index=True),
+    sa.Column("environment_id", sa.Integer, sa.ForeignKey("environment.id"), nullable=False),
+    sa.Column("label", sa.String(256), nullable=False),
+    sa.Column("runs", sa.Integer, nullable=False),
+    sa.Column("ok_runs", sa.Integer, nullable=False),
+    # converged, max-runs, max-time, failing, unavailable, unsupported, interrupted, fixed
+    sa.Column("reason", sa.String(16), nullable=False),
+    sa.Column("half_width", sa.Float),  # relative half-width of the median's 95% interval
+    sa.Column("target", sa.Float),  # the plan's target; null for a fixed repeat
+)
+
+
+def _create_version_1(connection: sa.Connection) -> None:
+    """The first schema exactly as it was, so that every later migration applies to it."""
+    version_1 = sa.MetaData()
+    for table in (schema_meta, host, environment, run, sample):
+        table.to_metadata(version_1)
+    sa.Table("campaign", version_1, *_campaign_columns(1))
+    version_1.create_all(connection)
+
+
+def _add_host_checks_and_cell_stop(connection: sa.Connection) -> None:
+    column = _host_checks_column()
+    column_type = column.type.compile(dialect=connection.dialect)
+    connection.execute(sa.text(f"ALTER TABLE campaign ADD COLUMN {column.name} {column_type}"))
+    cell_stop.create(connection)
+
+
 # MIGRATIONS[n] takes a store at version n to n+1; version 0 is an empty database.
+# A migration must not change once released: a new schema gets a new migration.
 MIGRATIONS = {
-    0: lambda connection: metadata.create_all(connection),
+    0: _create_version_1,
+    1: _add_host_checks_and_cell_stop,
 }

@@ -32,17 +32,20 @@ def a_run(environment_id: int, repetition: int = 0, status: str = "ok", reason: 
                      flags=("unstable",) if status == "ok" else ())
 
 
-def test_open_creates_schema_version_1(store_url: str, tmp_path: Path) -> None:
+def test_open_creates_schema_version_2(store_url: str, tmp_path: Path) -> None:
     assert not (tmp_path / "results.sqlite").exists()
     store = gb_store.open(store_url)
     assert (tmp_path / "results.sqlite").is_file()
-    assert SCHEMA_VERSION == 1
-    assert store.version() == 1
+    assert SCHEMA_VERSION == 2
+    assert store.version() == 2
     tables = set(sa.inspect(store.engine).get_table_names())
-    assert {"schema_meta", "host", "campaign", "environment", "run", "sample"} <= tables
+    assert {"schema_meta", "host", "campaign", "environment", "run", "sample",
+            "cell_stop"} <= tables
+    columns = {column["name"] for column in sa.inspect(store.engine).get_columns("campaign")}
+    assert "host_checks" in columns
     with sqlite3.connect(tmp_path / "results.sqlite") as raw:
         rows = raw.execute("select key, value from schema_meta").fetchall()
-    assert rows == [("schema_version", "1")]
+    assert rows == [("schema_version", "2")]
     assert store.campaigns() == []
 
 
@@ -205,3 +208,93 @@ def test_a_run_is_stored_whole_or_not_at_all(store: gb_store.Store) -> None:
         store.add_run(campaign_id, broken)  # the second sample has no unit
     assert store.runs(campaign_id) == []
     assert list(store.samples(campaign_id)) == []
+
+
+# -- schema version 2: host checks and cell stops ------------------------------------
+
+CHECKS = {"before": {"load_avg": [0.1, 0.2, 0.3]}, "after": None, "steal_pct": None,
+          "warnings": ["this host is itself a virtual machine"]}
+
+
+def test_host_checks_at_start_and_at_finish(store: gb_store.Store) -> None:
+    plain = new_campaign(store, "plain")
+    assert store.campaign(str(plain))["host_checks"] is None
+    checked = store.create_campaign("checked", PLAN, FACTS, "fp1", None, "/logs", "0.1.0",
+                                    host_checks=CHECKS)
+    assert store.campaign(str(checked))["host_checks"] == CHECKS
+    store.finish_campaign(checked, "finished")  # without checks: the start's are kept
+    assert store.campaign(str(checked))["host_checks"] == CHECKS
+    final = {**CHECKS, "after": {"load_avg": [1.0, 0.5, 0.3]}, "steal_pct": 0.0}
+    store.finish_campaign(checked, "finished", host_checks=final)
+    assert store.campaign(str(checked))["host_checks"] == final
+
+
+def test_cell_stops_round_trip(store: gb_store.Store) -> None:
+    first, second = new_campaign(store, "a"), new_campaign(store, "b")
+    env = store.add_environment(first, "native", "native", {}, True, "", 0)
+    other = store.add_environment(second, "native", "native", {}, True, "", 0)
+    store.add_cell_stop(first, gb_store.CellStop(env, "getpid", 7, 7, "converged", 0.015, 0.02))
+    store.add_cell_stop(first, gb_store.CellStop(env, "stream", 5, 4, "fixed", None, None))
+    store.add_cell_stop(second, gb_store.CellStop(other, "getpid", 1, 0, "unavailable", None, 0.02))
+    stops = store.cell_stops(first)
+    assert [{key: stop[key] for key in ("campaign_id", "environment_id", "label", "runs",
+                                        "ok_runs", "reason", "half_width", "target")}
+            for stop in stops] == [
+        {"campaign_id": first, "environment_id": env, "label": "getpid", "runs": 7,
+         "ok_runs": 7, "reason": "converged", "half_width": 0.015, "target": 0.02},
+        {"campaign_id": first, "environment_id": env, "label": "stream", "runs": 5,
+         "ok_runs": 4, "reason": "fixed", "half_width": None, "target": None}]
+    assert [stop["reason"] for stop in store.cell_stops(second)] == ["unavailable"]
+
+
+def version_1_store(url: str) -> None:
+    """A store as guestbench with schema 1 left it: a finished campaign with runs and samples."""
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        schema.MIGRATIONS[0](connection)
+        connection.execute(sa.insert(schema.schema_meta).values(key="schema_version", value="1"))
+        connection.execute(sa.text("insert into host (id, fingerprint, facts) values (1, 'fp', '{}')"))
+        connection.execute(sa.text(
+            "insert into campaign (id, name, created_at, guestbench_version, plan, host_id, "
+            "host_facts, baseline, log_dir, status) values (1, 'old', '2024-05-06 07:08:09', "
+            "'0.1.0', '{\"source\": \"x\"}', 1, '{}', 'native', '/logs', 'finished')"))
+        connection.execute(sa.text(
+            "insert into environment (id, campaign_id, name, kind, spec, available, probe, "
+            "position) values (1, 1, 'native', 'native', '{}', 1, 'the host', 0)"))
+        for run_id in (1, 2):
+            connection.execute(sa.text(
+                "insert into run (id, campaign_id, environment_id, workload, label, params, "
+                "repetition, status, reason, flags, started_at, host_seconds, log_path) values "
+                f"({run_id}, 1, 1, 'getpid', 'getpid', '{{}}', {run_id - 1}, 'ok', '', '[]', "
+                "'2024-05-06 07:08:10', 0.5, null)"))
+            connection.execute(sa.text(
+                "insert into sample (run_id, metric, unit, value) values "
+                f"({run_id}, 'time_per_op', 'ns', {60.0 + run_id})"))
+    engine.dispose()
+
+
+def test_version_1_store_migrates_to_2_keeping_everything(store_url: str, tmp_path: Path) -> None:
+    version_1_store(store_url)
+    engine = sa.create_engine(store_url)
+    inspector = sa.inspect(engine)
+    assert "host_checks" not in {c["name"] for c in inspector.get_columns("campaign")}
+    assert "cell_stop" not in inspector.get_table_names()
+    engine.dispose()
+
+    store = gb_store.open(store_url)
+    assert store.version() == 2
+    old = store.campaign("old")
+    assert (old["id"], old["status"], old["plan"], old["host_checks"]) == (
+        1, "finished", {"source": "x"}, None)
+    assert [(r["repetition"], r["status"]) for r in store.runs(1)] == [(0, "ok"), (1, "ok")]
+    assert [s["value"] for s in store.samples(1)] == [61.0, 62.0]
+    assert store.cell_stops(1) == []
+
+    store.add_cell_stop(1, gb_store.CellStop(1, "getpid", 2, 2, "fixed", None, None))
+    new = store.create_campaign("new", PLAN, FACTS, "fp", None, "/logs", "0.2.0",
+                                host_checks=CHECKS)
+    assert store.campaign(str(new))["host_checks"] == CHECKS
+    assert store.cell_stops(1)[0]["reason"] == "fixed"
+    with sqlite3.connect(tmp_path / "results.sqlite") as raw:
+        assert raw.execute("select value from schema_meta").fetchall() == [("2",)]
+    store.engine.dispose()
