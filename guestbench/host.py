@@ -1,7 +1,8 @@
-"""Facts about the host that travel with every result, and its fingerprint."""
+"""Facts about the host that travel with every result, its fingerprint, and its noise checks."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -13,6 +14,16 @@ from pathlib import Path
 from typing import Any
 
 SYS_CPU = Path("/sys/devices/system/cpu")
+# /proc/stat's cpu line, in order; guest time is already counted in user and nice
+CPU_TICK_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+# A 1-minute load average above this share of the logical CPUs (and at least
+# QUIET_LOAD_MIN) means other work was running when the measurements started.
+QUIET_LOAD_PER_CPU = 0.1
+QUIET_LOAD_MIN = 0.3
+# What a campaign adds to the load by itself: one agent at a time, plus a
+# runtime's threads or the second process of pipe_switch and fork_exit.
+CAMPAIGN_OWN_LOAD = 2.0
+STEAL_PCT_LIMIT = 1.0
 
 
 @dataclass(frozen=True)
@@ -121,3 +132,100 @@ def _llc_bytes() -> int | None:
         if text[:-1].isdigit() and text[-1] in units:
             sizes.append(int(text[:-1]) * units[text[-1]])
     return max(sizes) if sizes else None
+
+
+# -- noise checks: snapshots before and after a campaign -----------------------------
+
+def noise_snapshot(host: Host) -> dict[str, Any]:
+    """The host's state now: load, frequency governors, CPU time so far, virtualisation."""
+    return {"taken_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            **snapshot_of(_read(Path("/proc/loadavg")) or "", _read(Path("/proc/stat")) or "",
+                          _governors(), host.facts.get("logical_cpus") or os.cpu_count() or 1,
+                          bool(host.facts.get("virtualised")))}
+
+
+def snapshot_of(loadavg_text: str, stat_text: str, governors: dict[str, str] | None,
+                logical_cpus: int, virtualised: bool) -> dict[str, Any]:
+    """A snapshot from the text of /proc/loadavg and /proc/stat; governors None without cpufreq."""
+    fields = loadavg_text.split()[:3]
+    return {"load_avg": [float(value) for value in fields] if len(fields) == 3 else None,
+            "logical_cpus": logical_cpus, "governors": governors,
+            "cpu_ticks": _cpu_ticks(stat_text), "virtualised": virtualised}
+
+
+def noise_checks(before: dict[str, Any], after: dict[str, Any] | None) -> dict[str, Any]:
+    """What the snapshots around a campaign say about noise; warnings never fail a campaign."""
+    return {"before": before, "after": after, "steal_pct": steal_pct(before, after),
+            "warnings": warnings_at_start(before) + warnings_at_end(before, after)}
+
+
+def warnings_at_start(before: dict[str, Any]) -> list[str]:
+    """What can be said before the first run: load, frequency scaling, virtualisation."""
+    warnings = []
+    load_1min, cpus = _load_1min(before), before["logical_cpus"]
+    if load_1min is not None and load_1min > quiet_load_limit(cpus):
+        warnings.append(
+            f"the 1-minute load average was {load_1min:.2f} when the campaign started "
+            f"({cpus} logical CPUs): other work competes with the measurements for CPUs and caches")
+    slow = sorted(name for name in (before["governors"] or {}).values() if name != "performance")
+    if slow:
+        names = ", ".join(sorted(set(slow)))
+        warnings.append(
+            f"the CPU frequency governor is {names} on {len(slow)} of {len(before['governors'])} "
+            "CPUs, not performance: frequency scaling adds noise to every timing")
+    if before["virtualised"]:
+        warnings.append(
+            "this host is itself a virtual machine (hypervisor CPU flag): its results carry the "
+            "outer hypervisor's noise; compare them side by side only with results of this host")
+    return warnings
+
+
+def warnings_at_end(before: dict[str, Any], after: dict[str, Any] | None) -> list[str]:
+    """What only the end can tell: steal time during the campaign, load that came meanwhile."""
+    if after is None:
+        return []
+    warnings = []
+    steal = steal_pct(before, after)
+    if steal is not None and steal > STEAL_PCT_LIMIT:
+        warnings.append(
+            f"steal time was {steal:.1f}% of CPU time during the campaign: the outer hypervisor "
+            "gave this host's CPUs to a neighbour, so timings include waits for them")
+    load_before, load_after = _load_1min(before), _load_1min(after)
+    if load_before is not None and load_after is not None and (
+            load_after - load_before > CAMPAIGN_OWN_LOAD + quiet_load_limit(after["logical_cpus"])):
+        warnings.append(
+            f"the 1-minute load average rose from {load_before:.2f} to {load_after:.2f} during "
+            "the campaign, more than its own runs explain: other work competed with the "
+            "later measurements")
+    return warnings
+
+
+def quiet_load_limit(logical_cpus: int) -> float:
+    return max(QUIET_LOAD_MIN, QUIET_LOAD_PER_CPU * logical_cpus)
+
+
+def steal_pct(before: dict[str, Any], after: dict[str, Any] | None) -> float | None:
+    """Steal time as a percentage of all CPU time between two snapshots; None if unknown."""
+    ticks_before, ticks_after = before["cpu_ticks"], (after or {}).get("cpu_ticks")
+    if not ticks_before or not ticks_after or "steal" not in ticks_before.keys() & ticks_after.keys():
+        return None
+    total = sum(ticks_after.values()) - sum(ticks_before.values())
+    return 100 * (ticks_after["steal"] - ticks_before["steal"]) / total if total > 0 else None
+
+
+def _load_1min(snapshot: dict[str, Any]) -> float | None:
+    return snapshot["load_avg"][0] if snapshot["load_avg"] else None
+
+
+def _cpu_ticks(stat_text: str) -> dict[str, int] | None:
+    for line in stat_text.splitlines():
+        if line.startswith("cpu "):
+            return dict(zip(CPU_TICK_FIELDS, map(int, line.split()[1:])))
+    return None
+
+
+def _governors() -> dict[str, str] | None:
+    """Every CPU's scaling governor; None where the kernel has no cpufreq interface."""
+    found = {path.parent.parent.name: _read(path) or "unknown"
+             for path in SYS_CPU.glob("cpu[0-9]*/cpufreq/scaling_governor")}
+    return dict(sorted(found.items(), key=lambda item: int(item[0][3:]))) or None
