@@ -32,6 +32,8 @@ class Workload:
     boot_phases: bool = False  # the guest's boot phases (host clock) become samples
     # fills parameters whose default depends on the host, so every environment gets the same
     host_defaults: Callable[[Host], dict[str, Any]] = field(default=lambda host: {})
+    # the one metric that adaptive repetitions and summaries judge; None: nothing to judge
+    primary_metric: str | None = field(kw_only=True)
 
     def resolve(self, given: dict[str, Any], host: Host) -> Params:
         """Validated parameters with every default filled in."""

@@ -13,5 +13,5 @@ class BootParams(Params):
 WORKLOADS = [
     Workload("boot", "boot", "a fresh boot to the agent and power-off, by phase",
              BootParams, lambda params: [], frozenset({Capability.GUEST_KERNEL}),
-             quick=False, boot_phases=True),
+             quick=False, boot_phases=True, primary_metric="boot_powered_off"),
 ]

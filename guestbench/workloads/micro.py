@@ -9,6 +9,8 @@ from pydantic import Field
 from guestbench.environments.base import Capability
 from guestbench.workloads.base import Params, Workload
 
+TIME_PER_OP = "time_per_op"  # ns; what the agent's timing loop reports
+
 
 class TimingParams(Params):
     min_time_s: float = Field(0.1, ge=1e-6, le=3600,
@@ -45,7 +47,7 @@ def _first_write_args(params: FirstWriteParams) -> list[str]:
 
 def _timing(name: str, summary: str, *needs: Capability) -> Workload:
     return Workload(name, "micro", summary, TimingParams, _timing_args,
-                    frozenset({Capability.TSC, *needs}))
+                    frozenset({Capability.TSC, *needs}), primary_metric=TIME_PER_OP)
 
 
 WORKLOADS = [
@@ -55,12 +57,13 @@ WORKLOADS = [
     _timing("clock_gettime", "clock_gettime(CLOCK_MONOTONIC) through the vDSO"),
     _timing("malloc_1mib", "malloc 1 MiB, touch every page, free"),
     Workload("first_write", "micro", "first write to a fresh anonymous page",
-             FirstWriteParams, _first_write_args, frozenset({Capability.TSC})),
+             FirstWriteParams, _first_write_args, frozenset({Capability.TSC}),
+             primary_metric=TIME_PER_OP),
     Workload("pipe_switch", "micro", "switch between two processes over pipes",
              PipeSwitchParams, _pipe_switch_args,
-             frozenset({Capability.TSC, Capability.PROCESSES})),
+             frozenset({Capability.TSC, Capability.PROCESSES}), primary_metric=TIME_PER_OP),
     _timing("fork_exit", "fork, _exit, waitpid", Capability.PROCESSES),
     Workload("hang", "test", "sleeps (for testing timeouts); never in a default suite",
              HangParams, lambda params: ["--seconds", repr(params.seconds)], quick=False,
-             produces_samples=False),
+             produces_samples=False, primary_metric=None),
 ]
