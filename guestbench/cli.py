@@ -149,12 +149,15 @@ def images_command() -> None:
 @click.argument("campaign", required=False)
 @click.option("--baseline", help="environment to normalise to  [default: the plan's baseline]")
 @click.option("--format", "output_format", default="table", show_default=True,
-              type=click.Choice(["table", "markdown", "csv", "json"]))
+              type=click.Choice(["table", "markdown", "csv", "json", "html"]))
+@click.option("--output", "-o", type=click.Path(path_type=Path),
+              help="write to this file instead of standard output (html: log links are "
+                   "made relative to it)")
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="SQLAlchemy URL of the store")
 @click.option("--all-metrics", is_flag=True, help="also show iterations and array sizes")
 @click.option("--list", "list_campaigns", is_flag=True, help="list the stored campaigns")
-def report(campaign: str | None, baseline: str | None, output_format: str, db: str,
-           all_metrics: bool, list_campaigns: bool) -> None:
+def report(campaign: str | None, baseline: str | None, output_format: str, output: Path | None,
+           db: str, all_metrics: bool, list_campaigns: bool) -> None:
     """Show CAMPAIGN (id or name; default: the latest) as tables or raw exports."""
     from guestbench import store
 
@@ -165,17 +168,17 @@ def report(campaign: str | None, baseline: str | None, output_format: str, db: s
                 click.echo(f"{row['id']:>5}  {row['created_at']:%Y-%m-%d %H:%M}  "
                            f"{row['status']:<11}  {row['name']}")
             return
-        _print_report(results, campaign, baseline, output_format, all_metrics)
+        _print_report(results, campaign, baseline, output_format, all_metrics, output)
     except store.StoreError as error:
         raise BadInput(str(error)) from None
 
 
 def _print_report(results, campaign: str | None, baseline: str | None, output_format: str,
-                  all_metrics: bool) -> None:
+                  all_metrics: bool, output: Path | None = None) -> None:
     from guestbench.report import model
 
     loaded = model.load(results, campaign, baseline, all_metrics)
-    if output_format == "table":
+    if output_format == "table" and output is None:
         from rich.console import Console
 
         from guestbench.report import terminal
@@ -184,9 +187,117 @@ def _print_report(results, campaign: str | None, baseline: str | None, output_fo
             console = Console(width=max(console.width, terminal.width_needed(loaded)))
         terminal.render(loaded, console)
         return
+    if output_format == "html":
+        from guestbench.report import html
+        _write(html.render(loaded, output.resolve().parent if output else None), output)
+        return
     from guestbench.report import csv, json, markdown
+    if output_format == "table":  # to a file: plain text at a width that never wraps
+        _write(_plain_tables(loaded), output)
+        return
     renderer = {"markdown": markdown, "csv": csv, "json": json}[output_format]
-    click.echo(renderer.render(loaded), nl=False)
+    _write(renderer.render(loaded), output)
+
+
+def _plain_tables(loaded) -> str:
+    import io
+
+    from rich.console import Console
+
+    from guestbench.report import terminal
+    buffer = io.StringIO()
+    terminal.render(loaded, Console(file=buffer, width=terminal.width_needed(loaded),
+                                    color_system=None))
+    return buffer.getvalue()
+
+
+def _write(text: str, output: Path | None) -> None:
+    """To standard output, or to a file written whole (a temporary file renamed into place)."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    import os
+    import tempfile
+    target = output.resolve()
+    if not target.parent.is_dir():
+        raise BadInput(f"--output {str(output)!r}: folder {target.parent} does not exist "
+                       "(fix: create it first)")
+    if target.is_dir():
+        raise BadInput(f"--output {str(output)!r}: is a folder (fix: name a file in it)")
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, target)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise BadInput(f"--output {str(output)!r}: cannot write ({error.strerror}) "
+                       "(fix: name a file you can write)") from None
+    click.echo(f"wrote {target}", err=True)
+
+
+@main.command()
+@click.argument("campaign_a")
+@click.argument("campaign_b")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="SQLAlchemy URL of the store")
+@click.option("--db-b", help="store of CAMPAIGN_B, if not --db (e.g. results from another host)")
+@click.option("--threshold", type=click.FloatRange(0, 10, min_open=True), default=0.05,
+              show_default=True, help="relative change below which a cell is 'same'")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
+              show_default=True, help="p-value a change must beat")
+@click.option("--ignore-spec", "ignore_spec", multiple=True, metavar="KEY",
+              help="pair environments even if their specs differ in KEY (repeatable)")
+@click.option("--format", "output_format", default="table", show_default=True,
+              type=click.Choice(["table", "markdown", "json"]))
+@click.option("--fail-on-regression", is_flag=True, help="exit 1 if any cell is slower in B")
+def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, threshold: float,
+            alpha: float, ignore_spec: tuple[str, ...], output_format: str,
+            fail_on_regression: bool) -> None:
+    """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names): per cell B/A, p-value and a verdict."""
+    from guestbench import store
+    from guestbench.analysis import compare as comparing
+    from guestbench.report import comparison as rendering
+
+    try:
+        stores = (store.open(db, create=False),)
+        stores += (store.open(db_b, create=False),) if db_b else stores
+        sides = [_side(opened, selector) for opened, selector in zip(stores, (campaign_a, campaign_b))]
+    except store.StoreError as error:
+        raise BadInput(str(error)) from None
+    result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec)
+    if not result.cells:
+        raise BadInput(f"compare: no cell of campaign {campaign_a} pairs with one of "
+                       f"{campaign_b} ({len(result.unpaired)} not paired: "
+                       + "; ".join(f"{what}: {why}" for what, why in result.unpaired[:3])
+                       + ") (fix: compare campaigns of the same plan, or --ignore-spec KEY)")
+    if output_format == "json":
+        click.echo(rendering.render_json(result), nl=False)
+    elif output_format == "markdown":
+        from guestbench.report import markdown
+        click.echo(markdown.render_tables(rendering.tables(result)), nl=False)
+    else:
+        _print_tables(rendering.tables(result))
+    if fail_on_regression and result.regressions:
+        click.echo(f"guestbench: {len(result.regressions)} cell(s) slower in B "
+                   "(--fail-on-regression)", err=True)
+        sys.exit(1)
+
+
+def _side(opened, selector: str):
+    from guestbench.analysis import compare as comparing
+    campaign = opened.campaign(selector)
+    return comparing.side(campaign, opened.environments(campaign["id"]),
+                          opened.runs(campaign["id"]), opened.samples(campaign["id"]))
+
+
+def _print_tables(drawn) -> None:
+    from rich.console import Console
+
+    from guestbench.report import terminal
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, terminal.width_for(drawn)))
+    terminal.render_tables(drawn, console)
 
 
 def _logs_folder(logs_dir: Path | None, db: str) -> Path:

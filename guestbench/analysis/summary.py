@@ -8,6 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from guestbench.analysis import stats as cell_stats
+from guestbench.analysis.stats import CellStats
+
 # Units where a larger number is better; every other unit (time, cycles) is a cost.
 HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "IOPS", "ops/s", "files/s"})
 # Metrics that describe how a run was measured rather than what it measured.
@@ -29,6 +32,8 @@ class Cell:
     problems: list[tuple[str, str]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # one entry per flag per ok run
     runs: int = 0
+    run_ids: list[int] = field(default_factory=list)  # every run of this cell, ok or not
+    stats: CellStats | None = None  # filled by analyse()
 
     @property
     def n(self) -> int:
@@ -36,6 +41,8 @@ class Cell:
 
     @property
     def median(self) -> float | None:
+        if self.stats is not None:
+            return self.stats.median
         return statistics.median(self.values) if self.values else None
 
     @property
@@ -45,6 +52,12 @@ class Cell:
     @property
     def maximum(self) -> float | None:
         return max(self.values) if self.values else None
+
+    @property
+    def flag_names(self) -> list[str]:
+        """Flags of this cell: those its runs carry (clock-drift), then those its values show."""
+        from_values = self.stats.flags if self.stats is not None else []
+        return list(dict.fromkeys([*self.flags, *from_values]))
 
     def ratio_to(self, baseline: "Cell | None") -> float | None:
         """This cell's median over the baseline's (2.0 = twice the baseline's number)."""
@@ -94,6 +107,7 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
         for row in rows_of_label[run["label"]]:
             cell = row[run["environment"]]
             cell.runs += 1
+            cell.run_ids.append(run["id"])
             if run["status"] != "ok":
                 cell.problems.append((run["status"], run["reason"]))
             else:
@@ -106,3 +120,14 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
 
 def status_counts(cell: Cell) -> Counter:
     return Counter(status for status, _ in cell.problems)
+
+
+def analyse(results: Results, resamples: int | None = None) -> int:
+    """Fill every measured cell's statistics in one vectorised pass; returns the resamples used."""
+    measured = [cell for row in results.cells.values() for cell in row.values() if cell.values]
+    total = sum(cell.n for cell in measured)
+    resamples = resamples or cell_stats.resamples_for(total)
+    for cell, described in zip(measured, cell_stats.describe(
+            [cell.values for cell in measured], resamples)):
+        cell.stats = described
+    return resamples

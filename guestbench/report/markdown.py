@@ -1,8 +1,9 @@
-"""Markdown tables, ready to paste into a write-up."""
+"""Markdown tables, ready to paste into a write-up: the published set (report/published.py)."""
 
 from __future__ import annotations
 
-from guestbench.report.model import Report, tables
+from guestbench.report import published
+from guestbench.report.model import Report, Table
 
 
 def _escape(text: str) -> str:
@@ -10,8 +11,12 @@ def _escape(text: str) -> str:
 
 
 def render(report: Report) -> str:
+    return render_tables(published.tables(report))
+
+
+def render_tables(tables: list[Table]) -> str:
     out: list[str] = []
-    for table in tables(report):
+    for table in tables:
         out.append(f"### {_escape(table.title)}\n")
         out.append("| " + " | ".join(map(_escape, table.header)) + " |")
         values = len(table.header) - table.label_columns

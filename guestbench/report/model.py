@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-import statistics
-
+from guestbench.analysis import stats
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
-from guestbench.analysis.summary import Cell, Results, higher_is_better, summarise
+from guestbench.analysis.stats import Interval
+from guestbench.analysis.summary import (CONTEXT_METRICS, Cell, Results, analyse,
+                                         higher_is_better, summarise)
 from guestbench.store import Store, StoreError
+
+
+@dataclass
+class Geomean:
+    """One environment's geometric mean slowdown over the primary metric of its workloads."""
+
+    interval: Interval
+    workloads: int  # how many workloads it covers
+    of: int  # how many the baseline has
 
 
 @dataclass
@@ -23,14 +34,29 @@ class Report:
     samples: list[dict[str, Any]]
     baseline: str | None
     results: Results
+    resamples: int = stats.RESAMPLES
+    primary: dict[str, str] = field(default_factory=dict)  # label -> its primary metric
+    # (label, metric, environment) -> median(environment) / median(baseline)
+    ratios: dict[tuple[str, str, str], Interval] = field(default_factory=dict)
+    geomeans: dict[str, Geomean] = field(default_factory=dict)
+    cell_stops: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def host_facts(self) -> dict[str, Any]:
         return self.campaign["host_facts"]
 
+    @property
+    def host_checks(self) -> dict[str, Any] | None:
+        return self.campaign.get("host_checks")
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        if not hasattr(self, "_runs_by_id"):
+            self._runs_by_id = {run["id"]: run for run in self.runs}
+        return self._runs_by_id[run_id]
+
 
 def load(store: Store, selector: str | None = None, baseline: str | None = None,
-         all_metrics: bool = False) -> Report:
+         all_metrics: bool = False, resamples: int | None = None) -> Report:
     campaign = store.campaign(selector)
     environments = store.environments(campaign["id"])
     names = [env["name"] for env in environments]
@@ -44,7 +70,74 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
         run["environment"] = env_name[run["environment_id"]]
     samples = list(store.samples(campaign["id"]))
     results = summarise(names, runs, samples, include_context=all_metrics)
-    return Report(campaign, environments, runs, samples, baseline, results)
+    report = Report(campaign, environments, runs, samples, baseline, results)
+    report.resamples = analyse(results, resamples)
+    report.primary = primary_metrics(results, runs)
+    report.ratios = _ratios(results, baseline, report.resamples)
+    report.geomeans = _geomeans(results, baseline, report.primary, report.resamples)
+    stops = getattr(store, "cell_stops", None)
+    report.cell_stops = stops(campaign["id"]) if stops else []
+    for stop in report.cell_stops:
+        stop.setdefault("environment", env_name.get(stop.get("environment_id")))
+    return report
+
+
+def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, str]:
+    """Each label's primary metric: the workload's own choice, else its first metric."""
+    from guestbench.workloads import CATALOGUE
+
+    workload_of = {run["label"]: run["workload"] for run in runs}
+    metrics: dict[str, list[str]] = {}
+    for label, metric, _unit in results.rows:
+        if metric and metric not in CONTEXT_METRICS:
+            metrics.setdefault(label, []).append(metric)
+    chosen = {}
+    for label, present in metrics.items():
+        workload = CATALOGUE.get(workload_of.get(label, ""))
+        wanted = getattr(workload, "primary_metric", None)
+        chosen[label] = wanted if wanted in present else present[0]
+    return chosen
+
+
+def _ratios(results: Results, baseline: str | None, resamples: int
+            ) -> dict[tuple[str, str, str], Interval]:
+    if baseline is None:
+        return {}
+    keys, pairs = [], []
+    for (label, metric), row in results.cells.items():
+        base = row.get(baseline)
+        if not metric or base is None or not base.values:
+            continue
+        for env, cell in row.items():
+            if cell.values:
+                keys.append((label, metric, env))
+                pairs.append((base.values, cell.values))
+    intervals = stats.ratio_intervals(pairs, resamples)
+    return {key: interval for key, interval in zip(keys, intervals) if interval is not None}
+
+
+def slowdown_pair(base: Cell, cell: Cell) -> tuple[list[float], list[float]]:
+    """(base, other) so that median(other)/median(base) > 1 means slower, whatever the unit."""
+    if higher_is_better(cell.unit):
+        return cell.values, base.values
+    return base.values, cell.values
+
+
+def _geomeans(results: Results, baseline: str | None, primary: dict[str, str],
+              resamples: int) -> dict[str, Geomean]:
+    if baseline is None:
+        return {}
+    rows = [results.cells[(label, metric)] for label, metric in primary.items()
+            if results.cells[(label, metric)][baseline].values]
+    out = {}
+    for env in results.environments:
+        if env == baseline:
+            continue
+        pairs = [slowdown_pair(row[baseline], row[env]) for row in rows if row[env].values]
+        interval = stats.geometric_mean_interval(pairs, resamples) if pairs else None
+        if interval is not None:
+            out[env] = Geomean(interval, len(pairs), len(rows))
+    return out
 
 
 @dataclass
@@ -55,23 +148,43 @@ class Table:
     footnotes: list[str] = field(default_factory=list)
     note: str = ""
     label_columns: int = 2  # leading columns that name the row; the rest are values
+    # per row, per value column: the (environment, label) cell the text comes from,
+    # so the HTML report can link it to the logs of that cell's runs
+    sources: list[list[tuple[str, str] | None]] = field(default_factory=list)
+    name: str = ""  # a short stable id (anchors, tests)
 
+    def add(self, row: list[str], sources: list[tuple[str, str] | None] | None = None) -> None:
+        self.rows.append(row)
+        self.sources.append(sources or [None] * (len(row) - self.label_columns))
+
+
+# One mark per status (single-width characters, so terminal columns line up).
+STATUS_MARKS = {
+    "failed": "✗", "timeout": "⧗", "crashed": "☠", "infra": "‡",
+    "unsupported": "∅", "unavailable": "⊘", "interrupted": "‖",
+}
 
 FLAG_MEANINGS = {
     "clock-drift": "the guest's clock and the host's disagreed by more than 5% over the run "
                    "(see clock_ratio with --all-metrics): its time-based numbers are suspect",
+    "unstable": f"the values' coefficient of variation is above {stats.UNSTABLE_CV:.0%} "
+                "(standard deviation over mean): look at the spread before trusting the median",
+    "multimodal": "the values form separate clusters (peaks of a kernel density estimate): "
+                  "the median may sit between two behaviours",
+    "outliers": f"values beyond Tukey's fences ({stats.OUTLIER_IQR:g} interquartile ranges "
+                "outside the quartiles); the count is in brackets",
 }
 
 
 class Footnotes:
-    """Numbers each distinct (environment, status or flag, reason) once."""
+    """Numbers each distinct (environment, status or flag, reason) once; remembers marks used."""
 
     def __init__(self) -> None:
         self._numbers: dict[tuple[str, str, str], int] = {}
 
     def mark(self, cell: Cell) -> str:
         marks = []
-        flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in dict.fromkeys(cell.flags)]
+        flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in cell.flag_names]
         for status, reason in [*cell.problems, *flagged]:
             key = (cell.environment, status, reason)
             number = self._numbers.setdefault(key, len(self._numbers) + 1)
@@ -80,8 +193,17 @@ class Footnotes:
         return "".join(marks)
 
     def lines(self) -> list[str]:
-        return [f"[{number}] {env}: {status}: {reason or 'no reason given'}"
-                for (env, status, reason), number in self._numbers.items()]
+        lines = [f"[{number}] {env}: {_marked(status)}: {reason or 'no reason given'}"
+                 for (env, status, reason), number in self._numbers.items()]
+        used = dict.fromkeys(status for _env, status, _reason in self._numbers
+                             if status in STATUS_MARKS)
+        if used:
+            lines.append("Marks: " + ", ".join(f"{STATUS_MARKS[s]} {s}" for s in used) + ".")
+        return lines
+
+
+def _marked(status: str) -> str:
+    return f"{STATUS_MARKS[status]} {status}" if status in STATUS_MARKS else status
 
 
 TIME_UNITS = (("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9))
@@ -116,36 +238,71 @@ def format_ratio(ratio: float) -> str:
     return f"{ratio:.2f}x"
 
 
-def _problem_text(cell: Cell, footnotes: Footnotes) -> str:
+def format_percent(fraction: float) -> str:
+    """0.0031 -> '0.31%', 0.12 -> '12%': two significant digits, never scientific."""
+    percent = fraction * 100
+    if percent >= 10:
+        return f"{percent:.0f}%"
+    return f"{float(f'{percent:.2g}'):g}%"
+
+
+def format_interval(interval: Interval, formatter=format_ratio) -> str:
+    text = formatter(interval.value)
+    if interval.low is not None and interval.high is not None:
+        text += f" [{formatter(interval.low).rstrip('x')}-{formatter(interval.high)}]"
+    return text
+
+
+def problem_text(cell: Cell, footnotes: Footnotes) -> str:
     counts: dict[str, int] = {}
     for status, _ in cell.problems:
         counts[status] = counts.get(status, 0) + 1
-    failed = ", ".join(f"{status} x{count}" if count > 1 else status
+    failed = ", ".join(f"{_marked(status)} x{count}" if count > 1 else _marked(status)
                        for status, count in counts.items())
     return f"{failed} {footnotes.mark(cell)}".strip()
 
 
+def flag_text(cell: Cell) -> str:
+    """'!unstable,outliers(2)' or ''."""
+    names = [f"outliers({cell.stats.outliers})" if name == "outliers" and cell.stats else name
+             for name in cell.flag_names]
+    return f"!{','.join(names)}" if names else ""
+
+
+def decorate(text: str, cell: Cell, footnotes: Footnotes) -> str:
+    """A measured cell's text with its flags and its runs' problems, and their footnotes."""
+    flags = flag_text(cell)
+    if flags:
+        text += f" {flags}"
+    if cell.problems:
+        return f"{text} +{problem_text(cell, footnotes)}"
+    return f"{text} {footnotes.mark(cell)}" if flags else text
+
+
 def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: bool) -> str:
     if not cell.values:
-        return _problem_text(cell, footnotes) if cell.problems else "no samples"
+        return problem_text(cell, footnotes) if cell.problems else "no samples"
     text = format_value(cell.median / divisor)
-    if cell.n > 1:
+    half_width = cell.stats.half_width if cell.stats else None
+    if half_width is not None:
+        text += f" ±{format_percent(half_width)}"
+    elif cell.n > 1:
         text += f" ({format_value(cell.minimum / divisor)}-{format_value(cell.maximum / divisor)})"
     if show_n:
         text += f" n={cell.n}"
-    if cell.flags:
-        text += f" !{','.join(dict.fromkeys(cell.flags))}"
-    if cell.problems:
-        return f"{text} +{_problem_text(cell, footnotes)}"
-    return f"{text} {footnotes.mark(cell)}" if cell.flags else text
+    return decorate(text, cell, footnotes)
 
 
-def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes) -> str:
+def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes,
+                interval: Interval | None = None) -> str:
     if not cell.values:
-        return _problem_text(cell, footnotes) if cell.problems else "no samples"
+        return problem_text(cell, footnotes) if cell.problems else "no samples"
     ratio = cell.ratio_to(baseline)
-    text = format_ratio(ratio) if ratio is not None else "no baseline"
-    return f"{text} {footnotes.mark(cell)}".strip() if cell.problems or cell.flags else text
+    if interval is not None:
+        text = format_interval(interval)
+    else:
+        text = format_ratio(ratio) if ratio is not None else "no baseline"
+    return f"{text} {footnotes.mark(cell)}".strip() if cell.problems or cell.flag_names else text
 
 
 def _column_n(results: Results, environment: str) -> int | None:
@@ -154,7 +311,7 @@ def _column_n(results: Results, environment: str) -> int | None:
     return counts.pop() if len(counts) == 1 else None
 
 
-def _title(report: Report, what: str) -> str:
+def title(report: Report, what: str) -> str:
     campaign, facts = report.campaign, report.host_facts
     created = campaign["created_at"].strftime("%Y-%m-%d %H:%M")
     return (f"{what} - campaign {campaign['id']} '{campaign['name']}' ({campaign['status']}), "
@@ -162,46 +319,92 @@ def _title(report: Report, what: str) -> str:
             f"kernel {facts.get('kernel')}")
 
 
+def interval_note(report: Report) -> str:
+    return (f"± is half the median's {stats.CONFIDENCE:.0%} bootstrap confidence interval "
+            f"(percentile method, {report.resamples} resamples"
+            + (", fewer than usual to bound the report's time" if report.resamples
+               < stats.RESAMPLES else "") + "), as a share of the median; cells with fewer "
+            "than 3 values show (min-max) instead.")
+
+
 def tables(report: Report) -> list[Table]:
-    """The measured table and, with a baseline, the normalised one (sharing footnotes)."""
+    """The terminal's set: measured, normalised (with geometric means), boot, clock, host."""
     footnotes = Footnotes()
-    results = report.results
-    column_n = {env: _column_n(results, env) for env in results.environments}
-    measured = Table(_title(report, "Measured: median (min-max)"), [
-        "workload", "metric",
-        *(f"{env} n={column_n[env]}" if column_n[env] else env for env in results.environments)], [])
-    for label, metric, unit in results.rows:
-        row = results.cells[(label, metric)]
-        shown_unit, divisor = row_scale(unit, list(row.values()))
-        measured.rows.append([label, f"{metric} ({shown_unit})" if metric else "-", *(
-            _measured_text(row[env], footnotes, divisor, column_n[env] is None)
-            for env in results.environments)])
-    out = [measured]
-    baseline_measured = report.baseline and any(
-        row[report.baseline].values for row in results.cells.values())
-    if report.baseline and not baseline_measured:
-        measured.note = (f"No ratios: the baseline {report.baseline} has no successful run "
-                         "(see its cells); choose another with --baseline.")
-    if baseline_measured:
-        ratio_table = Table(f"Relative to {report.baseline}: ratio of medians",
-                            ["workload", "metric", *results.environments], [],
-                            note="For ns, cycles and s a ratio above 1 is slower than "
-                                 f"{report.baseline}; for MB/s a ratio below 1 is slower. Rows "
-                                 f"where {report.baseline} has no value are left out.")
-        for label, metric, unit in results.rows:
-            row = results.cells.get((label, metric), {})
-            base = row.get(report.baseline)
-            if not metric or not base or not base.values:
-                continue  # nothing to divide by: e.g. boot rows against native
-            ratio_table.rows.append([
-                label, metric + (" (higher is better)" if higher_is_better(unit) else ""),
-                *(_ratio_text(row[env], base, footnotes) for env in results.environments)])
-        out.append(ratio_table)
-    for extra in (boot_table(report), clock_table(report)):
+    out = [measured_table(report, footnotes)]
+    ratio = ratio_table(report, footnotes)
+    if ratio is not None:
+        out.append(ratio)
+    for extra in (boot_table(report), clock_table(report), host_table(report)):
         if extra is not None:
             out.append(extra)
     out[-1].footnotes = footnotes.lines()
     return out
+
+
+def measured_table(report: Report, footnotes: Footnotes) -> Table:
+    results = report.results
+    column_n = {env: _column_n(results, env) for env in results.environments}
+    measured = Table(title(report, "Measured: median ±95% CI"), [
+        "workload", "metric",
+        *(f"{env} n={column_n[env]}" if column_n[env] else env for env in results.environments)],
+        [], note=interval_note(report), name="measured")
+    for label, metric, unit in results.rows:
+        row = results.cells[(label, metric)]
+        shown_unit, divisor = row_scale(unit, list(row.values()))
+        measured.add([label, f"{metric} ({shown_unit})" if metric else "-", *(
+            _measured_text(row[env], footnotes, divisor, column_n[env] is None)
+            for env in results.environments)], [(env, label) for env in results.environments])
+    if report.baseline and not baseline_measured(report):
+        measured.note += (f" No ratios: the baseline {report.baseline} has no successful run "
+                          "(see its cells); choose another with --baseline.")
+    return measured
+
+
+def baseline_measured(report: Report) -> bool:
+    return bool(report.baseline) and any(
+        row[report.baseline].values for row in report.results.cells.values())
+
+
+def ratio_table(report: Report, footnotes: Footnotes) -> Table | None:
+    if not baseline_measured(report):
+        return None
+    results, baseline = report.results, report.baseline
+    table = Table(f"Relative to {baseline}: ratio of medians [95% CI]",
+                  ["workload", "metric", *results.environments], [], name="ratios",
+                  note=f"For ns, cycles and s a ratio above 1 is slower than {baseline}; for "
+                       f"MB/s a ratio below 1 is slower. Rows where {baseline} has no value are "
+                       "left out. The geometric mean takes each workload's primary metric, "
+                       "turned so that above 1 is slower, and its interval resamples every "
+                       "cell.")
+    for label, metric, unit in results.rows:
+        row = results.cells.get((label, metric), {})
+        base = row.get(baseline)
+        if not metric or not base or not base.values:
+            continue  # nothing to divide by: e.g. boot rows against native
+        table.add([label, metric + (" (higher is better)" if higher_is_better(unit) else ""), *(
+            _ratio_text(row[env], base, footnotes, report.ratios.get((label, metric, env)))
+            for env in results.environments)], [(env, label) for env in results.environments])
+    if report.geomeans:
+        table.add(["geometric mean", "slowdown, primary metrics", *(
+            geomean_text(report, env) for env in results.environments)])
+    return table
+
+
+def geomean_text(report: Report, env: str, as_percent: bool = False) -> str:
+    """An environment's geometric-mean slowdown [CI], or as a % of the baseline's performance."""
+    if env == report.baseline:
+        return "100" if as_percent else "1.00x"
+    geomean = report.geomeans.get(env)
+    if geomean is None:
+        return "-"
+    interval = geomean.interval
+    if as_percent:
+        text = f"{100 / interval.value:.3g}"
+        if interval.low and interval.high:
+            text += f" [{100 / interval.high:.3g}-{100 / interval.low:.3g}]"
+    else:
+        text = format_interval(interval)
+    return text if geomean.workloads == geomean.of else f"{text} ({geomean.workloads} of {geomean.of})"
 
 
 def clock_table(report: Report) -> Table | None:
@@ -219,11 +422,11 @@ def clock_table(report: Report) -> Table | None:
                   ["environment", "runs judged", "median ratio", "min-max", "flagged clock-drift"],
                   [], note=f"A run is flagged when its ratio is off 1 by more than "
                            f"{CLOCK_DRIFT_LIMIT:.0%}; runs shorter than {CLOCK_MIN_SPAN_S:g} s "
-                           "are not judged.", label_columns=1)
+                           "are not judged.", label_columns=1, name="clock")
     for env in (env for env in report.results.environments if env in ratios):
         values = ratios[env]
-        table.rows.append([env, str(len(values)), f"{statistics.median(values):.4f}",
-                           f"{min(values):.4f}-{max(values):.4f}", str(flagged[env])])
+        table.add([env, str(len(values)), f"{statistics.median(values):.4f}",
+                   f"{min(values):.4f}-{max(values):.4f}", str(flagged[env])])
     return table
 
 
@@ -239,8 +442,50 @@ def boot_table(report: Report) -> Table | None:
                   note="Phases are cut on the host's clock where the console shows them "
                        "('guestbench-init: userspace' from /init, the agent's hello record, the "
                        "VMM's exit) and where the guest's clock started (agent ready minus the "
-                       "guest's uptime).", label_columns=1)
+                       "guest's uptime).", label_columns=1, name="boot")
     for name, _end, _start in PHASES:
-        table.rows.append([name, *(format_value(cells[env][name].median_ms)
-                                   if name in cells[env] else "-" for env in envs)])
+        table.add([name, *(format_value(cells[env][name].median_ms)
+                           if name in cells[env] else "-" for env in envs)],
+                  [(env, "boot") for env in envs])
     return table
+
+
+def host_table(report: Report) -> Table | None:
+    """The campaign's host checks: what was read before and after, and the warnings."""
+    checks = report.host_checks
+    if not checks:
+        return None
+    before, after = checks.get("before") or {}, checks.get("after") or {}
+    table = Table("Host checks", ["check", "before", "after"], [], label_columns=1, name="host")
+    load_before, load_after = before.get("load_avg"), after.get("load_avg")
+    table.add(["load average (1, 5, 15 min)", _loads(load_before), _loads(load_after)])
+    governors = before.get("governors") or before.get("governor")
+    table.add(["frequency governor", _plain(governors), _plain(after.get("governors")
+                                                                 or after.get("governor"))])
+    steal = checks.get("steal_pct")
+    table.add(["steal time during the campaign", "-",
+               "unknown" if steal is None else f"{steal:.2f}%"])
+    table.add(["host itself virtualised", _plain(before.get("virtualised")), "-"])
+    warnings = checks.get("warnings") or []
+    table.note = ("Warnings: " + " ".join(warnings)) if warnings else "No warning: the host " \
+        "looked quiet."
+    return table
+
+
+def _loads(values: Any) -> str:
+    if not values:
+        return "-"
+    return ", ".join(f"{value:.2f}" for value in values)
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {item}" for key, item in value.items()) or "-"
+    if isinstance(value, (list, tuple)):
+        distinct = list(dict.fromkeys(map(str, value)))
+        return ", ".join(distinct) or "-"
+    return str(value)

@@ -15,7 +15,7 @@ from guestbench.analysis.summary import Cell
 from guestbench.report import csv as csv_report
 from guestbench.report import json as json_report
 from guestbench.report import markdown, model, terminal
-from guestbench.report.model import format_ratio, format_value, row_scale
+from guestbench.report.model import STATUS_MARKS, format_ratio, format_value, row_scale
 from guestbench.store import RunRecord, StoreError
 
 FACTS = {"hostname": "h", "cpu_model": "Test CPU", "logical_cpus": 4, "kernel": "6.1.0-test",
@@ -102,9 +102,9 @@ def footnote_for(text: str, footnotes: list[str]) -> list[str]:
 
 def test_two_tables_with_a_baseline(report: model.Report) -> None:
     measured, ratio = model.tables(report)
-    assert measured.title.startswith("Measured: median (min-max)")
+    assert measured.title.startswith("Measured: median ±95% CI")
     assert "'reported'" in measured.title and "Test CPU x4" in measured.title
-    assert ratio.title == "Relative to base: ratio of medians"
+    assert ratio.title == "Relative to base: ratio of medians [95% CI]"
     assert measured.header[:2] == ["workload", "metric"]
     assert [h.split(" ")[0] for h in measured.header[2:]] == ["base", "slow", "flaky", *FAILING]
     assert measured.footnotes == [] and ratio.footnotes  # shared, printed once at the end
@@ -114,12 +114,12 @@ def test_measured_values(report: model.Report) -> None:
     measured = model.tables(report)[0]
     row = row_of(measured, "getpid", "time_per_op")
     assert row["metric"] == "time_per_op (ns)"
-    assert row[column(measured, "base")] == "110 (100-120)"
-    assert row[column(measured, "slow")] == "220 (200-240)"
+    assert row[column(measured, "base")] == "110 ±9.1%"  # bootstrap CI [100, 120]
+    assert row[column(measured, "slow")] == "220 ±9.1%"
     assert column(measured, "base") == "base n=3"  # one n shared by the whole column
     tsc = row_of(measured, "getpid", "tsc_per_op")
     assert tsc["metric"] == "tsc_per_op (cycles)"
-    assert tsc[column(measured, "base")] == "260 (250-270)"
+    assert tsc[column(measured, "base")] == "260 ±3.8%"
     assert not any(r[1].startswith("iterations") for r in measured.rows)  # context metric
 
 
@@ -129,30 +129,30 @@ def test_non_ok_cell_shows_status_and_footnote(report: model.Report, environment
     for table in model.tables(report):
         text = row_of(table, "getpid", "time_per_op")[column(table, environment)]
         assert text.strip() and text.strip() != "0"
-        assert text.startswith(status), text
+        assert text.startswith(f"{STATUS_MARKS[status]} {status}"), text
         assert "x3" in text  # three repetitions, all with this status
         (line,) = footnote_for(text, model.tables(report)[-1].footnotes)
-        assert line.endswith(f"{environment}: {status}: {reason}")
+        assert line.endswith(f"{environment}: {STATUS_MARKS[status]} {status}: {reason}")
 
 
 def test_partly_failed_cell_shows_value_and_problem(report: model.Report) -> None:
     measured, ratio = model.tables(report)
     text = row_of(measured, "getpid", "time_per_op")[column(measured, "flaky")]
-    assert text.startswith("150 +failed x2 [")  # one value: no (min-max)
+    assert text.startswith("150 +✗ failed x2 [")  # one value: no interval, no (min-max)
     assert column(measured, "flaky") == "flaky n=1"
     (line,) = footnote_for(text, ratio.footnotes)
-    assert line.endswith("flaky: failed: garbled record")
+    assert line.endswith("flaky: ✗ failed: garbled record")
     ratio_text = row_of(ratio, "getpid", "time_per_op")["flaky"]
-    assert ratio_text.startswith("1.36x [")
+    assert re.fullmatch(r"1\.36x \[\d+\]", ratio_text)  # n=1: no interval, a footnote
 
 
 def test_workload_without_any_sample_has_a_row(report: model.Report) -> None:
     measured, ratio = model.tables(report)
     row = row_of(measured, "pipe_switch", "-")
-    assert row[column(measured, "base")].startswith("failed x3 [")
-    assert row[column(measured, "slow")].startswith("failed x3 [")
+    assert row[column(measured, "base")].startswith("✗ failed x3 [")
+    assert row[column(measured, "slow")].startswith("✗ failed x3 [")
     (line,) = footnote_for(row[column(measured, "slow")], ratio.footnotes)
-    assert line.endswith("slow: failed: pipe_switch: broken pipe")
+    assert line.endswith("slow: ✗ failed: pipe_switch: broken pipe")
     assert "no samples" in row[column(measured, "bad")]  # never ran there: said, not blank
     assert not [r for r in ratio.rows if r[0] == "pipe_switch"]
 
@@ -160,9 +160,13 @@ def test_workload_without_any_sample_has_a_row(report: model.Report) -> None:
 def test_ratio_table(report: model.Report) -> None:
     ratio = model.tables(report)[1]
     row = row_of(ratio, "getpid", "time_per_op")
-    assert row["base"] == "1.00x"
-    assert row["slow"] == "2.00x"
-    assert row_of(ratio, "getpid", "tsc_per_op")["slow"] == "2.00x"
+    assert row["base"].startswith("1.00x [0.")  # itself, resampled independently
+    low, high = map(float, re.fullmatch(r"2\.00x \[(.*)-(.*)x\]", row["slow"]).groups())
+    assert low < 2.0 < high
+    assert row_of(ratio, "getpid", "tsc_per_op")["slow"].startswith("2.00x [")
+    geomean = row_of(ratio, "geometric mean", "slowdown")
+    assert geomean["base"] == "1.00x" and geomean["slow"].startswith("2.00x [")
+    assert geomean["flaky"].startswith("1.36x")
     assert "slower" in ratio.note
 
 
@@ -174,7 +178,7 @@ def test_no_cell_is_blank_or_zero(report: model.Report) -> None:
 
 
 def test_footnotes_are_numbered_once_per_reason(report: model.Report) -> None:
-    footnotes = model.tables(report)[-1].footnotes
+    footnotes = [line for line in model.tables(report)[-1].footnotes if line.startswith("[")]
     assert [line.split("]")[0] + "]" for line in footnotes] == [
         f"[{n}]" for n in range(1, len(footnotes) + 1)]
     assert len(footnotes) == len(set(footnotes)) == len(FAILING) + 3  # + flaky, base, slow
@@ -192,7 +196,7 @@ def test_load_with_another_baseline(store) -> None:
     populate(store)
     ratio = model.tables(model.load(store, baseline="slow"))[1]
     assert ratio.title.startswith("Relative to slow")
-    assert row_of(ratio, "getpid", "time_per_op")["base"] == "0.50x"
+    assert row_of(ratio, "getpid", "time_per_op")["base"].startswith("0.50x [")
     with pytest.raises(StoreError, match=r"--baseline: 'nope' is not an environment.*fix:"):
         model.load(store, baseline="nope")
 
@@ -266,7 +270,7 @@ def test_large_ns_values_are_shown_in_us(store) -> None:
                                              "", STARTED, 0.1, None,
                                              (("time_per_op", "ns", value),)))
     measured = model.tables(model.load(store))[0]
-    assert measured.rows == [["fork_exit", "time_per_op (us)", "155 (150-160)"]]
+    assert measured.rows == [["fork_exit", "time_per_op (us)", "155 (150-160)"]]  # n=2: no interval
 
 
 # -- renderers --------------------------------------------------------------------
@@ -274,14 +278,18 @@ def test_large_ns_values_are_shown_in_us(store) -> None:
 def test_markdown(report: model.Report) -> None:
     text = markdown.render(report)
     lines = text.splitlines()
-    assert lines[0].startswith("### Measured: median (min-max)")
+    assert lines[0].startswith("### Measured: median ±95% CI")
     header = lines.index(next(l for l in lines if l.startswith("| workload | metric |")))
     assert lines[header + 1].startswith("|---|---|")
     assert lines[header + 1].count("|") == lines[header].count("|")
-    assert "| getpid | time_per_op (ns) | 110 (100-120) |" in text
-    assert "### Relative to base: ratio of medians" in text
-    assert "| 2.00x |" in text
-    assert any(re.match(r"\[\d+\] bad: failed: record 2 fails its checksum", l) for l in lines)
+    assert "| getpid | time_per_op (ns) | 110 ±9.1% | 220 ±9.1% |" in text
+    assert "### Relative to base: ratio of medians [95% CI]" in text
+    assert "### Basic costs: median CPU cycles per operation (ns)" in text
+    assert "| getpid | 260 cyc (110 ns) | 520 cyc (220 ns) |" in text
+    assert "### % of base: performance relative to base (higher is better)" in text
+    assert "| slow | 50 | 50 [" in text  # half base's speed; geometric mean with its interval
+    assert "### Statistics per cell" in text
+    assert any(re.match(r"\[\d+\] bad: ✗ failed: record 2 fails its checksum", l) for l in lines)
 
 
 def test_markdown_escapes_pipes(store) -> None:
@@ -290,8 +298,8 @@ def test_markdown_escapes_pipes(store) -> None:
     store.add_run(campaign_id, RunRecord(env, "getpid", "getpid", {}, 0, "failed",
                                          "stderr: a | b", STARTED, 0.1, None))
     text = markdown.render(model.load(store))
-    assert "| getpid | - | failed [1] |" in text.splitlines()
-    assert "[1] a: failed: stderr: a \\| b  " in text.splitlines()
+    assert "| getpid | - | ✗ failed [1] |" in text.splitlines()
+    assert "[1] a: ✗ failed: stderr: a \\| b  " in text.splitlines()
 
 
 def test_csv(report: model.Report) -> None:
@@ -350,11 +358,12 @@ def test_terminal(report: model.Report) -> None:
     console = Console(record=True, width=terminal.width_needed(report), color_system=None)
     terminal.render(report, console)
     text = console.export_text()
-    assert "Measured: median (min-max)" in text
-    assert "110 (100-120)" in text
-    assert "2.00x" in text
+    assert "Measured: median ±95% CI" in text
+    assert "110 ±9.1%" in text
+    assert "2.00x [" in text
     assert "killed after the 5 s run timeout" in text
-    assert "timeout x3 [" in text  # not wrapped at the width it asked for
+    assert "⧗ timeout x3 [" in text  # not wrapped at the width it asked for
+    assert "Marks: ✗ failed, ⧗ timeout" in text
 
 
 def test_a_baseline_without_data_gives_a_note_not_a_wall_of_blanks(store) -> None:

@@ -1,0 +1,193 @@
+"""A/B comparison of two campaigns: pair like cells, then ratio, interval, p-value and a verdict."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from guestbench.analysis import stats
+from guestbench.analysis.stats import CellStats, Interval
+from guestbench.analysis.summary import Cell, Results, higher_is_better, summarise
+
+THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
+ALPHA = 0.01  # and one with a p-value above this is not shown to be real
+
+FASTER, SLOWER, SAME = "faster", "slower", "same"
+
+
+@dataclass
+class Side:
+    """One campaign as compare needs it: its environments' specs, its runs' parameters, its cells."""
+
+    campaign: dict[str, Any]
+    specs: dict[str, dict[str, Any]]  # environment name -> spec
+    params: dict[str, dict[str, Any]]  # label -> the workload's resolved parameters
+    results: Results
+
+
+def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
+         runs: list[dict[str, Any]], samples: Iterable[dict[str, Any]]) -> Side:
+    names = {env["id"]: env["name"] for env in environments}
+    for run in runs:
+        run["environment"] = names[run["environment_id"]]
+    params: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        params.setdefault(run["label"], run["params"] or {})
+    return Side(campaign, {env["name"]: env["spec"] or {} for env in environments}, params,
+                summarise([env["name"] for env in environments], runs, samples))
+
+
+@dataclass
+class CellComparison:
+    environment: str
+    label: str
+    metric: str
+    unit: str
+    a: CellStats
+    b: CellStats
+    ratio: Interval  # median(B) / median(A)
+    pvalue: float | None
+    verdict: str
+    notes: list[str] = field(default_factory=list)
+    a_cell: Cell | None = None
+    b_cell: Cell | None = None
+
+    @property
+    def change(self) -> float:
+        """Relative change of the number itself (+0.10 = B's median is 10% larger)."""
+        return self.ratio.value - 1
+
+
+@dataclass
+class Comparison:
+    a: Side
+    b: Side
+    cells: list[CellComparison]
+    unpaired: list[tuple[str, str]]  # (what, why)
+    threshold: float
+    alpha: float
+    resamples: int
+
+    def count(self, verdict: str) -> int:
+        return sum(cell.verdict == verdict for cell in self.cells)
+
+    @property
+    def regressions(self) -> list[CellComparison]:
+        return [cell for cell in self.cells if cell.verdict == SLOWER]
+
+
+def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA,
+            ignore_spec: tuple[str, ...] = ()) -> Comparison:
+    """Pair cells whose environment spec and workload parameters match; judge each pair."""
+    pairs, unpaired = pair_cells(a, b, ignore_spec)
+    total = sum(len(x.values) + len(y.values) for x, y in pairs)
+    resamples = stats.resamples_for(total)
+    a_stats = stats.describe([x.values for x, _ in pairs], resamples)
+    b_stats = stats.describe([y.values for _, y in pairs], resamples)
+    ratios = stats.ratio_intervals([(x.values, y.values) for x, y in pairs], resamples)
+    pvalues = stats.permutation_pvalues([(x.values, y.values) for x, y in pairs])
+    cells = []
+    for (x, y), sa, sb, ratio, pvalue in zip(pairs, a_stats, b_stats, ratios, pvalues):
+        ratio = ratio or Interval(float("nan"))
+        verdict = judge(ratio.value, pvalue, x.unit, threshold, alpha)
+        cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
+                                    pvalue, verdict, _notes(x, y, sa, sb, alpha), x, y))
+    return Comparison(a, b, cells, unpaired, threshold, alpha, resamples)
+
+
+def judge(ratio: float, pvalue: float | None, unit: str, threshold: float, alpha: float) -> str:
+    """faster/slower needs both: significance (p < alpha) and a change beyond the threshold."""
+    if pvalue is None or pvalue >= alpha or not abs(ratio - 1) > threshold:
+        return SAME
+    bigger_is_slower = not higher_is_better(unit)
+    return SLOWER if (ratio > 1) == bigger_is_slower else FASTER
+
+
+def _notes(x: Cell, y: Cell, sa: CellStats, sb: CellStats, alpha: float) -> list[str]:
+    notes = []
+    if stats.smallest_pvalue(x.n, y.n) >= alpha:
+        notes.append(f"too few runs to show a change (n={x.n} and {y.n}; at least 5 each "
+                     f"are needed for p < {alpha:g})")
+    for name, described, cell in (("A", sa, x), ("B", sb, y)):
+        flags = list(dict.fromkeys([*cell.flags, *described.flags]))
+        if flags:
+            notes.append(f"{name}: {', '.join(flags)}")
+    for name, cell in (("A", x), ("B", y)):
+        if cell.problems:
+            notes.append(f"{name}: {len(cell.problems)} run(s) not ok")
+    return notes
+
+
+def pair_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = ()
+               ) -> tuple[list[tuple[Cell, Cell]], list[tuple[str, str]]]:
+    """The (A cell, B cell) pairs to compare, and every cell or group that could not be paired."""
+    unpaired: list[tuple[str, str]] = []
+    environments = _paired_environments(a, b, ignore_spec, unpaired)
+    labels = _paired_labels(a, b, unpaired)
+    pairs = []
+    for label in labels:
+        metrics_a = {metric: unit for lab, metric, unit in a.results.rows if lab == label and metric}
+        metrics_b = {metric: unit for lab, metric, unit in b.results.rows if lab == label and metric}
+        for metric in metrics_a.keys() - metrics_b.keys():
+            unpaired.append((f"{label} {metric}", "measured only in A"))
+        for metric in metrics_b.keys() - metrics_a.keys():
+            unpaired.append((f"{label} {metric}", "measured only in B"))
+        for metric, unit in metrics_a.items():
+            if metric not in metrics_b:
+                continue
+            if metrics_b[metric] != unit:
+                unpaired.append((f"{label} {metric}", f"unit {unit} in A, {metrics_b[metric]} in B"))
+                continue
+            for env in environments:
+                x, y = a.results.cells[(label, metric)][env], b.results.cells[(label, metric)][env]
+                missing = [name for name, cell in (("A", x), ("B", y)) if not cell.values]
+                if missing:
+                    unpaired.append((f"{env} {label} {metric}",
+                                     f"no successful run in {' and '.join(missing)}"))
+                else:
+                    pairs.append((x, y))
+    return pairs, unpaired
+
+
+def _paired_environments(a: Side, b: Side, ignore: tuple[str, ...],
+                         unpaired: list[tuple[str, str]]) -> list[str]:
+    paired = []
+    for name in a.results.environments:
+        if name not in b.specs:
+            unpaired.append((f"environment {name}", "only in A"))
+            continue
+        differing = _differences(a.specs[name], b.specs[name], ("name", *ignore))
+        if differing:
+            unpaired.append((f"environment {name}", "spec differs in " + ", ".join(differing)
+                             + " (fix: --ignore-spec KEY if that difference is the point)"))
+        else:
+            paired.append(name)
+    unpaired += [(f"environment {name}", "only in B") for name in b.results.environments
+                 if name not in a.specs]
+    return paired
+
+
+def _paired_labels(a: Side, b: Side, unpaired: list[tuple[str, str]]) -> list[str]:
+    labels_a = list(dict.fromkeys(label for label, _m, _u in a.results.rows))
+    labels_b = set(label for label, _m, _u in b.results.rows)
+    paired = []
+    for label in labels_a:
+        if label not in labels_b:
+            unpaired.append((f"workload {label}", "only in A"))
+            continue
+        differing = _differences(a.params.get(label, {}), b.params.get(label, {}), ())
+        if differing:
+            unpaired.append((f"workload {label}", "parameters differ in " + ", ".join(differing)))
+        else:
+            paired.append(label)
+    unpaired += [(f"workload {label}", "only in B") for label in
+                 dict.fromkeys(label for label, _m, _u in b.results.rows) if label not in labels_a]
+    return paired
+
+
+def _differences(x: dict[str, Any], y: dict[str, Any], ignore: tuple[str, ...]) -> list[str]:
+    keys = sorted((x.keys() | y.keys()) - set(ignore))
+    return [key for key in keys if json.dumps(x.get(key), sort_keys=True, default=str)
+            != json.dumps(y.get(key), sort_keys=True, default=str)]

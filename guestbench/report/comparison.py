@@ -1,0 +1,104 @@
+"""`guestbench compare`: the comparison as tables (terminal, markdown) or a JSON document."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from guestbench import __version__
+from guestbench.analysis.compare import SLOWER, Comparison, CellComparison, Side
+from guestbench.analysis.stats import CONFIDENCE, PERMUTATIONS
+from guestbench.report.model import Table, format_interval, format_percent, format_value
+
+JSON_SCHEMA_VERSION = 1
+
+
+def _name(side: Side) -> str:
+    campaign = side.campaign
+    return f"campaign {campaign['id']} '{campaign['name']}' ({campaign['created_at']:%Y-%m-%d %H:%M} UTC)"
+
+
+def tables(comparison: Comparison) -> list[Table]:
+    a, b = comparison.a, comparison.b
+    table = Table(f"Compare: A = {_name(a)}, B = {_name(b)}",
+                  ["environment", "workload", "metric", "A median", "B median",
+                   f"B/A [{CONFIDENCE:.0%} CI]", "p", "verdict", "notes"], [], label_columns=3,
+                  name="compare", note=_note(comparison))
+    for cell in comparison.cells:
+        table.add([cell.environment, cell.label, f"{cell.metric} ({cell.unit})",
+                   f"{format_value(cell.a.median)} n={cell.a.n}",
+                   f"{format_value(cell.b.median)} n={cell.b.n}", _ratio(cell),
+                   "-" if cell.pvalue is None else f"{cell.pvalue:.3g}",
+                   cell.verdict.upper() if cell.verdict == SLOWER else cell.verdict,
+                   "; ".join(cell.notes) or "-"],
+                  [(cell.environment, cell.label)] * 6)
+    out = [table]
+    if comparison.unpaired:
+        unpaired = Table("Not compared", ["what", "why"], [], label_columns=1, name="unpaired")
+        for what, why in comparison.unpaired:
+            unpaired.add([what, why])
+        out.append(unpaired)
+    return out
+
+
+def _ratio(cell: CellComparison) -> str:
+    if math.isnan(cell.ratio.value):
+        return "-"
+    return f"{format_interval(cell.ratio)} ({cell.change * 100:+.1f}%)"
+
+
+def _note(comparison: Comparison) -> str:
+    hosts = ""
+    facts_a, facts_b = comparison.a.campaign["host_facts"], comparison.b.campaign["host_facts"]
+    differing = [key for key in ("hostname", "cpu_model", "kernel", "logical_cpus")
+                 if facts_a.get(key) != facts_b.get(key)]
+    if differing:
+        hosts = " The hosts differ in " + ", ".join(
+            f"{key} ({facts_a.get(key)} / {facts_b.get(key)})" for key in differing) + "."
+    return (f"{len(comparison.cells)} cells compared: {comparison.count('slower')} slower, "
+            f"{comparison.count('faster')} faster, {comparison.count('same')} same; "
+            + (f"{len(comparison.unpaired)} not compared (listed below)." if comparison.unpaired
+               else "every cell paired.") + hosts +
+            f" A verdict needs both a permutation-test p < {comparison.alpha:g} (difference of "
+            f"mean log values, up to {PERMUTATIONS} permutations, exact when fewer splits exist) "
+            "and a "
+            f"change beyond {format_percent(comparison.threshold)}; slower means a larger time "
+            "or a smaller throughput in B.")
+
+
+def document(comparison: Comparison) -> dict[str, Any]:
+    return {
+        "schema": "guestbench-compare",
+        "schema_version": JSON_SCHEMA_VERSION,
+        "generated_by": f"guestbench {__version__}",
+        "a": _campaign(comparison.a), "b": _campaign(comparison.b),
+        "threshold": comparison.threshold, "alpha": comparison.alpha,
+        "bootstrap_resamples": comparison.resamples,
+        "summary": {verdict: comparison.count(verdict) for verdict in ("slower", "faster", "same")},
+        "cells": [_cell(cell) for cell in comparison.cells],
+        "unpaired": [{"what": what, "why": why} for what, why in comparison.unpaired],
+    }
+
+
+def _campaign(side: Side) -> dict[str, Any]:
+    campaign = side.campaign
+    return {"id": campaign["id"], "name": campaign["name"],
+            "created_at": campaign["created_at"].isoformat(), "host": campaign["host_facts"]}
+
+
+def _cell(cell: CellComparison) -> dict[str, Any]:
+    def described(stats) -> dict[str, Any]:
+        return {"n": stats.n, "median": stats.median, "ci": [stats.ci_low, stats.ci_high],
+                "cv": stats.cv, "flags": stats.flags}
+
+    ratio = cell.ratio
+    return {"environment": cell.environment, "workload": cell.label, "metric": cell.metric,
+            "unit": cell.unit, "a": described(cell.a), "b": described(cell.b),
+            "ratio": None if math.isnan(ratio.value) else ratio.value,
+            "ratio_ci": [ratio.low, ratio.high], "pvalue": cell.pvalue, "verdict": cell.verdict,
+            "notes": cell.notes}
+
+
+def render_json(comparison: Comparison) -> str:
+    return json.dumps(document(comparison), indent=2) + "\n"
