@@ -148,7 +148,7 @@ def _block_stats(block: np.ndarray, ci_low: np.ndarray, ci_high: np.ndarray) -> 
     fence = OUTLIER_IQR * (high_quartile - low_quartile)
     beyond = (block < (low_quartile - fence)[:, None]) | (block > (high_quartile + fence)[:, None])
     outliers = beyond.sum(axis=1) if size >= 4 else np.zeros(rows, dtype=int)
-    maybe_modes = _bimodality_coefficient(block) > BIMODALITY_SCREEN
+    maybe_modes = _bimodality_coefficient(_logs(block)) > BIMODALITY_SCREEN
     return [CellStats(
         n=size, median=float(median[row]), mean=float(mean[row]),
         minimum=float(block[row].min()), maximum=float(block[row].max()),
@@ -166,7 +166,7 @@ def _number(value: float) -> float | None:
 # Sarle's bimodality coefficient is 5/9 for a uniform distribution, 1/3 for a
 # normal one and approaches 1 for two separate clusters: a cheap, vectorised
 # screen before the kernel density estimate, which is the judge.
-BIMODALITY_SCREEN = 0.5
+BIMODALITY_SCREEN = 5 / 9
 
 
 def _bimodality_coefficient(block: np.ndarray) -> np.ndarray:
@@ -201,10 +201,15 @@ def is_multimodal(values: np.ndarray) -> bool:
     """Do the values form separate clusters? Peaks of a Gaussian KDE, each holding a real share.
 
     Silverman's bandwidth oversmooths two close clusters rather than splitting
-    one: it errs towards calling a cell unimodal.
+    one: it errs towards calling a cell unimodal. Positive values are judged
+    on a log scale.
     """
     if values.size < MULTIMODAL_MIN_N or np.ptp(values) == 0:
         return False
+    if np.all(values > 0):
+        # timings spread multiplicatively: on a log scale a tight cluster at
+        # 2.5 us and a loose one at 20-34 us get comparable widths
+        values = np.log(values)
     try:
         kde = stats.gaussian_kde(values, bw_method="silverman")
     except (np.linalg.LinAlgError, ValueError):  # all but one value equal

@@ -1,0 +1,143 @@
+"""guestbench compare: pairing like with like, verdicts, exit codes (fake environment, real CLI)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from guestbench.analysis.compare import FASTER, SAME, SLOWER, judge
+from tests.unit.test_cli import fake_agent, invoke  # noqa: F401 - fixture
+
+PLAN = """\
+[campaign]
+name = "{name}"
+repeat = {repeat}
+timeout_s = 5
+
+[[environment]]
+name = "base"
+kind = "fake"
+
+[[environment]]
+name = "vm"
+kind = "fake"
+scale = {scale}
+
+[[workload]]
+name = "{workload}"
+{extra}"""
+
+
+@pytest.fixture
+def campaign(tmp_path: Path, fake_agent: Path):  # noqa: F811 - the fixture imported above
+    url = f"sqlite:///{tmp_path / 'ab.sqlite'}"
+
+    def run(name: str, scale: float = 1.0, repeat: int = 5, extra: str = "",
+            workload: str = "getpid") -> str:
+        plan = tmp_path / f"{name}.toml"
+        plan.write_text(PLAN.format(name=name, scale=scale, repeat=repeat, extra=extra,
+                                    workload=workload))
+        result = invoke(["run", str(plan), "--db", url, "--quiet"], fake_agent)
+        assert result.exit_code == 0, result.output
+        return name
+
+    run.url = url
+    run.agent = fake_agent
+    return run
+
+
+def compare(campaign, *args: str):
+    return invoke(["compare", *args, "--db", campaign.url], campaign.agent)
+
+
+def test_a_against_a_is_same_everywhere(campaign) -> None:
+    campaign("a1"), campaign("a2")
+    result = compare(campaign, "a1", "a2", "--format", "json", "--fail-on-regression")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["schema"] == "guestbench-compare"
+    assert document["summary"] == {"slower": 0, "faster": 0, "same": 4}
+    assert {cell["verdict"] for cell in document["cells"]} == {SAME}
+    assert document["unpaired"] == []
+
+
+def test_a_slowed_environment_is_slower_and_fails_the_check(campaign) -> None:
+    campaign("before"), campaign("after", scale=1.2)
+    plain = compare(campaign, "before", "after")
+    assert plain.exit_code == 0  # a spec change is not paired by default
+    assert "spec differs in scale" in plain.output
+    result = compare(campaign, "before", "after", "--ignore-spec", "scale",
+                     "--fail-on-regression", "--format", "json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    verdicts = {(c["environment"], c["metric"]): c["verdict"] for c in document["cells"]}
+    assert verdicts == {("base", "time_per_op"): SAME, ("base", "tsc_per_op"): SAME,
+                        ("vm", "time_per_op"): SLOWER, ("vm", "tsc_per_op"): SLOWER}
+    vm = next(c for c in document["cells"] if c["environment"] == "vm")
+    assert vm["ratio"] == pytest.approx(1.2)
+    assert vm["ratio_ci"][0] > 1.05 and vm["pvalue"] < 0.01
+    assert "cell(s) slower in B" in result.stderr
+
+
+def test_the_reverse_is_faster_and_passes_the_check(campaign) -> None:
+    campaign("slow", scale=1.2), campaign("fast")
+    result = compare(campaign, "slow", "fast", "--ignore-spec", "scale", "--fail-on-regression")
+    assert result.exit_code == 0, result.output
+    assert "faster" in result.output and "SLOWER" not in result.output
+
+
+def test_too_few_runs_never_give_a_verdict_and_say_why(campaign) -> None:
+    campaign("few", repeat=3), campaign("few-slow", scale=2.0, repeat=3)
+    result = compare(campaign, "few", "few-slow", "--ignore-spec", "scale", "--format", "json")
+    document = json.loads(result.output)
+    vm = next(c for c in document["cells"] if c["environment"] == "vm")
+    assert vm["verdict"] == SAME and vm["ratio"] == pytest.approx(2.0)
+    assert any("too few runs" in note for note in vm["notes"])
+
+
+def test_cells_that_cannot_be_paired_are_listed(campaign) -> None:
+    campaign("one"), campaign("two", extra='\n[[workload]]\nname = "sched_yield"\n')
+    result = compare(campaign, "one", "two", "--format", "json")
+    unpaired = {row["what"]: row["why"] for row in json.loads(result.output)["unpaired"]}
+    assert unpaired == {"workload sched_yield": "only in B"}
+
+
+def test_markdown_output(campaign) -> None:
+    campaign("m1"), campaign("m2")
+    result = compare(campaign, "m1", "m2", "--format", "markdown")
+    assert result.exit_code == 0
+    assert result.output.startswith("### Compare: A = campaign 1 'm1'")
+    assert "| base | getpid | time_per_op (ns) |" in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope", "m1"], "no campaign 'nope'"),
+    (["m1", "m1", "--threshold", "-1"], "--threshold"),
+    (["m1", "m1", "--alpha", "2"], "--alpha"),
+])
+def test_bad_input_exits_2(campaign, args, message) -> None:
+    campaign("m1")
+    result = compare(campaign, *args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_nothing_to_pair_exits_2_and_says_why(campaign) -> None:
+    campaign("x"), campaign("y", workload="sched_yield")
+    result = compare(campaign, "x", "y")
+    assert result.exit_code == 2
+    assert "no cell of campaign x pairs with one of y" in result.output
+    assert "workload getpid: only in A" in result.output
+
+
+@pytest.mark.parametrize("ratio, pvalue, unit, verdict", [
+    (1.20, 0.001, "ns", SLOWER), (0.80, 0.001, "ns", FASTER),
+    (0.80, 0.001, "MB/s", SLOWER), (1.20, 0.001, "MB/s", FASTER),
+    (1.04, 0.0001, "ns", SAME),  # significant but within the 5% noise threshold
+    (1.50, 0.02, "ns", SAME),  # large but not significant
+    (1.50, None, "ns", SAME),
+])
+def test_judge(ratio, pvalue, unit, verdict) -> None:
+    assert judge(ratio, pvalue, unit, 0.05, 0.01) == verdict

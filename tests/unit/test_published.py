@@ -1,0 +1,158 @@
+"""report.published: the table shapes people publish, from recorded-shape samples in a store."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from guestbench.report import model, published
+from guestbench.store import RunRecord
+from tests.unit.test_report import FACTS, STARTED
+from tests.unit.test_stats import HOGGED_SCHED_YIELD, NATIVE_GETPID, PIPE_SWITCH_FREE_US
+
+
+class Campaign:
+    """A campaign written straight into the store, run by run."""
+
+    def __init__(self, store, environments: dict[str, dict], baseline: str | None = None) -> None:
+        self.store = store
+        self.id = store.create_campaign("published", {"source": "test"}, FACTS, "fp", baseline,
+                                        "/logs", "0.1.0")
+        self.env_ids = {name: store.add_environment(self.id, name, spec.get("kind", "fake"),
+                                                    {"name": name, **spec}, True, "ok", position)
+                        for position, (name, spec) in enumerate(environments.items())}
+        self.repetition = 0
+
+    def run(self, env: str, workload: str, samples, label: str | None = None,
+            status: str = "ok", reason: str = "") -> None:
+        self.repetition += 1
+        self.store.add_run(self.id, RunRecord(
+            self.env_ids[env], workload, label or workload, {}, self.repetition, status, reason,
+            STARTED, 0.5, f"/logs/{env}/{label or workload}/rep{self.repetition}",
+            tuple(samples)))
+
+    def tables(self, **load) -> dict[str, model.Table]:
+        report = model.load(self.store, str(self.id), **load)
+        return {table.name: table for table in published.tables(report)}
+
+
+def micro(time_ns: float) -> list[tuple[str, str, float]]:
+    return [("time_per_op", "ns", time_ns), ("tsc_per_op", "cycles", time_ns * 2.6),
+            ("iterations", "count", 1024.0)]
+
+
+def stream(bandwidth: float) -> list[tuple[str, str, float]]:
+    out = []
+    for kernel in published.STREAM_KERNELS:
+        out += [(f"{kernel}_bandwidth", "MB/s", bandwidth), (f"{kernel}_time_avg", "s", 0.011),
+                (f"{kernel}_time_min", "s", 0.010), (f"{kernel}_time_max", "s", 0.013)]
+    return out + [("array_mib", "MiB", 128.0)]
+
+
+@pytest.fixture
+def basic(store) -> Campaign:
+    campaign = Campaign(store, {"native": {"kind": "native"}, "sandbox": {"kind": "oci"}},
+                        baseline="native")
+    for value in NATIVE_GETPID:
+        campaign.run("native", "getpid", micro(value))
+        campaign.run("sandbox", "getpid", micro(value * 300))
+        campaign.run("native", "stream", stream(24000.0))
+        campaign.run("sandbox", "stream", stream(12000.0))
+    for value in HOGGED_SCHED_YIELD:
+        campaign.run("native", "sched_yield", micro(value))
+    campaign.run("sandbox", "sched_yield", (), status="timeout", reason="killed after 5 s")
+    return campaign
+
+
+def row(table: model.Table, first: str) -> list[str]:
+    return next(r for r in table.rows if r[0] == first)
+
+
+def test_basic_costs_in_cycles_and_ns(basic) -> None:
+    table = basic.tables()["basic"]
+    assert table.header == ["activity", "native", "sandbox"]
+    native, sandbox = row(table, "getpid")[1:]
+    assert native.startswith("365.8 cyc (140.7 ns)")
+    assert sandbox.startswith("109.7k cyc (42.21k ns)")
+    assert row(table, "sched_yield")[2].startswith("⧗ timeout [")
+    assert "!unstable" in row(table, "sched_yield")[1]
+
+
+def test_stream_per_kernel_with_bandwidth_and_times(basic) -> None:
+    table = basic.tables()["stream-stream"]
+    assert table.header[2:] == ["bandwidth MB/s", "avg time s", "min time s", "max time s"]
+    assert [r[:2] for r in table.rows[:2]] == [["Copy", "native"], ["Copy", "sandbox"]]
+    assert table.rows[0][2:] == ["24000.0", "0.011000", "0.010000", "0.013000"]
+    assert {r[0] for r in table.rows} == {"Copy", "Scale", "Add", "Triad"}
+
+
+def test_percent_of_baseline_with_geometric_mean(basic) -> None:
+    table = basic.tables()["percent"]
+    assert table.header == ["environment", "getpid", "stream", "sched_yield",
+                            "geometric mean [95% CI]"]
+    native = row(table, "native")
+    assert native[1].startswith("100 !outliers(1) [") and native[2] == "100"
+    assert native[3].startswith("100 !unstable [") and native[4] == "100"
+    sandbox = row(table, "sandbox")
+    assert sandbox[1].startswith("0.333 ")  # 300x slower (and an outlier, as native)
+    assert sandbox[3].startswith("⧗ timeout")
+    assert sandbox[2] == "50"  # half the bandwidth
+    geomean, interval = re.fullmatch(r"(\S+) \[(\S+)\] \(2 of 3\)", sandbox[4]).groups()
+    assert float(geomean) == pytest.approx(100 / (300 * 2) ** 0.5, rel=0.01)
+    assert "stream: triad_bandwidth" in table.note
+
+
+def test_statistics_per_cell(basic) -> None:
+    table = basic.tables()["statistics"]
+    assert table.header[3:] == ["n", "median", "mean", "min", "max", "stdev", "CV",
+                                "95% CI of median", "flags", "repetitions stopped"]
+    getpid = next(r for r in table.rows if r[:3] == ["getpid", "time_per_op (ns)", "native"])
+    assert getpid[3] == "6" and getpid[4] == "140.7"
+    assert re.fullmatch(r"\d+(\.\d+)?-\d+(\.\d+)?", getpid[10])
+    assert "!outliers(1)" in getpid[11]
+
+
+@pytest.mark.parametrize("values, flag", [
+    (HOGGED_SCHED_YIELD, "unstable"), (PIPE_SWITCH_FREE_US, "multimodal"),
+    (NATIVE_GETPID, "outliers")])
+def test_each_flag_marks_its_cell_in_every_table_with_a_footnote(store, values, flag) -> None:
+    campaign = Campaign(store, {"e": {}})
+    for value in values:
+        campaign.run("e", "pipe_switch", micro(value))
+    report = model.load(store, str(campaign.id))
+    tables = published.tables(report)
+    text = tables[0].rows[0][2]
+    assert re.search(rf"[!,]{flag}\b", text), text
+    numbers = re.findall(r"\[(\d+)\]", text)
+    assert any(line.startswith(f"[{number}] e: {flag}: ") for line in tables[-1].footnotes
+               for number in numbers)
+    assert flag in model.FLAG_MEANINGS
+
+
+def test_scaling_vcpus_by_placement_against_a_chosen_cell(store) -> None:
+    names = {}
+    for kernel in ("nova", "foc"):
+        for vcpus in (1, 2):
+            for placement in ("same", "disjoint"):
+                name = f"{kernel}-vcpus{vcpus}-placement{placement}"
+                names[name] = {"kind": "qemu", "vcpus": vcpus, "placement": placement,
+                               "kernel": f"/boot/{kernel}"}
+    campaign = Campaign(store, names, baseline="nova-vcpus1-placementdisjoint")
+    seconds = {"nova": 719.0, "foc": 964.0}
+    for name, spec in names.items():
+        kernel = name.split("-")[0]
+        value = seconds[kernel] / spec["vcpus"] * (1.05 if spec["placement"] == "same" else 1.0)
+        for _ in range(3):
+            campaign.run(name, "build", [("elapsed", "s", value)])
+    table = campaign.tables()["scaling-build"]
+    assert table.header == ["environment", "1 (same)", "1 (disjoint)", "2 (same)", "2 (disjoint)"]
+    assert "against nova-vcpus1-placementdisjoint" in table.title
+    assert row(table, "nova")[1:] == ["755 s (+5%)", "719 s (+0%)", "377.5 s (-48%)",
+                                      "359.5 s (-50%)"]
+    assert row(table, "foc")[2] == "964 s (+34%)"
+    assert table.sources[0][0] == ("nova-vcpus1-placementsame", "build")
+
+
+def test_no_scaling_table_without_a_vcpu_or_placement_sweep(basic) -> None:
+    assert not [name for name in basic.tables() if name.startswith("scaling")]

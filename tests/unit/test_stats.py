@@ -1,0 +1,163 @@
+"""analysis.stats: intervals, ratios, geometric means, permutation tests and the cell flags."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from guestbench.analysis import stats
+
+# Recorded on this project's 2-vCPU test host: getpid ns per op over 6 fresh runs each.
+NATIVE_GETPID = [140.0, 141.64, 139.52, 140.72, 148.37, 140.68]
+# The same, with two busy loops on the host's two CPUs (a deliberately slowed B).
+HOGGED_GETPID = [180.9, 151.19, 201.5, 231.22, 201.26, 232.65]
+# sched_yield with the CPU hogs: the spread is a third of the mean.
+HOGGED_SCHED_YIELD = [1097.61, 682.22, 844.8, 928.67, 769.6, 769.07]
+# pipe_switch with placement "free": same-CPU switches (~2.5 us) mixed with
+# cross-CPU wake-ups (20-34 us), the shape seen here before placement was pinned.
+PIPE_SWITCH_FREE_US = [2.54, 2.55, 2.53, 21.3, 2.54, 24.1, 2.56, 33.2, 2.55, 22.8, 2.53, 27.9]
+
+
+def one(values) -> stats.CellStats:
+    return stats.describe([values])[0]
+
+
+def test_location_and_spread() -> None:
+    described = one(NATIVE_GETPID)
+    assert described.n == 6
+    assert described.median == pytest.approx(np.median(NATIVE_GETPID))
+    assert described.mean == pytest.approx(np.mean(NATIVE_GETPID))
+    assert (described.minimum, described.maximum) == (139.52, 148.37)
+    assert described.stdev == pytest.approx(np.std(NATIVE_GETPID, ddof=1))
+    assert described.cv == pytest.approx(described.stdev / described.mean)
+
+
+def test_bootstrap_interval_holds_the_median_and_stays_inside_the_values() -> None:
+    described = one(NATIVE_GETPID)
+    assert min(NATIVE_GETPID) <= described.ci_low <= described.median <= described.ci_high
+    assert described.ci_high <= max(NATIVE_GETPID)
+    assert described.half_width == pytest.approx(
+        (described.ci_high - described.ci_low) / 2 / described.median)
+
+
+def test_the_same_values_always_give_the_same_interval() -> None:
+    assert stats.median_ci(HOGGED_GETPID) == stats.median_ci(list(HOGGED_GETPID))
+
+
+def test_more_runs_give_a_narrower_interval() -> None:
+    rng = np.random.default_rng(7)
+    widths = [one(rng.normal(100, 2, n)).half_width for n in (5, 20, 200)]
+    assert widths[0] > widths[1] > widths[2]
+
+
+def test_interval_needs_three_values_and_a_constant_cell_has_a_point_interval() -> None:
+    assert one([1.0, 2.0]).ci_low is None and one([1.0, 2.0]).half_width is None
+    assert stats.median_ci([5.0, 5.0, 5.0]) == (5.0, 5.0)
+    assert one([7.0]).stdev is None and one([7.0]).cv is None
+
+
+def test_cells_of_any_sizes_in_one_call_keep_their_order() -> None:
+    cells = [[1.0, 2.0, 3.0], [10.0], [5.0, 6.0, 7.0, 8.0], [2.0, 2.0, 2.0]]
+    described = stats.describe(cells)
+    assert [cell.n for cell in described] == [3, 1, 4, 3]
+    assert [cell.median for cell in described] == [2.0, 10.0, 6.5, 2.0]
+
+
+def test_fast_median_matches_numpy() -> None:
+    rng = np.random.default_rng(1)
+    for size in (1, 2, 3, 4, 7, 10):
+        block = rng.random((5, size))
+        assert np.allclose(stats.fast_median(block), np.median(block, axis=-1))
+        assert np.allclose(stats.fast_median(block.T, axis=0), np.median(block, axis=-1))
+
+
+# -- flags ------------------------------------------------------------------------
+
+def test_unstable_from_recorded_samples() -> None:
+    assert one(HOGGED_SCHED_YIELD).unstable
+    assert "unstable" in one(HOGGED_SCHED_YIELD).flags
+    assert not one(NATIVE_GETPID).unstable  # CV ~2%
+
+
+def test_outliers_counted_beyond_tukeys_fences() -> None:
+    described = one(NATIVE_GETPID)  # 148.37 among ~140s
+    assert described.outliers == 1 and "outliers" in described.flags
+    assert one([100.0, 101.0, 99.0, 100.5, 99.5, 100.2]).outliers == 0
+    assert one([1.0, 100.0, 2.0]).outliers == 0  # too few values to have quartiles
+
+
+def test_multimodal_from_two_clusters() -> None:
+    described = one(PIPE_SWITCH_FREE_US)
+    assert described.multimodal and "multimodal" in described.flags
+
+
+def test_not_multimodal_for_one_cluster_with_an_outlier_or_too_few_values() -> None:
+    rng = np.random.default_rng(3)
+    assert not one(rng.normal(100, 1, 40)).multimodal
+    assert not one(np.r_[rng.normal(100, 1, 29), 200.0]).multimodal  # one value is no cluster
+    assert not one(PIPE_SWITCH_FREE_US[:6]).multimodal  # under MULTIMODAL_MIN_N
+    assert not one([3.0] * 12).multimodal
+
+
+def test_a_stable_cell_has_no_flag() -> None:
+    assert one([100.0, 100.4, 99.8, 100.1, 99.9, 100.2, 100.3, 99.7]).flags == []
+
+
+# -- ratios and geometric means -----------------------------------------------------
+
+def test_ratio_interval_brackets_the_ratio_of_medians() -> None:
+    (interval,) = stats.ratio_intervals([(NATIVE_GETPID, HOGGED_GETPID)])
+    assert interval.value == pytest.approx(np.median(HOGGED_GETPID) / np.median(NATIVE_GETPID))
+    assert interval.low < interval.value < interval.high
+    assert interval.low > 1  # clearly slower
+
+
+def test_ratio_of_a_cell_to_itself_is_one_with_an_honest_interval() -> None:
+    (interval,) = stats.ratio_intervals([(NATIVE_GETPID, NATIVE_GETPID)])
+    assert interval.value == 1.0
+    assert interval.low < 1 < interval.high  # both sides resampled independently
+
+
+def test_ratio_interval_needs_three_values_per_side() -> None:
+    (interval,) = stats.ratio_intervals([([1.0, 1.1], [2.0, 2.1, 2.2])])
+    assert interval.low is None and interval.value == pytest.approx(2.1 / 1.05)
+    assert stats.ratio_intervals([([], [1.0])]) == [None]
+
+
+def test_geometric_mean_interval() -> None:
+    pairs = [(NATIVE_GETPID, HOGGED_GETPID), ([10.0, 10.1, 9.9], [20.0, 20.2, 19.8])]
+    interval = stats.geometric_mean_interval(pairs)
+    expected = math.sqrt(np.median(HOGGED_GETPID) / np.median(NATIVE_GETPID) * 2.0)
+    assert interval.value == pytest.approx(expected)
+    assert interval.low < interval.value < interval.high
+    assert stats.geometric_mean_interval([([1.0], [2.0])]).low is None
+    assert stats.geometric_mean_interval([([0.0, 1.0, 2.0], [1.0, 2.0, 3.0])]) is None
+
+
+# -- permutation tests ----------------------------------------------------------------
+
+def test_permutation_test_separates_a_real_change_from_noise() -> None:
+    slowed, same = stats.permutation_pvalues([(NATIVE_GETPID, HOGGED_GETPID),
+                                              (NATIVE_GETPID[:3], NATIVE_GETPID[3:])])
+    # no overlap at all: the observed split is the most extreme of the 924 (exact test)
+    assert slowed == pytest.approx(stats.smallest_pvalue(6, 6))
+    assert slowed < 0.01
+    assert same > 0.1
+
+
+def test_permutation_test_needs_two_values_a_side_and_ties_give_one() -> None:
+    assert stats.permutation_pvalues([([1.0], [2.0, 3.0])]) == [None]
+    assert stats.permutation_pvalues([([4.0, 4.0], [4.0, 4.0, 4.0])]) == [1.0]
+
+
+def test_smallest_pvalue() -> None:
+    assert stats.smallest_pvalue(5, 5) == pytest.approx(2 / 252)
+    assert stats.smallest_pvalue(3, 3) == pytest.approx(0.1)
+
+
+def test_resamples_shrink_only_past_the_work_budget() -> None:
+    assert stats.resamples_for(1000) == stats.RESAMPLES
+    many = stats.resamples_for(10_000_000)
+    assert stats.MIN_RESAMPLES <= many < stats.RESAMPLES
