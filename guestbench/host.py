@@ -147,10 +147,8 @@ def noise_snapshot(host: Host) -> dict[str, Any]:
 def snapshot_of(loadavg_text: str, stat_text: str, governors: dict[str, str] | None,
                 logical_cpus: int, virtualised: bool) -> dict[str, Any]:
     """A snapshot from the text of /proc/loadavg and /proc/stat; governors None without cpufreq."""
-    fields = loadavg_text.split()[:3]
-    return {"load_avg": [float(value) for value in fields] if len(fields) == 3 else None,
-            "logical_cpus": logical_cpus, "governors": governors,
-            "cpu_ticks": _cpu_ticks(stat_text), "virtualised": virtualised}
+    return {"load_avg": _load_avg(loadavg_text), "logical_cpus": logical_cpus,
+            "governors": governors, "cpu_ticks": _cpu_ticks(stat_text), "virtualised": virtualised}
 
 
 def noise_checks(before: dict[str, Any], after: dict[str, Any] | None) -> dict[str, Any]:
@@ -217,10 +215,21 @@ def _load_1min(snapshot: dict[str, Any]) -> float | None:
     return snapshot["load_avg"][0] if snapshot["load_avg"] else None
 
 
+# A check never fails a campaign: text that does not parse gives an unknown (None).
+def _load_avg(loadavg_text: str) -> list[float] | None:
+    try:
+        return [float(value) for value in loadavg_text.split()[:3]] or None
+    except ValueError:
+        return None
+
+
 def _cpu_ticks(stat_text: str) -> dict[str, int] | None:
     for line in stat_text.splitlines():
         if line.startswith("cpu "):
-            return dict(zip(CPU_TICK_FIELDS, map(int, line.split()[1:])))
+            try:
+                return dict(zip(CPU_TICK_FIELDS, map(int, line.split()[1:])))
+            except ValueError:
+                return None
     return None
 
 
