@@ -46,7 +46,10 @@ def main() -> None:
 @click.argument("plan_file", required=False, type=click.Path(path_type=Path))
 @click.option("--env", "env_names", help="environments to run, comma-separated (presets, or names in PLAN)")
 @click.option("--workload", "workload_names", help="workloads to run, comma-separated")
-@click.option("--repeat", type=int, help="fresh runs of each workload in each environment")
+@click.option("--repeat", metavar="N|auto",
+              help="fresh runs of each workload in each environment, or auto: until the median "
+                   "is known to +/-2% (see [campaign.auto])  [default: auto for micro "
+                   "workloads, 5 for the others]")
 @click.option("--timeout", "timeout_s", type=float, help="per-run timeout, seconds")
 @click.option("--name", help="campaign name")
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="SQLAlchemy URL of the store")
@@ -54,16 +57,16 @@ def main() -> None:
               help="where run logs go  [default: guestbench-logs beside the SQLite file, else ./]")
 @click.option("--quiet", is_flag=True, help="no progress bar and no table")
 def run(plan_file: Path | None, env_names: str | None, workload_names: str | None,
-        repeat: int | None, timeout_s: float | None, name: str | None, db: str,
+        repeat: str | None, timeout_s: float | None, name: str | None, db: str,
         logs_dir: Path | None, quiet: bool) -> None:
     """Run PLAN_FILE (TOML), or the quick suite on every preset, and store every sample."""
     from guestbench import agent, host, plan, store
     from guestbench.runner import Interrupted, Runner
 
     facts = host.collect()
-    overrides = plan.Overrides(_names(env_names, "--env"), _names(workload_names, "--workload"),
-                               repeat, timeout_s, name)
     try:
+        overrides = plan.Overrides(_names(env_names, "--env"), _names(workload_names, "--workload"),
+                                   plan.repeat_flag(repeat), timeout_s, name)
         the_plan = (plan.load(plan_file, facts, overrides) if plan_file
                     else plan.from_flags(facts, overrides))
         agent_path = agent.path()
@@ -328,7 +331,10 @@ class _progress:
     def __enter__(self):
         from guestbench.runner import Progress
         if self.quiet:
-            return Progress()
+            class Warned(Progress):
+                def host_warning(self, message: str) -> None:
+                    click.echo(f"guestbench: warning: {message}", err=True)
+            return Warned()
         from rich.console import Console
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
                                    TimeElapsedColumn, TimeRemainingColumn)
@@ -346,6 +352,13 @@ class _progress:
             def start(self, total_runs: int) -> None:
                 self.task = bar.add_task("starting", total=total_runs)
                 self.said: set[tuple[str, str, str]] = set()
+
+            def total_changed(self, total_runs: int) -> None:
+                bar.update(self.task, total=total_runs)  # an early stop shortens the ETA
+
+            def host_warning(self, message: str) -> None:
+                bar.console.print(f"guestbench: warning: {message}", markup=False,
+                                  highlight=False)
 
             def run_started(self, environment: str, label: str, repetition: int) -> None:
                 bar.update(self.task, description=f"{environment:>10} {label:<14} #{repetition + 1}")

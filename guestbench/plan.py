@@ -2,26 +2,65 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import tomllib
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator)
+from pydantic_core import PydanticCustomError
 
 from guestbench import environments, workloads
 from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
 from guestbench.host import Host
 
-DEFAULT_REPEAT = 3
+AUTO = "auto"
+DEFAULT_REPEAT = 5  # runs of a workload whose family is not repeated adaptively by default
+AUTO_BY_DEFAULT = frozenset({"micro"})  # families whose repeat is "auto" unless a plan says
+MAX_REPEAT = 10000
 DEFAULT_TIMEOUT_S = 120.0
 
 
 class PlanError(Exception):
     """An invalid plan: the message names the file, the field path and the fix."""
+
+
+def _checked_repeat(value: Any) -> int | str:
+    """A whole number of runs or "auto"; strict: `true` or "3" are errors, not 1 or 3."""
+    if value == AUTO or (type(value) is int and 1 <= value <= MAX_REPEAT):
+        return value
+    raise PydanticCustomError(
+        "repeat_value", f'Input should be a whole number from 1 to {MAX_REPEAT}, or "auto"')
+
+
+Repeat = Annotated[int | Literal["auto"], PlainValidator(_checked_repeat)]
+
+
+class AutoSection(BaseModel):
+    """When a cell (one environment x one workload) with repeat = "auto" stops repeating."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    target: float = Field(0.02, gt=0, lt=1,
+                          description="stop once the median's 95% interval is within +/- this "
+                                      "share of the median (0.02 = +/-2%)")
+    min_runs: int = Field(5, ge=3, le=MAX_REPEAT, description="runs before a cell may stop")
+    max_runs: int = Field(30, ge=3, le=MAX_REPEAT, description="runs after which a cell stops")
+    max_cell_s: float = Field(60.0, gt=0, le=7 * 86400,
+                              description="host seconds a cell may take, summed over its runs")
+
+    @model_validator(mode="after")
+    def _max_not_below_min(self) -> "AutoSection":
+        if self.max_runs < self.min_runs:
+            raise PydanticCustomError(
+                "max_below_min", "max_runs ({max_runs}) is below min_runs ({min_runs})",
+                {"max_runs": self.max_runs, "min_runs": self.min_runs})
+        return self
 
 
 class CampaignSection(BaseModel):
@@ -30,11 +69,23 @@ class CampaignSection(BaseModel):
     name: str = Field("quick", pattern=IDENTIFIER, description="campaign name, a plain identifier")
     baseline: str | None = Field(
         None, description="environment the others are normalised to; default native if planned")
-    repeat: int = Field(DEFAULT_REPEAT, ge=1, le=10000,
-                        description="fresh runs of every workload in every environment")
+    repeat: Repeat | None = Field(
+        None, description='fresh runs of every workload in every environment, or "auto"; '
+                          f'default "auto" for {", ".join(sorted(AUTO_BY_DEFAULT))} workloads '
+                          f"and {DEFAULT_REPEAT} for the others")
     timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, le=86400,
                              description="per-run limit; the run is killed and recorded timeout")
     description: str = Field("", description="free text stored with the campaign")
+    auto: AutoSection = Field(default_factory=AutoSection,
+                              description='when repeat = "auto" stops repeating a cell')
+
+
+class WorkloadRepeat(BaseModel):
+    """A [[workload]] table's own repeat, checked apart from the workload's parameters."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    repeat: Repeat
 
 
 class PlanFile(BaseModel):
@@ -54,10 +105,15 @@ class WorkloadCase:
     name: str
     params: workloads.Params
     label: str
+    repeat: int | str | None = None  # runs or "auto"; resolved for every case of a Plan
 
     @property
     def workload(self) -> workloads.Workload:
         return workloads.CATALOGUE[self.name]
+
+    @property
+    def adaptive(self) -> bool:
+        return self.repeat == AUTO
 
 
 @dataclass(frozen=True)
@@ -77,7 +133,7 @@ class Plan:
             "source": self.source,
             "campaign": self.campaign.model_dump(),
             "environments": [spec.model_dump(mode="json") for spec in self.environments],
-            "workloads": [{"name": case.name, "label": case.label,
+            "workloads": [{"name": case.name, "label": case.label, "repeat": case.repeat,
                            "params": case.params.model_dump(mode="json")}
                           for case in self.workloads],
         }
@@ -89,9 +145,20 @@ class Overrides:
 
     environments: tuple[str, ...] = ()
     workloads: tuple[str, ...] = ()
-    repeat: int | None = None
+    repeat: int | str | None = None  # beats every repeat of the plan, per workload too
     timeout_s: float | None = None
     name: str | None = None
+
+
+def repeat_flag(text: str | None) -> int | str | None:
+    """--repeat's text as a number of runs or "auto"; its range is checked with the plan."""
+    if text is None or text.strip() == AUTO:
+        return None if text is None else AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise PlanError(f"--repeat: {text!r} is neither a number of runs nor auto "
+                        "(fix: e.g. --repeat 5, or --repeat auto)") from None
 
 
 def load(path: Path, host: Host, overrides: Overrides = Overrides()) -> Plan:
@@ -141,7 +208,24 @@ def _build(raw: dict[str, Any], source: str, host: Host, overrides: Overrides) -
     specs = _select(specs, overrides.environments, source, "--env", lambda s: s.name)
     cases = _select(cases, overrides.workloads, source, "--workload", lambda c: c.name)
     campaign = _apply(top.campaign, overrides, specs, source)
+    cases = [dataclasses.replace(case, repeat=_resolved_repeat(case, campaign, overrides, source))
+             for case in cases]
     return Plan(campaign, tuple(specs), tuple(cases), source)
+
+
+def _resolved_repeat(case: WorkloadCase, campaign: CampaignSection, overrides: Overrides,
+                     source: str) -> int | str:
+    """--repeat, else the workload's own repeat, else the campaign's, else its family's default."""
+    if overrides.repeat is None and case.repeat is not None:
+        return case.repeat  # checked where it was read
+    if campaign.repeat is None:
+        return AUTO if case.workload.family in AUTO_BY_DEFAULT else DEFAULT_REPEAT
+    if campaign.repeat == AUTO and case.workload.primary_metric is None:
+        where = "--repeat" if overrides.repeat is not None else f"{source}: campaign.repeat"
+        raise PlanError(f"{where}: \"auto\" judges a workload's primary metric and {case.name} "
+                        f"has none (fix: give a whole number, or give the {case.name} workload "
+                        "its own repeat = N in a plan file)")
+    return campaign.repeat
 
 
 def _apply(campaign: CampaignSection, overrides: Overrides, specs: list[EnvironmentSpec],
@@ -203,6 +287,7 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
             raise PlanError(f"{source}: {where}.name: {what} "
                             f"(fix: use one of {', '.join(workloads.CATALOGUE)})")
         workload = workloads.CATALOGUE[name]
+        repeat = _workload_repeat(table, workload, source, where)
         swept = [key for key, value in table.items() if _is_sweep(value, workload.params_model, key)]
         for combination in _sweep(table, workload.params_model, source, where):
             try:
@@ -211,11 +296,26 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
                 raise PlanError(_explain(source, error, prefix=where,
                                          model=workload.params_model)) from None
             label = name + "".join(f"[{key}={combination[key]}]" for key in swept)
-            cases.append(WorkloadCase(name, params, label))
+            cases.append(WorkloadCase(name, params, label, repeat))
     _no_duplicates([case.label for case in cases], source, "workload", "name",
                    fix="give one [[workload]] table per workload and sweep with a list, "
                        "e.g. array_mib = [32, 128]")
     return cases
+
+
+def _workload_repeat(table: dict[str, Any], workload: workloads.Workload, source: str,
+                     where: str) -> int | str | None:
+    """Takes the table's own `repeat` out of it (it is no parameter) and checks it."""
+    if "repeat" not in table:
+        return None
+    try:
+        repeat = WorkloadRepeat.model_validate({"repeat": table.pop("repeat")}).repeat
+    except ValidationError as error:
+        raise PlanError(_explain(source, error, prefix=where)) from None
+    if repeat == AUTO and workload.primary_metric is None:
+        raise PlanError(f"{source}: {where}.repeat: \"auto\" judges a workload's primary metric "
+                        f"and {workload.name} has none (fix: give a whole number)")
+    return repeat
 
 
 def _is_sweep(value: Any, model: type[BaseModel], key: str) -> bool:
@@ -277,7 +377,12 @@ _FIXES = {
     "string_pattern_mismatch": "use a plain identifier: a letter, then letters, digits, _ . -",
     "greater_than": "use a larger value",
     "greater_than_equal": "use a larger value",
+    "less_than": "use a smaller value",
     "less_than_equal": "use a smaller value",
+    "repeat_value": 'give a whole number of runs such as 5, or "auto" to repeat until the '
+                    "median is known well enough",
+    "model_type": "give a table: a [section] with its keys",
+    "max_below_min": "make max_runs at least min_runs",
     "too_short": "give at least one",
     "int_from_float": "give a whole number",
     "finite_number": "give a finite number",
@@ -303,8 +408,6 @@ def _explain(source: str, error: ValidationError, prefix: str = "", flag: bool =
     if first["type"] == "extra_forbidden" and model is not None:
         allowed = _allowed_keys(model, first["loc"])
         fix = f"{fix}; allowed here: {allowed}" if allowed else fix
-    if first["loc"] and first["loc"][-1] == "repeat" and first.get("input") == "auto":
-        fix = "give a whole number; repeat = \"auto\" (adaptive repetitions) is not built yet"
     if flag:
         return f"{source}: {first['msg']} (fix: {fix})"
     parts = [prefix] if prefix else []

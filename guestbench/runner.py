@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import signal
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from guestbench import __version__, environments, proc
+from guestbench import host as host_checks
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, GuestCrashed, GuestStartError, Job)
 from guestbench.host import Host
-from guestbench.plan import Plan, WorkloadCase
+from guestbench.plan import AutoSection, Plan, WorkloadCase
 from guestbench.protocol import ProtocolError, Record
 from guestbench.analysis import clock
-from guestbench.store import RunRecord, Store
+from guestbench.analysis.stats import relative_half_width
+from guestbench.store import CellStop, RunRecord, Store
 
 
 class Status:
@@ -29,6 +33,19 @@ class Status:
     UNSUPPORTED = "unsupported"
     UNAVAILABLE = "unavailable"
     INTERRUPTED = "interrupted"
+
+
+class StopReason:
+    """Why a cell (one environment x one workload label) stopped repeating."""
+
+    FIXED = "fixed"  # it had its repeat = N runs
+    CONVERGED = "converged"  # the median's interval is as narrow as the plan's target
+    MAX_RUNS = "max-runs"
+    MAX_TIME = "max-time"
+    FAILING = "failing"  # after min_runs runs, fewer than 2 ok runs gave the primary metric
+    UNAVAILABLE = Status.UNAVAILABLE  # nothing to repeat: one run says why
+    UNSUPPORTED = Status.UNSUPPORTED
+    INTERRUPTED = Status.INTERRUPTED  # the campaign stopped while the cell was open
 
 
 class Interrupted(Exception):
@@ -52,9 +69,11 @@ class Progress:
     """What the runner tells its caller; the CLI draws it, tests count it."""
 
     def unavailable(self, environment: str, reason: str) -> None: ...
-    def start(self, total_runs: int) -> None: ...
+    def start(self, total_runs: int) -> None: ...  # the most runs the campaign can take
+    def total_changed(self, total_runs: int) -> None: ...  # a cell stopped before its most
     def run_started(self, environment: str, label: str, repetition: int) -> None: ...
     def run_finished(self, environment: str, label: str, outcome: Outcome) -> None: ...
+    def host_warning(self, message: str) -> None: ...  # the host may make results noisy
 
 
 @dataclass
@@ -65,25 +84,114 @@ class _Column:
     row_id: int = 0
 
 
+INTERVAL_MIN_VALUES = 3  # fewer values give the median no bootstrap interval
+
+
+@dataclass
+class _Cell:
+    """One environment x one workload case: its runs so far and, once it stops, why."""
+
+    column: _Column
+    case: WorkloadCase
+    auto: AutoSection | None  # None: a fixed repeat
+    most_runs: int
+    runs: int = 0
+    ok_runs: int = 0
+    host_seconds: float = 0.0
+    last_status: str = ""
+    primary_values: list[float] = field(default_factory=list)
+    half_width: float | None = None
+    stopped: str | None = None
+
+    def add(self, outcome: Outcome, host_seconds: float) -> None:
+        self.runs += 1
+        self.host_seconds += host_seconds
+        self.last_status = outcome.status
+        if outcome.status == Status.OK:
+            self.ok_runs += 1
+            metric = self.case.workload.primary_metric
+            self.primary_values += [value for name, _, value in outcome.samples if name == metric]
+
+    def stop_reason(self) -> str | None:
+        """Why the cell stops now, or None while it goes on."""
+        if self.auto is None:
+            return StopReason.FIXED if self.runs >= self.case.repeat else None
+        if self.last_status in (Status.UNAVAILABLE, Status.UNSUPPORTED):
+            return self.last_status
+        self._measure()
+        return _adaptive_stop(self, self.auto)
+
+    def _measure(self) -> None:
+        if len(self.primary_values) >= INTERVAL_MIN_VALUES:
+            self.half_width = relative_half_width(self.primary_values)
+
+    def record(self) -> CellStop:
+        if self.auto is None:
+            self._measure()  # once, at the end: a fixed cell never needs it before
+        return CellStop(self.column.row_id, self.case.label, self.runs, self.ok_runs,
+                        self.stopped or "", self.half_width,
+                        self.auto.target if self.auto else None)
+
+
+def _adaptive_stop(cell: _Cell, auto: AutoSection) -> str | None:
+    judged = len(cell.primary_values)
+    if judged >= auto.min_runs and cell.half_width is not None and cell.half_width <= auto.target:
+        return StopReason.CONVERGED
+    if cell.runs >= auto.min_runs and judged < 2:
+        return StopReason.FAILING
+    if cell.runs >= auto.max_runs:
+        return StopReason.MAX_RUNS
+    if cell.host_seconds >= auto.max_cell_s:
+        return StopReason.MAX_TIME
+    return None
+
+
 class Runner:
     def __init__(self, plan: Plan, store: Store, host: Host, logs_root: Path, agent_path: Path,
                  progress: Progress | None = None,
-                 create: Callable[[EnvironmentSpec], Environment] = environments.create) -> None:
+                 create: Callable[[EnvironmentSpec], Environment] = environments.create,
+                 snapshot_host: Callable[[Host], dict[str, Any]] = host_checks.noise_snapshot
+                 ) -> None:
         self.plan, self.store, self.host = plan, store, host
         self.logs_root, self.agent_path = logs_root, agent_path
         self.progress = progress or Progress()
-        self.create = create
+        self.create, self.snapshot_host = create, snapshot_host
         self.campaign_id = 0
+        self.cells: list[_Cell] = []
 
     def run(self) -> int:
         """Run the whole matrix; returns the campaign id. Raises Interrupted on Ctrl-C/SIGTERM."""
+        self.host_before = self.snapshot_host(self.host)  # before probes boot or start anything
+        for message in host_checks.warnings_at_start(self.host_before):
+            self.progress.host_warning(message)
         columns = self._probe_all()
+        self._create_campaign(columns)
+        self.cells = [self._cell(column, case) for column in columns for case in self.plan.workloads]
+        self.total_runs = sum(cell.most_runs for cell in self.cells)
+        self.progress.start(self.total_runs)
+        try:
+            self._matrix()
+        except KeyboardInterrupt as stop:
+            proc.kill_all()
+            for cell in self._open_cells():
+                self._close(cell, StopReason.INTERRUPTED)
+            self._finish(Status.INTERRUPTED)
+            raise Interrupted(self.campaign_id, str(stop) or "SIGINT") from None
+        except BaseException:
+            proc.kill_all()  # a bug must not leave guests running or the campaign 'running'
+            self.store.finish_campaign(self.campaign_id, "failed")
+            raise
+        self._finish("finished")
+        return self.campaign_id
+
+    def _create_campaign(self, columns: list[_Column]) -> None:
         # ids restart in every store: a random part keeps two stores' logs apart
         self.campaign_logs = self.logs_root.resolve() / (
             f"{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
         self.campaign_id = self.store.create_campaign(
             self.plan.campaign.name, self.plan.as_dict(), self.host.facts, self.host.fingerprint,
-            self.plan.baseline, str(self.campaign_logs), __version__)
+            self.plan.baseline, str(self.campaign_logs), __version__,
+            host_checks.noise_checks(self.host_before, None))
         for position, column in enumerate(columns):
             column.row_id = self.store.add_environment(
                 self.campaign_id, column.spec.name, column.spec.kind,
@@ -91,19 +199,21 @@ class Runner:
                 column.availability.reason, position)
             if not column.availability.available:
                 self.progress.unavailable(column.spec.name, column.availability.reason)
-        self.progress.start(self.plan.campaign.repeat * len(columns) * len(self.plan.workloads))
-        try:
-            self._matrix(columns)
-        except KeyboardInterrupt as stop:
-            proc.kill_all()
-            self.store.finish_campaign(self.campaign_id, Status.INTERRUPTED)
-            raise Interrupted(self.campaign_id, str(stop) or "SIGINT") from None
-        except BaseException:
-            proc.kill_all()  # a bug must not leave guests running or the campaign 'running'
-            self.store.finish_campaign(self.campaign_id, "failed")
-            raise
-        self.store.finish_campaign(self.campaign_id, "finished")
-        return self.campaign_id
+
+    def _finish(self, status: str) -> None:
+        """Close the campaign with the host checks of its end; warnings never fail it."""
+        after = self.snapshot_host(self.host)
+        self.store.finish_campaign(self.campaign_id, status,
+                                   host_checks.noise_checks(self.host_before, after))
+        for message in host_checks.warnings_at_end(self.host_before, after):
+            self.progress.host_warning(message)
+
+    def _cell(self, column: _Column, case: WorkloadCase) -> _Cell:
+        if not case.adaptive:
+            return _Cell(column, case, None, case.repeat)
+        auto = self.plan.campaign.auto
+        # a refused cell takes one run, which records why
+        return _Cell(column, case, auto, 1 if _refusal(column, case) else auto.max_runs)
 
     def _probe_all(self) -> list[_Column]:
         columns = []
@@ -112,15 +222,32 @@ class Runner:
             columns.append(_Column(spec, environment, environment.probe(self.host)))
         return columns
 
-    def _matrix(self, columns: list[_Column]) -> None:
-        # Repetitions are the outer loop so that slow drift on the host (thermal,
-        # background load) spreads over every environment instead of biasing one.
-        for repetition in range(self.plan.campaign.repeat):
-            for column in columns:
-                for case in self.plan.workloads:
-                    self._one(column, case, repetition)
+    def _matrix(self) -> None:
+        # Repetitions are the outer loop (rounds) so that slow drift on the host
+        # (thermal, background load) spreads over every environment instead of
+        # biasing one. Round r runs every cell still open once, in plan order.
+        for repetition in itertools.count():
+            open_cells = self._open_cells()
+            if not open_cells:
+                return
+            for cell in open_cells:
+                self._one(cell, repetition)
+                reason = cell.stop_reason()
+                if reason is not None:
+                    self._close(cell, reason)
 
-    def _one(self, column: _Column, case: WorkloadCase, repetition: int) -> None:
+    def _open_cells(self) -> list[_Cell]:
+        return [cell for cell in self.cells if cell.stopped is None]
+
+    def _close(self, cell: _Cell, reason: str) -> None:
+        cell.stopped = reason
+        self.store.add_cell_stop(self.campaign_id, cell.record())
+        if cell.runs < cell.most_runs:
+            self.total_runs -= cell.most_runs - cell.runs
+            self.progress.total_changed(self.total_runs)
+
+    def _one(self, cell: _Cell, repetition: int) -> None:
+        column, case = cell.column, cell.case
         name = column.spec.name
         logdir = self.campaign_logs / name / case.label / f"rep{repetition}"
         started_at = dt.datetime.now(dt.timezone.utc)
@@ -132,29 +259,29 @@ class Runner:
         except KeyboardInterrupt as stop:
             outcome = Outcome(Status.INTERRUPTED,
                               f"campaign stopped by {str(stop) or 'SIGINT'} during this run")
-            self._store(column, case, repetition, outcome, started_at, began, log_path)
+            cell.add(outcome, self._store(cell, repetition, outcome, started_at, began, log_path))
             raise
         if not logdir.exists():
             log_path = None
-        self._store(column, case, repetition, outcome, started_at, began, log_path)
+        cell.add(outcome, self._store(cell, repetition, outcome, started_at, began, log_path))
         self.progress.run_finished(name, case.label, outcome)
 
-    def _store(self, column: _Column, case: WorkloadCase, repetition: int, outcome: Outcome,
-               started_at: dt.datetime, began: float, log_path: str | None) -> None:
+    def _store(self, cell: _Cell, repetition: int, outcome: Outcome, started_at: dt.datetime,
+               began: float, log_path: str | None) -> float:
+        """Stores the run; returns its host seconds."""
+        host_seconds = time.monotonic() - began
         self.store.add_run(self.campaign_id, RunRecord(
-            environment_id=column.row_id, workload=case.name, label=case.label,
-            params=case.params.model_dump(mode="json"), repetition=repetition,
+            environment_id=cell.column.row_id, workload=cell.case.name, label=cell.case.label,
+            params=cell.case.params.model_dump(mode="json"), repetition=repetition,
             status=outcome.status, reason=outcome.reason, started_at=started_at,
-            host_seconds=time.monotonic() - began, log_path=log_path,
+            host_seconds=host_seconds, log_path=log_path,
             samples=tuple(outcome.samples), flags=tuple(outcome.flags)))
+        return host_seconds
 
     def _outcome(self, column: _Column, case: WorkloadCase, logdir: Path) -> Outcome:
-        if not column.availability.available:
-            return Outcome(Status.UNAVAILABLE, column.availability.reason)
-        missing = case.workload.capabilities - column.environment.capabilities
-        if missing:
-            names = ", ".join(sorted(capability.value for capability in missing))
-            return Outcome(Status.UNSUPPORTED, f"{column.spec.kind} lacks {names}")
+        refused = _refusal(column, case)
+        if refused is not None:
+            return refused
         job = Job(case.name, self.agent_path, tuple(case.workload.agent_args(case.params)))
         timeout_s = self.plan.campaign.timeout_s
         deadline_ns = proc.now_ns() + int(timeout_s * 1e9)
@@ -168,6 +295,17 @@ class Runner:
                 outcome.samples += [(f"boot_{phase}", "ms", ms)
                                     for phase, ms in guest.boot_phases().items()]
             return outcome
+
+
+def _refusal(column: _Column, case: WorkloadCase) -> Outcome | None:
+    """The outcome of a run that cannot start: the environment is unavailable or lacks a need."""
+    if not column.availability.available:
+        return Outcome(Status.UNAVAILABLE, column.availability.reason)
+    missing = case.workload.capabilities - column.environment.capabilities
+    if missing:
+        names = ", ".join(sorted(capability.value for capability in missing))
+        return Outcome(Status.UNSUPPORTED, f"{column.spec.kind} lacks {names}")
+    return None
 
 
 @dataclass

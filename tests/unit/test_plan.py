@@ -11,7 +11,7 @@ from guestbench import environments, workloads
 from guestbench.environments.base import Capability
 from guestbench.host import Host
 from guestbench.plan import (
-    DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, Overrides, PlanError, from_flags, load)
+    AUTO, DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, Overrides, PlanError, from_flags, load, repeat_flag)
 
 ENV = '[[environment]]\npreset = "native"\n'
 WORKLOAD = '[[workload]]\nname = "getpid"\n'
@@ -118,6 +118,42 @@ INVALID = [
     pytest.param(campaign('repeat = "3"'), "campaign.repeat", id="repeat-numeric-string"),
     pytest.param(workload('name = "getpid"\nmin_time_s = true'), "workload[0].min_time_s",
                  id="min-time-bool"),
+    # --- repeat = "auto" and [campaign.auto] ----------------------------------------
+    pytest.param(campaign('repeat = "Auto"'), "campaign.repeat", id="repeat-auto-capitalised"),
+    pytest.param(campaign('repeat = ["auto"]'), "campaign.repeat", id="repeat-list"),
+    pytest.param(campaign('repeat = 3\n[campaign.auto]\ntarget = 0'), "campaign.auto.target",
+                 id="auto-target-zero"),
+    pytest.param(campaign('[campaign.auto]\ntarget = 1.0'), "campaign.auto.target",
+                 id="auto-target-one"),
+    pytest.param(campaign('[campaign.auto]\ntarget = "2%"'), "campaign.auto.target",
+                 id="auto-target-string"),
+    pytest.param(campaign('[campaign.auto]\nmin_runs = 2'), "campaign.auto.min_runs",
+                 id="auto-min-runs-two"),
+    pytest.param(campaign('[campaign.auto]\nmin_runs = 5.0'), "campaign.auto.min_runs",
+                 id="auto-min-runs-float"),
+    pytest.param(campaign('[campaign.auto]\nmax_runs = 4'), "campaign.auto",
+                 id="auto-max-below-default-min"),
+    pytest.param(campaign('[campaign.auto]\nmin_runs = 10\nmax_runs = 9'), "campaign.auto",
+                 id="auto-max-below-min"),
+    pytest.param(campaign('[campaign.auto]\nmax_cell_s = 0'), "campaign.auto.max_cell_s",
+                 id="auto-max-cell-zero"),
+    pytest.param(campaign('[campaign.auto]\nmax_cell_s = true'), "campaign.auto.max_cell_s",
+                 id="auto-max-cell-bool"),
+    pytest.param(campaign('[campaign.auto]\ntagret = 0.01'), "campaign.auto.tagret",
+                 id="auto-unknown-key"),
+    pytest.param(campaign('auto = "yes"'), "campaign.auto", id="auto-not-a-table"),
+    pytest.param(workload('name = "getpid"\nrepeat = 0'), "workload[0].repeat",
+                 id="workload-repeat-zero"),
+    pytest.param(workload('name = "getpid"\nrepeat = "3"'), "workload[0].repeat",
+                 id="workload-repeat-numeric-string"),
+    pytest.param(workload('name = "getpid"\nrepeat = true'), "workload[0].repeat",
+                 id="workload-repeat-bool"),
+    pytest.param(workload('name = "getpid"\nrepeat = [3, 5]'), "workload[0].repeat",
+                 id="workload-repeat-list-is-no-sweep"),
+    pytest.param(workload('name = "hang"\nrepeat = "auto"'), "workload[0].repeat",
+                 id="auto-without-primary-metric"),
+    pytest.param(campaign('repeat = "auto"') + '[[workload]]\nname = "hang"\n', "campaign.repeat",
+                 id="campaign-auto-reaches-hang"),
 ]
 
 
@@ -173,7 +209,10 @@ def test_unknown_campaign_key_lists_campaign_fields(write_plan, host: Host) -> N
     with pytest.raises(PlanError) as caught:
         load(path, host)
     message = str(caught.value)
-    assert "allowed here: name, baseline, repeat, timeout_s, description" in message
+    assert "allowed here: name, baseline, repeat, timeout_s, description, auto" in message
+    path = write_plan(campaign("[campaign.auto]\ntagret = 0.01"))
+    with pytest.raises(PlanError, match="allowed here: target, min_runs, max_runs, max_cell_s"):
+        load(path, host)
 
 
 def test_unknown_preset_and_kind_list_the_choices(write_plan, host: Host) -> None:
@@ -201,7 +240,10 @@ def test_minimal_plan_gets_the_defaults(write_plan, host: Host) -> None:
     path = write_plan(ENV + WORKLOAD)
     plan = load(path, host)
     assert plan.source == str(path)
-    assert plan.campaign.repeat == DEFAULT_REPEAT
+    assert plan.campaign.repeat is None  # each workload's family decides
+    assert plan.workloads[0].repeat == AUTO  # getpid is a micro workload
+    assert plan.campaign.auto.model_dump() == {"target": 0.02, "min_runs": 5, "max_runs": 30,
+                                               "max_cell_s": 60.0}
     assert plan.campaign.timeout_s == DEFAULT_TIMEOUT_S
     assert plan.baseline == "native"
     assert [spec.name for spec in plan.environments] == ["native"]
@@ -360,6 +402,9 @@ def test_as_dict_is_json_and_complete(build_plan) -> None:
     assert [w["label"] for w in data["workloads"]] == [
         "stream_triad[array_mib=16]", "stream_triad[array_mib=32]"]
     assert data["workloads"][0]["params"] == {"array_mib": 16, "ntimes": 10}
+    assert [w["repeat"] for w in data["workloads"]] == [2, 2]
+    assert data["campaign"]["auto"] == {"target": 0.02, "min_runs": 5, "max_runs": 30,
+                                        "max_cell_s": 60.0}
 
 
 # -- overrides (CLI flags) -----------------------------------------------------------
@@ -420,7 +465,9 @@ def test_from_flags_defaults(host: Host) -> None:
     assert [case.name for case in plan.workloads] == list(workloads.QUICK_SUITE)
     assert "hang" not in [case.name for case in plan.workloads]
     assert plan.baseline == "native"
-    assert plan.campaign.repeat == DEFAULT_REPEAT
+    assert plan.campaign.repeat is None
+    assert {case.name: case.repeat for case in plan.workloads} == {
+        name: DEFAULT_REPEAT if name == "stream" else AUTO for name in workloads.QUICK_SUITE}
     stream = next(case for case in plan.workloads if case.name == "stream")
     assert stream.params.array_mib == 128  # 4 x the fake host's 32 MiB cache
 
@@ -477,3 +524,112 @@ def test_full_system_fields_reject_nonsense(write_plan, host: Host, field: str) 
                       '[[workload]]\nname = "boot"\n')
     with pytest.raises(PlanError, match=rf"environment\[0\]\.{name}.*fix:"):
         load(path, host)
+
+
+# -- repeat: a number, "auto", per workload, by family -----------------------------------
+
+def repeats(plan) -> dict[str, int | str]:
+    return {case.label: case.repeat for case in plan.workloads}
+
+
+def test_family_default_auto_for_micro_and_fixed_for_the_rest(build_plan) -> None:
+    plan = build_plan([{"preset": "native"}],
+                      [{"name": "getpid"}, {"name": "pipe_switch"}, {"name": "stream"},
+                       {"name": "stream_triad"}, {"name": "boot"}, {"name": "hang"}])
+    assert repeats(plan) == {"getpid": AUTO, "pipe_switch": AUTO, "stream": DEFAULT_REPEAT,
+                             "stream_triad": DEFAULT_REPEAT, "boot": DEFAULT_REPEAT,
+                             "hang": DEFAULT_REPEAT}
+    assert plan.campaign.repeat is None
+    assert plan.workloads[0].adaptive and not plan.workloads[2].adaptive
+
+
+def test_campaign_repeat_applies_to_every_workload(build_plan) -> None:
+    both = [{"name": "getpid"}, {"name": "stream"}]
+    assert repeats(build_plan([{"preset": "native"}], both, repeat=3)) == {
+        "getpid": 3, "stream": 3}
+    assert repeats(build_plan([{"preset": "native"}], both, repeat="auto")) == {
+        "getpid": AUTO, "stream": AUTO}
+
+
+def test_a_workload_repeat_beats_the_campaign_and_covers_its_sweep(write_plan, host) -> None:
+    path = write_plan("""\
+        [campaign]
+        repeat = 4
+
+        [[environment]]
+        preset = "native"
+
+        [[workload]]
+        name = "getpid"
+        repeat = "auto"
+
+        [[workload]]
+        name = "stream_triad"
+        array_mib = [16, 32]
+        repeat = 2
+
+        [[workload]]
+        name = "boot"
+        """)
+    plan = load(path, host)
+    assert repeats(plan) == {"getpid": AUTO, "stream_triad[array_mib=16]": 2,
+                             "stream_triad[array_mib=32]": 2, "boot": 4}
+    assert [case.params.model_dump() for case in plan.workloads][:2] == [
+        {"min_time_s": 0.1}, {"array_mib": 16, "ntimes": 10}]  # repeat is no parameter
+    assert [w["repeat"] for w in plan.as_dict()["workloads"]] == [AUTO, 2, 2, 4]
+
+
+def test_the_repeat_flag_beats_every_repeat_of_the_plan(write_plan, host) -> None:
+    path = write_plan(campaign("repeat = 4") + '[[workload]]\nname = "stream"\nrepeat = 2\n')
+    plan = load(path, host, Overrides(repeat=AUTO))
+    assert repeats(plan) == {"getpid": AUTO, "stream": AUTO}
+    assert plan.campaign.repeat == AUTO
+    assert repeats(load(path, host, Overrides(repeat=1))) == {"getpid": 1, "stream": 1}
+
+
+def test_auto_settings(write_plan, host) -> None:
+    path = write_plan(campaign('repeat = "auto"\n[campaign.auto]\ntarget = 0.05\n'
+                               "min_runs = 3\nmax_runs = 3\nmax_cell_s = 7"))
+    auto = load(path, host).campaign.auto
+    assert (auto.target, auto.min_runs, auto.max_runs, auto.max_cell_s) == (0.05, 3, 3, 7.0)
+
+
+def test_max_runs_below_min_runs_says_which(write_plan, host) -> None:
+    path = write_plan(campaign("[campaign.auto]\nmin_runs = 10\nmax_runs = 9"))
+    with pytest.raises(PlanError, match=r"campaign.auto: max_runs \(9\) is below min_runs \(10\) "
+                                        r"\(fix: make max_runs at least min_runs\)"):
+        load(path, host)
+
+
+def test_bad_repeat_message_names_both_forms(write_plan, host) -> None:
+    with pytest.raises(PlanError) as caught:
+        load(write_plan(campaign("repeat = true")), host)
+    assert 'whole number from 1 to 10000, or "auto"' in str(caught.value)
+    assert 'fix: give a whole number of runs such as 5, or "auto"' in str(caught.value)
+    assert "not built yet" not in str(caught.value)
+
+
+def test_auto_on_a_workload_without_a_primary_metric(host) -> None:
+    with pytest.raises(PlanError, match=r'^--repeat: "auto" judges .* hang has none \(fix:'):
+        from_flags(host, Overrides(workloads=("getpid", "hang"), repeat=AUTO))
+    plan = from_flags(host, Overrides(workloads=("getpid", "hang")))
+    assert repeats(plan) == {"getpid": AUTO, "hang": DEFAULT_REPEAT}
+
+
+@pytest.mark.parametrize("text, expected", [
+    (None, None), ("auto", AUTO), (" auto ", AUTO), ("7", 7), ("0", 0), ("-2", -2)])
+def test_repeat_flag_text(text, expected) -> None:
+    assert repeat_flag(text) == expected  # the range is checked with the plan
+
+
+@pytest.mark.parametrize("text", ["", "x", "2.5", "AUTO", "3 runs", "true"])
+def test_repeat_flag_that_is_neither_number_nor_auto(text) -> None:
+    with pytest.raises(PlanError, match=r"^--repeat: .* is neither a number of runs nor auto "
+                                        r"\(fix: e\.g\. --repeat 5, or --repeat auto\)"):
+        repeat_flag(text)
+
+
+@pytest.mark.parametrize("value", [0, 10001])
+def test_repeat_flag_out_of_range_names_the_flag(host, value) -> None:
+    with pytest.raises(PlanError, match=r'^--repeat: Input should be a whole number .*fix:'):
+        from_flags(host, Overrides(repeat=value))

@@ -36,15 +36,25 @@ class Recorder(Progress):
 
     def __init__(self) -> None:
         self.total: int | None = None
+        self.totals: list[int] = []  # at the start, then each change
         self.started: list[tuple[str, str, int]] = []
         self.finished: list[tuple[str, str, str]] = []
         self.unavailable_envs: list[tuple[str, str]] = []
+        self.warnings: list[tuple[str, str]] = []  # (when: "start" or "end", message)
 
     def unavailable(self, environment: str, reason: str) -> None:
         self.unavailable_envs.append((environment, reason))
 
     def start(self, total_runs: int) -> None:
         self.total = total_runs
+        self.totals.append(total_runs)
+
+    def total_changed(self, total_runs: int) -> None:
+        self.total = total_runs
+        self.totals.append(total_runs)
+
+    def host_warning(self, message: str) -> None:
+        self.warnings.append(("end" if self.started else "start", message))
 
     def run_started(self, environment: str, label: str, repetition: int) -> None:
         self.started.append((environment, label, repetition))
@@ -279,3 +289,80 @@ def test_interrupt_from_progress_stores_the_current_run(build_plan, run_plan, st
                       [{"name": "getpid"}], repeat=3)
     stop = run_interrupted(run_plan, plan, progress=InterruptOnThirdStart())
     assert [r["status"] for r in store.runs(stop.campaign_id)] == ["ok", "ok", "interrupted"]
+
+
+# -- fixed repeats and host checks ---------------------------------------------------------
+
+def test_fixed_repeat_cells_stop_as_fixed(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"},
+                       {"name": "bad", "kind": "fake", "behaviour": "error"}],
+                      [{"name": "getpid"}, {"name": "stream_triad", "array_mib": 16}], repeat=3)
+    progress = Recorder()
+    campaign_id = run_plan(plan, progress)
+    assert progress.totals == [12]  # known up front, never changed
+    names = {env["id"]: env["name"] for env in store.environments(campaign_id)}
+    stops = [(names[s["environment_id"]], s["label"], s["runs"], s["ok_runs"], s["reason"],
+              s["target"]) for s in store.cell_stops(campaign_id)]
+    assert stops == [("a", "getpid", 3, 3, "fixed", None),
+                     ("a", "stream_triad", 3, 3, "fixed", None),
+                     ("bad", "getpid", 3, 0, "fixed", None),
+                     ("bad", "stream_triad", 3, 0, "fixed", None)]
+    half_widths = [s["half_width"] for s in store.cell_stops(campaign_id)]
+    assert half_widths[0] is not None and half_widths[2:] == [None, None]
+
+
+BUSY_VIRTUAL = {"load_avg": [3.5, 2.0, 1.0], "logical_cpus": 4, "governors": None,
+                "cpu_ticks": {"user": 100, "idle": 800, "steal": 0}, "virtualised": True}
+STOLEN = {**BUSY_VIRTUAL, "cpu_ticks": {"user": 200, "idle": 1500, "steal": 200}}
+QUIET = {"load_avg": [0.0, 0.0, 0.0], "logical_cpus": 4, "governors": {"cpu0": "performance"},
+         "cpu_ticks": {"user": 100, "idle": 800, "steal": 0}, "virtualised": False}
+
+
+def recorded_host(*snapshots: dict):
+    """A snapshot_host for the runner that hands out recorded snapshots in turn."""
+    given = iter(snapshots)
+    return lambda host: next(given)
+
+
+def test_host_checks_are_stored_and_warned_at_start_and_end(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"}], repeat=1)
+    progress = Recorder()
+    campaign_id = run_plan(plan, progress, snapshot_host=recorded_host(BUSY_VIRTUAL, STOLEN))
+    checks = store.campaign(str(campaign_id))["host_checks"]
+    assert (checks["before"], checks["after"]) == (BUSY_VIRTUAL, STOLEN)
+    assert checks["steal_pct"] == 20.0
+    when = [(moment, message.split(" ")[0]) for moment, message in progress.warnings]
+    assert when == [("start", "the"), ("start", "this"), ("end", "steal")]
+    assert [message for _, message in progress.warnings] == checks["warnings"]
+
+
+def test_a_quiet_host_warns_nothing(build_plan, run_plan, store) -> None:
+    progress = Recorder()
+    campaign_id = run_plan(build_plan([{"name": "a", "kind": "fake"}], repeat=1), progress,
+                           snapshot_host=recorded_host(QUIET, QUIET))
+    assert progress.warnings == []
+    assert store.campaign(str(campaign_id))["host_checks"]["warnings"] == []
+
+
+def test_host_checks_end_also_when_interrupted(build_plan, run_plan, store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"}], repeat=3)
+    progress = InterruptOnThirdStart()
+    stop = run_interrupted(run_plan, plan, progress=progress,
+                           snapshot_host=recorded_host(QUIET, STOLEN))
+    checks = store.campaign(str(stop.campaign_id))["host_checks"]
+    assert checks["after"] == STOLEN and checks["steal_pct"] == 20.0
+    assert any(message.startswith("steal time") for message in checks["warnings"])
+
+
+def test_the_before_half_is_stored_while_the_campaign_runs(build_plan, run_plan, store) -> None:
+    seen: list[dict] = []
+
+    class Watcher(Progress):
+        def run_finished(self, environment: str, label: str, outcome: Outcome) -> None:
+            seen.append(store.campaign()["host_checks"])
+
+    run_plan(build_plan([{"name": "a", "kind": "fake"}], repeat=1), Watcher(),
+             snapshot_host=recorded_host(BUSY_VIRTUAL, QUIET))
+    (during,) = seen
+    assert (during["before"], during["after"], during["steal_pct"]) == (BUSY_VIRTUAL, None, None)
+    assert len(during["warnings"]) == 2  # the start's: load and virtualised
