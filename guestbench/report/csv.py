@@ -1,4 +1,5 @@
-"""CSV: one row per raw sample, and one row per run that produced none (with its status)."""
+"""CSV: one row per raw sample (with its run's and its cell's flags), and one row per run that
+produced none (with its status)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections import defaultdict
 from guestbench.report.model import Report
 
 COLUMNS = ["campaign", "environment", "workload", "label", "metric", "unit", "repetition",
-           "status", "value", "reason", "run_id", "log_path"]
+           "status", "value", "reason", "run_id", "log_path", "run_flags", "cell_flags"]
 
 
 def render(report: Report) -> str:
@@ -19,13 +20,16 @@ def render(report: Report) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
+    cells = report.results.cells
     for run in report.runs:
         base = [report.campaign["id"], run["environment"], run["workload"], run["label"]]
-        tail = [run["reason"], run["id"], run["log_path"] or ""]
+        tail = [run["reason"], run["id"], run["log_path"] or "", " ".join(run["flags"] or [])]
         for sample in by_run.get(run["id"]) or [None]:
             if sample is None:
-                writer.writerow([*base, "", "", run["repetition"], run["status"], "", *tail])
-            else:
-                writer.writerow([*base, sample["metric"], sample["unit"], run["repetition"],
-                                 run["status"], repr(sample["value"]), *tail])
+                writer.writerow([*base, "", "", run["repetition"], run["status"], "", *tail, ""])
+                continue
+            cell = cells.get((run["label"], sample["metric"]), {}).get(run["environment"])
+            writer.writerow([*base, sample["metric"], sample["unit"], run["repetition"],
+                             run["status"], repr(sample["value"]), *tail,
+                             " ".join(cell.flag_names) if cell else ""])
     return buffer.getvalue()

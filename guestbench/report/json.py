@@ -1,4 +1,4 @@
-"""JSON: every raw sample with its run, environment spec, host facts and a schema version."""
+"""JSON: every raw sample with its run, environment spec, host facts, cell statistics and flags."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from collections import defaultdict
 from typing import Any
 
 from guestbench import __version__
+from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR, UNSTABLE_CV
 from guestbench.report.model import Report
 
 # Bump on any change of shape; docs/results.md keeps the history.
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2
 
 
 def document(report: Report) -> dict[str, Any]:
@@ -31,6 +32,10 @@ def document(report: Report) -> dict[str, Any]:
             "baseline": report.baseline, "plan": campaign["plan"], "log_dir": campaign["log_dir"],
         },
         "host": campaign["host_facts"],
+        "host_checks": report.host_checks,
+        "statistics": {"confidence": CONFIDENCE, "bootstrap_resamples": report.resamples,
+                       "method": "percentile bootstrap of the median",
+                       "unstable_cv": UNSTABLE_CV, "outlier_iqr": OUTLIER_IQR},
         "environments": [
             {"name": env["name"], "kind": env["kind"], "spec": env["spec"],
              "available": env["available"], "probe": env["probe"]}
@@ -42,7 +47,47 @@ def document(report: Report) -> dict[str, Any]:
              "started_at": run["started_at"].isoformat(), "host_seconds": run["host_seconds"],
              "log_path": run["log_path"], "samples": by_run.get(run["id"], [])}
             for run in report.runs],
+        "cells": cells(report),
+        "geometric_means": {
+            env: {"slowdown": geomean.interval.value, "ci": [geomean.interval.low,
+                                                             geomean.interval.high],
+                  "workloads": geomean.workloads, "of": geomean.of}
+            for env, geomean in report.geomeans.items()},
+        "repetition_stops": [_plain(stop) for stop in report.cell_stops],
     }
+
+
+def cells(report: Report) -> list[dict[str, Any]]:
+    """Every cell's statistics, flags, problems and ratio to the baseline."""
+    out = []
+    for (label, metric), row in report.results.cells.items():
+        if not metric:
+            continue
+        for env, cell in row.items():
+            described = cell.stats
+            ratio = report.ratios.get((label, metric, env))
+            out.append({
+                "environment": env, "label": label, "metric": metric, "unit": cell.unit,
+                "primary": report.primary.get(label) == metric,
+                "n": cell.n, "runs": cell.runs, "run_ids": cell.run_ids,
+                "statistics": None if described is None else {
+                    "median": described.median, "mean": described.mean,
+                    "min": described.minimum, "max": described.maximum,
+                    "stdev": described.stdev, "cv": described.cv,
+                    "ci": [described.ci_low, described.ci_high],
+                    "outliers": described.outliers},
+                "flags": cell.flag_names,
+                "problems": [{"status": status, "reason": reason}
+                             for status, reason in cell.problems],
+                "ratio_to_baseline": None if ratio is None else {
+                    "value": ratio.value, "ci": [ratio.low, ratio.high]},
+            })
+    return out
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: value.isoformat() if hasattr(value, "isoformat") else value
+            for key, value in row.items()}
 
 
 def render(report: Report) -> str:

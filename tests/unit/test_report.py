@@ -322,12 +322,15 @@ def test_csv(report: model.Report) -> None:
     assert all(r["status"] == "timeout" and r["value"] == "" and r["metric"] == "" for r in hang)
     assert all(r["reason"] == FAILING["hang"][1] for r in hang)
     assert {r["campaign"] for r in rows} == {str(report.campaign["id"])}
+    assert {r["run_flags"] for r in rows} == {""}
+    flaky = [r for r in rows if r["environment"] == "flaky" and r["metric"] == "time_per_op"]
+    assert [r["cell_flags"] for r in flaky] == [""]
 
 
 def test_json(report: model.Report) -> None:
     document = json.loads(json_report.render(report))
     assert document["schema"] == "guestbench-results"
-    assert document["schema_version"] == json_report.JSON_SCHEMA_VERSION == 1
+    assert document["schema_version"] == json_report.JSON_SCHEMA_VERSION == 2
     assert document["host"] == FACTS
     assert document["campaign"]["name"] == "reported"
     assert document["campaign"]["baseline"] == "base"
@@ -346,6 +349,15 @@ def test_json(report: model.Report) -> None:
     assert (hang["status"], hang["reason"], hang["samples"]) == (
         "timeout", FAILING["hang"][1], [])
     assert sum(len(r["samples"]) for r in document["runs"]) == len(report.samples)
+    cells = {(c["environment"], c["label"], c["metric"]): c for c in document["cells"]}
+    base = cells[("base", "getpid", "time_per_op")]
+    assert base["n"] == 3 and base["primary"] is True
+    assert base["statistics"]["median"] == 110.0 and base["statistics"]["ci"] == [100.0, 120.0]
+    assert cells[("slow", "getpid", "time_per_op")]["ratio_to_baseline"]["value"] == 2.0
+    assert cells[("hang", "getpid", "time_per_op")]["problems"] == [
+        {"status": "timeout", "reason": FAILING["hang"][1]}] * 3
+    assert document["geometric_means"]["slow"]["slowdown"] == pytest.approx(2.0)
+    assert document["statistics"]["bootstrap_resamples"] == 2000
 
 
 def test_json_timestamps_carry_their_offset(report: model.Report) -> None:
@@ -386,3 +398,20 @@ def test_a_clock_drift_flag_marks_the_cell_with_a_footnote(store) -> None:
     cell = table.rows[0][2]
     assert "!clock-drift" in cell and "[1]" in cell
     assert any("vm: clock-drift: the guest's clock" in line for line in table.footnotes)
+
+
+def test_flags_travel_into_csv_and_json(store) -> None:
+    campaign_id = store.create_campaign("flags", {"source": "test"}, FACTS, "fp", None,
+                                        "/logs", "0.1.0")
+    vm = store.add_environment(campaign_id, "vm", "fake", {}, True, "fake", 0)
+    values = [1097.61, 682.22, 844.8, 928.67, 769.6, 769.07]  # recorded: sched_yield beside CPU hogs
+    for repetition, value in enumerate(values):
+        store.add_run(campaign_id, RunRecord(
+            vm, "sched_yield", "sched_yield", {}, repetition, "ok", "", STARTED, 1.0, None,
+            (("time_per_op", "ns", value),), ("clock-drift",) if repetition == 0 else ()))
+    loaded = model.load(store)
+    rows = list(csv.DictReader(io.StringIO(csv_report.render(loaded))))
+    assert [r["run_flags"] for r in rows] == ["clock-drift"] + [""] * 5
+    assert {r["cell_flags"] for r in rows} == {"clock-drift unstable"}
+    (cell,) = json.loads(json_report.render(loaded))["cells"]
+    assert cell["flags"] == ["clock-drift", "unstable"]
