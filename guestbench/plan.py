@@ -152,8 +152,10 @@ class Overrides:
 
 def repeat_flag(text: str | None) -> int | str | None:
     """--repeat's text as a number of runs or "auto"; its range is checked with the plan."""
-    if text is None or text.strip() == AUTO:
-        return None if text is None else AUTO
+    if text is None:
+        return None
+    if text.strip() == AUTO:
+        return AUTO
     try:
         return int(text)
     except ValueError:
