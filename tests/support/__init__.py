@@ -1,0 +1,1 @@
+"""Utilities shared by the test suite and the benchmarks (store generators, ...)."""
