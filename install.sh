@@ -15,7 +15,7 @@ SUDO=""
 # binutils (readelf): the test that the agent is static.
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
-          busybox-static cpio kmod linux-perf)
+          busybox-static cpio kmod linux-perf chromium)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -1,0 +1,214 @@
+"""Inline SVG plots for the HTML report: bars with confidence whiskers, stacked boot phases."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+
+from guestbench.report.model import format_value
+
+# A log axis when the largest median is more than this many times the smallest:
+# runsc's getpid (~350x native) would otherwise leave every other bar a sliver.
+LOG_SPAN = 20
+BAR_COLOUR = "#0072b2"
+# Okabe-Ito colours: told apart also by readers with a colour-vision deficiency.
+PHASE_COLOURS = ("#e69f00", "#56b4e9", "#009e73", "#cc79a7", "#f0e442", "#d55e00")
+ROW_PX = 24
+PLOT_PX = 440  # width of the bars' area
+VALUE_PX = 210  # the column of value text right of the bars
+TOP_PX = 10
+AXIS_PX = 44  # tick labels and the axis' own label
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def _px(value: float) -> str:
+    return f"{value:.1f}"
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One environment's bar: values in the axis' unit; without a median, `missing` says why."""
+
+    name: str
+    median: float | None = None
+    low: float | None = None
+    high: float | None = None
+    missing: str = ""  # e.g. "no data: ⊘ unavailable x3"
+
+
+@dataclass(frozen=True)
+class Segment:
+    phase: str
+    value: float | None  # None: this run never reached the phase's points
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    segments: list[Segment]
+    total_text: str = ""  # shown right of the stack
+    missing: str = ""  # shown instead of the stack when it has no segment
+
+
+class Axis:
+    """Maps a value to x pixels on a linear axis from 0, or a log axis between powers of ten."""
+
+    def __init__(self, values: list[float], log: bool) -> None:
+        self.log = log
+        if log:
+            positive = [value for value in values if value > 0]
+            self.low = 10.0 ** math.floor(math.log10(min(positive)))
+            self.high = 10.0 ** math.ceil(math.log10(max(positive)))
+            if self.high <= self.low:
+                self.high = self.low * 10
+        else:
+            top = max(values, default=0.0)
+            self.step = _nice_step(top / 5) if top > 0 else 0.2
+            self.low, self.high = 0.0, self.step * max(1, math.ceil(top / self.step - 1e-9))
+
+    def x(self, value: float) -> float:
+        """Pixels from the axis' start (clamped to the axis)."""
+        if self.log:
+            value = min(max(value, self.low), self.high)
+            share = math.log10(value / self.low) / math.log10(self.high / self.low)
+        else:
+            share = (min(max(value, self.low), self.high) - self.low) / (self.high - self.low)
+        return share * PLOT_PX
+
+    def ticks(self) -> list[float]:
+        if self.log:
+            decades = round(math.log10(self.high / self.low))
+            return [self.low * 10.0 ** power for power in range(decades + 1)]
+        count = round(self.high / self.step)
+        return [self.step * index for index in range(count + 1)]
+
+
+def _nice_step(raw: float) -> float:
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    return next(factor * magnitude for factor in (1, 2, 2.5, 5, 10) if factor * magnitude >= raw)
+
+
+def wants_log(medians: list[float]) -> bool:
+    positive = [value for value in medians if value > 0]
+    return (len(positive) == len(medians) and len(positive) > 1
+            and max(positive) > LOG_SPAN * min(positive))
+
+
+def _label_px(names: list[str]) -> int:
+    """Room for the environment names left of the bars (about 7 px per character)."""
+    return min(320, max(90, 16 + 7 * max((len(name) for name in names), default=0)))
+
+
+def _frame(title: str, width: float, height: float, body: list[str]) -> str:
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{_px(width)}" '
+        f'height="{_px(height)}" viewBox="0 0 {_px(width)} {_px(height)}" font-size="12">',
+        f"<title>{_e(title)}</title>", *body, "</svg>"])
+
+
+def _axis(axis: Axis, left: float, top: float, bottom: float, label: str) -> list[str]:
+    """Grid lines with tick labels under the plot, and the axis' label below them."""
+    out = []
+    for tick in axis.ticks():
+        x = left + axis.x(tick)
+        out.append(f'<line class="grid" x1="{_px(x)}" y1="{_px(top)}" x2="{_px(x)}" '
+                   f'y2="{_px(bottom)}" stroke="#ddd"/>')
+        out.append(f'<text class="tick" x="{_px(x)}" y="{_px(bottom + 14)}" '
+                   f'text-anchor="middle" fill="#444">{_e(format_value(tick))}</text>')
+    out.append(f'<line x1="{left}" y1="{_px(bottom)}" x2="{_px(left + PLOT_PX)}" '
+               f'y2="{_px(bottom)}" stroke="#888"/>')
+    out.append(f'<text class="axis-label" x="{_px(left + PLOT_PX / 2)}" y="{_px(bottom + 32)}" '
+               f'text-anchor="middle">{_e(label)}</text>')
+    return out
+
+
+def bars(title: str, unit: str, rows: list[Bar], axis_note: str = "") -> str:
+    """Horizontal bars of medians with a whisker over each confidence interval."""
+    medians = [row.median for row in rows if row.median is not None]
+    log = wants_log(medians)
+    axis = Axis([value for row in rows for value in (row.median, row.low, row.high)
+                 if value is not None], log)
+    left = _label_px([row.name for row in rows])
+    bottom = TOP_PX + ROW_PX * len(rows)
+    scale = "log scale" if log else "linear scale"
+    body = _axis(axis, left, TOP_PX, bottom, f"{unit} ({scale}{axis_note})")  # under the bars
+    for index, row in enumerate(rows):
+        middle = TOP_PX + ROW_PX * index + ROW_PX / 2
+        body.append(f'<text class="env" x="{left - 8}" y="{_px(middle + 4)}" '
+                    f'text-anchor="end">{_e(row.name)}</text>')
+        body += _bar(row, axis, left, middle, unit)
+    return _frame(title, left + PLOT_PX + VALUE_PX, bottom + AXIS_PX, body)
+
+
+def _bar(row: Bar, axis: Axis, left: float, middle: float, unit: str) -> list[str]:
+    if row.median is None:
+        return [f'<text class="missing" x="{left + 4}" y="{_px(middle + 4)}" fill="#666" '
+                f'font-style="italic">{_e(row.missing or "no data")}</text>']
+    end = left + max(axis.x(row.median), 1.0)
+    text = f"{format_value(row.median)} {unit}"
+    tooltip = f"{row.name}: median {text}"
+    out = [f'<rect class="bar" x="{left}" y="{_px(middle - 7)}" width="{_px(end - left)}" '
+           f'height="14" fill="{BAR_COLOUR}"><title>{_e(tooltip)}</title></rect>']
+    if row.low is not None and row.high is not None:
+        low, high = left + axis.x(row.low), left + axis.x(row.high)
+        interval = f"[{format_value(row.low)}-{format_value(row.high)}]"
+        text += f" {interval}"
+        out.append(f'<g class="whisker" stroke="#000" stroke-width="1.5"><title>'
+                   f'{_e(f"{row.name}: 95% CI of the median {interval} {unit}")}</title>'
+                   f'<line x1="{_px(low)}" y1="{_px(middle)}" x2="{_px(high)}" y2="{_px(middle)}"/>'
+                   f'<line x1="{_px(low)}" y1="{_px(middle - 5)}" x2="{_px(low)}" '
+                   f'y2="{_px(middle + 5)}"/><line x1="{_px(high)}" y1="{_px(middle - 5)}" '
+                   f'x2="{_px(high)}" y2="{_px(middle + 5)}"/></g>')
+    out.append(f'<text class="value" x="{left + PLOT_PX + 8}" y="{_px(middle + 4)}">'
+               f"{_e(text)}</text>")
+    return out
+
+
+def stacked(title: str, unit: str, phases: list[str], rows: list[Stack]) -> str:
+    """Horizontal stacked bars, one segment per phase in order, with a legend below."""
+    totals = [sum(segment.value or 0.0 for segment in row.segments) for row in rows]
+    axis = Axis(totals, log=False)
+    left = _label_px([row.name for row in rows])
+    bottom = TOP_PX + ROW_PX * len(rows)
+    colour = dict(zip(phases, PHASE_COLOURS))
+    body = _axis(axis, left, TOP_PX, bottom, f"{unit} (linear scale)")
+    for index, row in enumerate(rows):
+        middle = TOP_PX + ROW_PX * index + ROW_PX / 2
+        body.append(f'<text class="env" x="{left - 8}" y="{_px(middle + 4)}" '
+                    f'text-anchor="end">{_e(row.name)}</text>')
+        body += _stack(row, axis, left, middle, colour, unit)
+    legend_top = bottom + AXIS_PX + 4
+    for index, phase in enumerate(phases):
+        y = legend_top + 18 * index
+        body.append(f'<g class="legend"><rect x="{left}" y="{y}" width="12" height="12" '
+                    f'fill="{colour[phase]}"/><text x="{left + 18}" y="{y + 10}">{_e(phase)}'
+                    "</text></g>")
+    height = legend_top + 18 * len(phases) + 4
+    return _frame(title, left + PLOT_PX + VALUE_PX, height, body)
+
+
+def _stack(row: Stack, axis: Axis, left: float, middle: float, colour: dict[str, str],
+           unit: str) -> list[str]:
+    present = [segment for segment in row.segments if segment.value is not None]
+    if not present:
+        return [f'<text class="missing" x="{left + 4}" y="{_px(middle + 4)}" fill="#666" '
+                f'font-style="italic">{_e(row.missing or "no data")}</text>']
+    out, start = [], 0.0
+    for segment in present:
+        x, width = left + axis.x(start), axis.x(start + segment.value) - axis.x(start)
+        tooltip = f"{row.name}: {segment.phase}: {format_value(segment.value)} {unit}"
+        out.append(f'<rect class="phase" x="{_px(x)}" y="{_px(middle - 8)}" '
+                   f'width="{_px(max(width, 0.5))}" height="16" fill="{colour[segment.phase]}">'
+                   f"<title>{_e(tooltip)}</title></rect>")
+        if width > 36:
+            out.append(f'<text class="in-bar" x="{_px(x + width / 2)}" y="{_px(middle + 4)}" '
+                       f'text-anchor="middle" font-size="10">{_e(format_value(segment.value))}'
+                       "</text>")
+        start += segment.value
+    out.append(f'<text class="value" x="{left + PLOT_PX + 8}" y="{_px(middle + 4)}">'
+               f"{_e(row.total_text)}</text>")
+    return out

@@ -1,0 +1,350 @@
+"""report/html.py: one self-contained page, every value linked to its runs' logs, data escaped."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from guestbench.report import html, model, published
+from guestbench.store import RunRecord
+
+EVIL = '<script>alert(1)</script> "quoted" & more'
+EVIL_ENV = 'ev<script>alert(1)</script>"&'
+EVIL_LABEL = 'getpid[tag=<script>alert(1)</script>"&]'
+FACTS = {"hostname": EVIL, "cpu_model": "Test CPU", "logical_cpus": 4, "kernel": "6.1.0-test",
+         "mitigations": {"meltdown": "Not affected"}, "load_avg": [0.5, 0.25, 0.125]}
+CHECKS = {"before": {"load_avg": [0.5, 0.25, 0.125], "governors": {"cpu0": "performance"},
+                     "virtualised": False},
+          "after": {"load_avg": [0.6, 0.3, 0.1], "governors": {"cpu0": "performance"}},
+          "steal_pct": 0.0, "warnings": [f"load was high {EVIL}"]}
+STARTED = dt.datetime(2024, 5, 6, 7, 8, 9, tzinfo=dt.timezone.utc)
+# boot points in ms from VMM start; guest uptime 450 puts guest clock zero at 150
+BOOT = {"boot_first_byte": 50.0, "boot_userspace": 400.0, "boot_agent_ready": 600.0,
+        "boot_powered_off": 700.0, "guest_uptime": 450.0}
+VOID = {"meta", "br", "hr", "img", "input", "link", "area", "base", "col", "source", "wbr"}
+
+
+def populate(store, logs: Path) -> int:
+    """base; slow (about 350x base: a log axis); an environment and a label named with markup;
+    one that failed with markup in its reason; one unavailable (no log); one whose log folder is
+    gone; boot samples in base and slow. Log folders hold real files, names needing escapes."""
+    names = ["base", "slow", EVIL_ENV, "bad", "gone", "lost"]
+    campaign_id = store.create_campaign("html <b>&", {"source": EVIL}, FACTS, "fp", "base",
+                                        str(logs), "0.1.0", host_checks=CHECKS)
+    env_ids = {name: store.add_environment(
+        campaign_id, name, "fake", {"name": name, "kind": "fake", "note": EVIL},
+        name != "gone", "unavailable: " + EVIL if name == "gone" else "fake", position)
+        for position, name in enumerate(names)}
+
+    def add(env: str, label: str, workload: str, repetition: int, samples, status="ok",
+            reason="") -> None:
+        folder = logs / f"env{names.index(env)}" / re.sub(r"\W", "_", label) / f"rep {repetition}#%"
+        if env not in ("gone", "lost"):
+            folder.mkdir(parents=True)
+            (folder / "stdout.log").write_text("agent output\n")
+            (folder / "console [raw].log").write_text("console\n")
+        store.add_run(campaign_id, RunRecord(
+            environment_id=env_ids[env], workload=workload, label=label, params={},
+            repetition=repetition, status=status, reason=reason, started_at=STARTED,
+            host_seconds=0.5, log_path=None if env == "gone" else str(folder),
+            samples=tuple(samples)))
+
+    for repetition in range(3):
+        for env, scale in (("base", 1.0), ("slow", 350.0), (EVIL_ENV, 1.1), ("lost", 1.2)):
+            time_ns = (100.0 + 10 * repetition) * scale
+            add(env, "getpid", "getpid", repetition,
+                [("time_per_op", "ns", time_ns), ("tsc_per_op", "cycles", 2.5 * time_ns)])
+            add(env, EVIL_LABEL, "getpid", repetition, [("time_per_op", "ns", time_ns / scale)])
+        add("bad", "getpid", "getpid", repetition, [], "failed", EVIL)
+        add("gone", "getpid", "getpid", repetition, [], "unavailable", "runc not found")
+        for env, slower in (("base", 1.0), ("slow", 1.5)):
+            add(env, "boot", "boot", repetition,
+                [(metric, "ms", value * slower + repetition) for metric, value in BOOT.items()])
+    store.finish_campaign(campaign_id, "finished", CHECKS)
+    return campaign_id
+
+
+@dataclass
+class Node:
+    tag: str
+    attrs: dict[str, str]
+    children: list["Node | str"] = field(default_factory=list)
+    parent: "Node | None" = None
+
+    def text(self) -> str:
+        return "".join(child if isinstance(child, str) else child.text()
+                       for child in self.children)
+
+    def all(self, tag: str | None = None, **attrs: str) -> list["Node"]:
+        found = []
+        for child in self.children:
+            if isinstance(child, Node):
+                if (tag is None or child.tag == tag) and all(
+                        attrs[key] in child.attrs.get(key.rstrip("_"), "").split()
+                        for key in attrs):
+                    found.append(child)
+                found += child.all(tag, **attrs)
+        return found
+
+
+class TreeBuilder(HTMLParser):
+    """A strict little DOM: a closing tag must match the element it closes."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#document", {})
+        self.current = self.root
+
+    def handle_starttag(self, tag, attrs):
+        node = Node(tag, {key: value or "" for key, value in attrs}, parent=self.current)
+        self.current.children.append(node)
+        if tag not in VOID:
+            self.current = node
+
+    def handle_startendtag(self, tag, attrs):
+        self.current.children.append(Node(tag, {k: v or "" for k, v in attrs}, parent=self.current))
+
+    def handle_endtag(self, tag):
+        assert self.current.tag == tag, f"</{tag}> closes <{self.current.tag}>"
+        self.current = self.current.parent
+
+    def handle_data(self, data):
+        self.current.children.append(data)
+
+
+def parse(page: str) -> Node:
+    builder = TreeBuilder()
+    builder.feed(page)
+    builder.close()
+    assert builder.current is builder.root, "unclosed elements"
+    return builder.root
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    return tmp_path / "logs"
+
+
+@pytest.fixture
+def report(store, logs) -> model.Report:
+    populate(store, logs)
+    return model.load(store)
+
+
+@pytest.fixture
+def out_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def page(report, out_dir) -> str:
+    return html.render(report, out_dir)
+
+
+@pytest.fixture
+def dom(page) -> Node:
+    return parse(page)
+
+
+def ids(dom: Node) -> dict[str, Node]:
+    return {node.attrs["id"]: node for node in dom.all() if "id" in node.attrs}
+
+
+def test_one_document_without_external_resources(page: str, dom: Node) -> None:
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    (document,) = dom.all("html")
+    assert len(dom.all("head")) == 1 and len(dom.all("body")) == 1
+    assert dom.all("meta", charset="utf-8")
+    assert not dom.all("link") and not dom.all("script") and not dom.all("img")
+    assert not dom.all("iframe") and not dom.all("object")
+    assert not [node for node in dom.all() if "src" in node.attrs]
+    for node in dom.all():
+        for name in ("href", "xlink:href"):
+            target = node.attrs.get(name, "")
+            assert not re.match(r"(https?:)?//", target), target
+    style = "".join(node.text() for node in dom.all("style"))
+    assert "@import" not in style and "url(" not in style
+    assert len(ids(dom)) == len([node for node in dom.all() if "id" in node.attrs])  # unique
+
+
+def test_every_published_table_with_the_markdown_text(report, dom: Node) -> None:
+    drawn = {node.all("h3")[0].text(): node for node in dom.all("div", class_="table")}
+    for table in published.tables(report):
+        assert table.title in drawn, table.title
+        node = drawn[table.title]
+        assert [th.text() for th in node.all("thead")[0].all("th")] == table.header
+        rows = [[cell.text() for cell in row.children if isinstance(cell, Node)]
+                for row in node.all("tbody")[0].all("tr")]
+        assert rows == table.rows
+        if table.note:
+            assert table.note in [p.text() for p in node.all("p", class_="note")]
+        assert [li.text() for li in node.all("li")] == table.footnotes
+
+
+def test_every_sourced_value_links_to_its_runs(report, dom: Node) -> None:
+    targets = ids(dom)
+    drawn = {node.all("h3")[0].text(): node for node in dom.all("div", class_="table")}
+    ran = {(run["environment"], run["label"]) for run in report.runs}
+    linked = 0
+    for table in published.tables(report):
+        rows = drawn[table.title].all("tbody")[0].all("tr")
+        for row, sources in zip(rows, table.sources):
+            values = row.all("td", class_="value")
+            assert len(values) == len(sources)
+            for cell, source in zip(values, sources):
+                if source is None:
+                    continue
+                if source not in ran:  # e.g. a label no run of that environment had
+                    assert not cell.all("a") and cell.text() in ("no samples", "-")
+                    continue
+                env, label = source
+                (link,) = [a for a in cell.all("a") if "mark" not in a.attrs.get("class", "")]
+                target = targets[link.attrs["href"].removeprefix("#")]
+                assert target.tag == "section" and "cell" in target.attrs["class"]
+                assert target.all("h3")[0].text() == f"{label} in {env}"
+                linked += 1
+    assert linked > 30
+
+
+def test_footnote_marks_link_to_their_footnotes(report, dom: Node) -> None:
+    targets = ids(dom)
+    marks = dom.all("a", class_="mark")
+    assert marks
+    for mark in marks:
+        footnote = targets[mark.attrs["href"].removeprefix("#")]
+        assert footnote.tag == "li" and footnote.text().startswith(mark.text() + " ")
+
+
+def test_every_anchor_resolves(dom: Node) -> None:
+    targets = ids(dom)
+    anchors = [a.attrs["href"] for a in dom.all("a") if a.attrs.get("href", "").startswith("#")]
+    assert anchors
+    for href in anchors:
+        assert href[1:] in targets, href
+
+
+def file_links(dom: Node) -> list[str]:
+    return [a.attrs["href"] for a in dom.all("a") if not a.attrs["href"].startswith("#")]
+
+
+def test_run_links_are_relative_and_resolve(report, dom: Node, out_dir: Path, logs: Path) -> None:
+    links = file_links(dom)
+    assert links and all(link.startswith("../logs/") for link in links)
+    for link in links:
+        assert (out_dir / unquote(link)).resolve().exists(), link
+    assert "%23" in links[0] and "%20" in links[0]  # '#' and ' ' in folder names are encoded
+    folders = [link for link in links if link.endswith("/")]
+    assert len(folders) == sum(1 for run in report.runs if run["environment"] not in
+                               ("gone", "lost"))
+    assert any(link.endswith("console%20%5Braw%5D.log") for link in links)
+
+
+def test_absolute_file_uris_without_a_base(report) -> None:
+    links = file_links(parse(html.render(report, None)))
+    assert links and all(link.startswith("file:///") for link in links)
+    for link in links:
+        assert Path(unquote(urlparse(link).path)).exists(), link
+
+
+def test_log_href_relative_only_below_a_shared_folder(tmp_path: Path) -> None:
+    log = tmp_path / "a b" / "rep#1" / "stdout.log"
+    assert html.log_href(log, tmp_path / "out") == "../a%20b/rep%231/stdout.log"
+    assert html.log_href(log, tmp_path) == "a%20b/rep%231/stdout.log"
+    elsewhere = Path("/nonexistent-top-folder/reports")
+    assert html.log_href(log, elsewhere) == log.as_uri()
+    assert html.log_href(log.parent, None, folder=True) == log.parent.as_uri() + "/"
+
+
+def test_runs_section_lists_every_run(report, dom: Node) -> None:
+    section = ids(dom)["runs"]
+    rows = [row for table in section.all("tbody") for row in table.all("tr")]
+    assert len(rows) == len(report.runs)
+    text = section.text()
+    assert "(no log: the run never started)" in text  # unavailable: no log_path
+    assert text.count("(missing)") == 6  # lost: its folders were never made
+    bad = next(cell for cell in section.all("section", class_="cell")
+               if cell.all("h3")[0].text() == "getpid in bad")
+    assert bad.text().count(EVIL) == 3 and bad.text().count("failed") == 3
+
+
+def test_data_is_escaped(page: str, dom: Node) -> None:
+    assert "<script" not in page.lower()
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") > 10
+    assert "&quot;" in page and "&amp; more" in page
+    text = dom.text()
+    for raw in (EVIL, EVIL_ENV, EVIL_LABEL, "html <b>&"):
+        assert raw in text, raw  # shown as the text it is
+    hostname = next(row for row in ids(dom)["host"].all("tr")
+                    if row.all("th")[0].text() == "hostname")
+    assert hostname.all("td")[0].text() == EVIL
+    assert not dom.all("b")  # the campaign name's <b> stayed text
+
+
+def figures(dom: Node) -> dict[str, Node]:
+    return {figure.all("figcaption")[0].text(): figure for figure in dom.all("figure")}
+
+
+def test_bars_per_environment_with_whiskers_and_a_log_axis(report, dom: Node) -> None:
+    plots = figures(dom)
+    getpid = plots["getpid: time_per_op, median per environment with its 95% CI"]
+    (drawing,) = getpid.all("svg")
+    assert drawing.all("title")[0].text().startswith("getpid: time_per_op")
+    names = [text.text() for text in drawing.all("text", class_="env")]
+    assert names == report.results.environments
+    assert len(drawing.all("rect", class_="bar")) == 4  # base, slow, evil, lost
+    assert len(drawing.all("g", class_="whisker")) == 4
+    missing = [text.text() for text in drawing.all("text", class_="missing")]
+    assert missing == ["no data: ✗ failed x3", "no data: ⊘ unavailable x3"]
+    (axis,) = drawing.all("text", class_="axis-label")
+    assert axis.text() == "ns (log scale)"
+    widths = {bar.all("title")[0].text().split(":")[0]: float(bar.attrs["width"])
+              for bar in drawing.all("rect", class_="bar")}
+    assert widths["slow"] > 2 * widths["base"]  # a log axis still orders them
+    evil = plots[f"{EVIL_LABEL}: time_per_op, median per environment with its 95% CI"]
+    (axis,) = evil.all("text", class_="axis-label")
+    assert axis.text() == "ns (linear scale)"  # every median within 20x
+
+
+def test_boot_phases_stacked_with_a_legend(dom: Node) -> None:
+    boot = figures(dom)["Boot phases per environment"]
+    (drawing,) = boot.all("svg")
+    assert "Boot phases" in drawing.all("title")[0].text()
+    phases = drawing.all("rect", class_="phase")
+    assert len(phases) == 2 * 4  # base and slow, four phases each
+    tooltips = [phase.all("title")[0].text() for phase in phases]
+    assert tooltips[0].startswith("base: VMM start -> guest clock zero") and "150" in tooltips[0]
+    legend = [group.text() for group in drawing.all("g", class_="legend")]
+    assert legend == html.STACKED_PHASES and len(legend) == 4
+    assert [text.text() for text in drawing.all("text", class_="env")] == ["base", "slow"]
+
+
+def test_host_facts_checks_and_environments(report, dom: Node) -> None:
+    targets = ids(dom)
+    warnings = dom.all("div", class_="warnings")[0].text()
+    assert f"load was high {EVIL}" in warnings
+    facts = targets["host"].text()
+    assert "meltdown" in facts and "Not affected" in facts and "0.50, 0.25, 0.12" in facts
+    environments = targets["environments"]
+    rows = [row for row in environments.all("tr") if row.all("th", scope="row")]
+    assert [row.all("th")[0].text() for row in rows] == [env["name"] for env in report.environments]
+    gone = next(row for row in rows if row.all("th")[0].text() == "gone")
+    assert f"unavailable: {EVIL}" in gone.text() and '"note": ' in gone.all("pre")[0].text()
+    assert json.dumps(EVIL) in targets["plan"].text()
+
+
+def test_renders_without_host_checks_or_baseline(store, logs, out_dir) -> None:
+    populate(store, logs)
+    report = model.load(store)
+    report.campaign["host_checks"] = None
+    report.baseline = None
+    dom = parse(html.render(report, out_dir))
+    assert "No host checks were recorded" in dom.text()
