@@ -13,9 +13,10 @@ SUDO=""
 # full-system guests; linux-image-amd64: their default kernel; busybox-static,
 # cpio, kmod (modprobe): the guest image; linux-perf: benchmarks/fidelity_perf.py;
 # binutils (readelf): the test that the agent is static.
+# chromium, fonts-dejavu-core: the HTML report test (headless page, marks like ◷ drawn).
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
-          busybox-static cpio kmod linux-perf chromium)
+          busybox-static cpio kmod linux-perf chromium fonts-dejavu-core)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -231,6 +231,9 @@ def _write(text: str, output: Path | None) -> None:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; a report is for sharing
         os.replace(temporary, target)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)

@@ -160,7 +160,7 @@ class Table:
 
 # One mark per status (single-width characters, so terminal columns line up).
 STATUS_MARKS = {
-    "failed": "✗", "timeout": "⧗", "crashed": "☠", "infra": "‡",
+    "failed": "✗", "timeout": "◷", "crashed": "☠", "infra": "‡",
     "unsupported": "∅", "unavailable": "⊘", "interrupted": "‖",
 }
 
@@ -435,6 +435,7 @@ def boot_table(report: Report) -> Table | None:
     cells = breakdown(report.runs, report.samples)
     if not cells:
         return None
+    boot_samples = [sample for sample in report.samples if sample["metric"] == "boot_powered_off"]
     envs = [env for env in report.results.environments if env in cells]
     table = Table("Boot phases: median duration per phase, ms (host clock; guest uptime on "
                   "the guest's)", ["phase", *(f"{env} n={max(c.n for c in cells[env].values())}"
@@ -443,10 +444,13 @@ def boot_table(report: Report) -> Table | None:
                        "('guestbench-init: userspace' from /init, the agent's hello record, the "
                        "VMM's exit) and where the guest's clock started (agent ready minus the "
                        "guest's uptime).", label_columns=1, name="boot")
+    label_of = {run["environment"]: run["label"] for run in report.runs
+                if run["status"] == "ok" and run["environment"] in cells
+                and any(s["run_id"] == run["id"] for s in boot_samples)}
     for name, _end, _start in PHASES:
         table.add([name, *(format_value(cells[env][name].median_ms)
                            if name in cells[env] else "-" for env in envs)],
-                  [(env, "boot") for env in envs])
+                  [(env, label_of[env]) if env in label_of else None for env in envs])
     return table
 
 

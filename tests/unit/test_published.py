@@ -75,7 +75,7 @@ def test_basic_costs_in_cycles_and_ns(basic) -> None:
     native, sandbox = row(table, "getpid")[1:]
     assert native.startswith("365.8 cyc (140.7 ns)")
     assert sandbox.startswith("109.7k cyc (42.21k ns)")
-    assert row(table, "sched_yield")[2].startswith("⧗ timeout [")
+    assert row(table, "sched_yield")[2].startswith("◷ timeout [")
     assert "!unstable" in row(table, "sched_yield")[1]
 
 
@@ -96,7 +96,7 @@ def test_percent_of_baseline_with_geometric_mean(basic) -> None:
     assert native[3].startswith("100 !unstable [") and native[4] == "100"
     sandbox = row(table, "sandbox")
     assert sandbox[1].startswith("0.333 ")  # 300x slower (and an outlier, as native)
-    assert sandbox[3].startswith("⧗ timeout")
+    assert sandbox[3].startswith("◷ timeout")
     assert sandbox[2] == "50"  # half the bandwidth
     geomean, interval = re.fullmatch(r"(\S+) \[(\S+)\] \(2 of 3\)", sandbox[4]).groups()
     assert float(geomean) == pytest.approx(100 / (300 * 2) ** 0.5, rel=0.01)

@@ -374,8 +374,8 @@ def test_terminal(report: model.Report) -> None:
     assert "110 ±9.1%" in text
     assert "2.00x [" in text
     assert "killed after the 5 s run timeout" in text
-    assert "⧗ timeout x3 [" in text  # not wrapped at the width it asked for
-    assert "Marks: ✗ failed, ⧗ timeout" in text
+    assert "◷ timeout x3 [" in text  # not wrapped at the width it asked for
+    assert "Marks: ✗ failed, ◷ timeout" in text
 
 
 def test_a_baseline_without_data_gives_a_note_not_a_wall_of_blanks(store) -> None:
