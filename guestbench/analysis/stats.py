@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import signal, stats
+from scipy import stats
 
 CONFIDENCE = 0.95
 # Resamples per bootstrap. Percentile intervals need about 1,000 or more to be
@@ -214,6 +214,8 @@ def is_multimodal(values: np.ndarray) -> bool:
         kde = stats.gaussian_kde(values, bw_method="silverman")
     except (np.linalg.LinAlgError, ValueError):  # all but one value equal
         return False
+    from scipy import signal  # 0.5-1.5 s to import: only for cells the screen lets through
+
     margin = 3 * float(np.sqrt(kde.covariance[0, 0]))
     grid = np.linspace(values.min() - margin, values.max() + margin, 512)
     density = kde(grid)
