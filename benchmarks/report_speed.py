@@ -100,7 +100,8 @@ def run_command(shape: str, name: str, argv: list[str], repeat: int) -> Row:
             size = out.tell()
         code = done.returncode
         if code != 0:
-            message = " ".join(done.stderr.split())[-160:] or "no message"
+            lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+            message = lines[-1][:160] if lines else "no message"  # click's Error: / the exception
             if code in (1, 2) and any(marker in done.stderr for marker in NOT_THERE):
                 return Row(shape, name, None, code, f"not available (exit {code}: {message})")
             return Row(shape, name, statistics.median(times), code,
