@@ -86,7 +86,7 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
     resamples = stats.resamples_for(total)
     a_stats = stats.describe([x.values for x, _ in pairs], resamples)
     b_stats = stats.describe([y.values for _, y in pairs], resamples)
-    ratios = stats.ratio_intervals([(x.values, y.values) for x, y in pairs], resamples)
+    ratios = [stats.ratio_interval(sa, sb) for sa, sb in zip(a_stats, b_stats)]
     pvalues = stats.permutation_pvalues([(x.values, y.values) for x, y in pairs])
     cells = []
     for (x, y), sa, sb, ratio, pvalue in zip(pairs, a_stats, b_stats, ratios, pvalues):

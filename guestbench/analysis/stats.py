@@ -239,76 +239,51 @@ class Interval:
     high: float | None = None
 
 
-def _median_ratio(base: np.ndarray, other: np.ndarray, axis: int = -1) -> np.ndarray:
-    return fast_median(other, axis) / fast_median(base, axis)
+# Ratios and geometric means take their intervals from the cells' own
+# bootstrap intervals by MOVER (Zou & Donner 2008, "method of variance
+# estimates recovery") on the log scale: log(B/A) = log B - log A, and the
+# distances from each estimate to its own interval's ends combine in
+# quadrature, keeping each side's asymmetry. The cells are independent runs,
+# which is what MOVER assumes. It costs nothing once the cells are described,
+# where a second bootstrap of every pair cost twice the cells' own (about 4 s
+# on a 500,000-sample campaign), and it gives the same answer for one pair
+# wherever it appears.
 
 
-def ratio_intervals(pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
-                    resamples: int | None = None, confidence: float = CONFIDENCE
-                    ) -> list[Interval | None]:
-    """median(other) / median(base) with its interval, for each (base, other) pair.
-
-    scipy resamples the two cells of a pair independently (they are separate
-    runs); pairs of equal sizes share one vectorised call.
-    """
-    arrays = [(np.asarray(a, dtype=float), np.asarray(b, dtype=float)) for a, b in pairs]
-    resamples = resamples or resamples_for(sum(a.size + b.size for a, b in arrays))
-    out: list[Interval | None] = [None] * len(arrays)
-    for (size_a, size_b), indices in _same_sizes([(a.size, b.size) for a, b in arrays]).items():
-        if not size_a or not size_b:
-            continue
-        base = np.stack([arrays[index][0] for index in indices])
-        other = np.stack([arrays[index][1] for index in indices])
-        base_median = np.median(base, axis=1)
-        point = np.where(base_median != 0, np.median(other, axis=1) / np.where(
-            base_median != 0, base_median, 1), np.nan)
-        low, high = np.full(len(indices), np.nan), np.full(len(indices), np.nan)
-        judged = (np.min(np.abs(base), axis=1) > 0) & (min(size_a, size_b) >= 3)
-        varied = judged & ((np.ptp(base, axis=1) > 0) | (np.ptp(other, axis=1) > 0))
-        low[judged & ~varied] = high[judged & ~varied] = point[judged & ~varied]
-        if varied.any():
-            result = stats.bootstrap(
-                (base[varied], other[varied]), _median_ratio, vectorized=True, axis=-1,
-                paired=False, n_resamples=resamples, confidence_level=confidence,
-                method="percentile", rng=_rng(),
-                batch=_batch(int(varied.sum()) * (size_a + size_b)))
-            low[varied], high[varied] = result.confidence_interval
-        for row, index in enumerate(indices):
-            if not math.isnan(point[row]):
-                out[index] = Interval(float(point[row]), _number(low[row]), _number(high[row]))
-    return out
-
-
-def geometric_mean_interval(pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
-                            resamples: int | None = None, confidence: float = CONFIDENCE
-                            ) -> Interval | None:
-    """The geometric mean of several median(other)/median(base) ratios, with its interval.
-
-    One scipy bootstrap over every cell at once: each cell resampled
-    independently, the statistic the geometric mean of the ratios.
-    """
-    arrays = [np.asarray(values, dtype=float) for pair in pairs for values in pair]
-    if not arrays or any(array.size == 0 or np.any(array <= 0) for array in arrays):
+def _log_sides(cell: CellStats) -> tuple[float, float] | None:
+    """Distances, on the log scale, from the median down and up to its interval's ends."""
+    if cell.ci_low is None or cell.ci_high is None or min(cell.ci_low, cell.median) <= 0:
         return None
-    point = float(np.exp(np.mean([np.log(np.median(arrays[i + 1]) / np.median(arrays[i]))
-                                  for i in range(0, len(arrays), 2)])))
-    if any(array.size < 3 for array in arrays):
-        return Interval(point)
-    if all(np.ptp(array) == 0 for array in arrays):
-        return Interval(point, point, point)
-    resamples = resamples or resamples_for(sum(array.size for array in arrays))
+    return math.log(cell.median) - math.log(cell.ci_low), math.log(cell.ci_high) - math.log(cell.median)
 
-    def statistic(*cells: np.ndarray, axis: int = -1) -> np.ndarray:
-        logs = [np.log(_median_ratio(cells[i], cells[i + 1], axis))
-                for i in range(0, len(cells), 2)]
-        return np.exp(np.mean(logs, axis=0))
 
-    result = stats.bootstrap(arrays, statistic, vectorized=True, axis=-1, paired=False,
-                             n_resamples=resamples, confidence_level=confidence,
-                             method="percentile", rng=_rng(),
-                             batch=_batch(sum(array.size for array in arrays)))
-    return Interval(point, float(result.confidence_interval.low),
-                    float(result.confidence_interval.high))
+def ratio_interval(base: CellStats, other: CellStats) -> Interval | None:
+    """median(other) / median(base), with its interval when both cells have one."""
+    if base.median == 0:
+        return None
+    value = other.median / base.median
+    return _combine([(base, other)], value)
+
+
+def geometric_mean_interval(pairs: Sequence[tuple[CellStats, CellStats]]) -> Interval | None:
+    """The geometric mean of median(other)/median(base) over several pairs, with its interval."""
+    if not pairs or any(base.median <= 0 or other.median <= 0 for base, other in pairs):
+        return None
+    value = math.exp(sum(math.log(other.median / base.median) for base, other in pairs) / len(pairs))
+    return _combine(pairs, value)
+
+
+def _combine(pairs: Sequence[tuple[CellStats, CellStats]], value: float) -> Interval:
+    """MOVER: the mean of k log-ratios; its interval from every cell's log-scale distances."""
+    if value <= 0:
+        return Interval(value)
+    sides = [(_log_sides(base), _log_sides(other)) for base, other in pairs]
+    if any(base is None or other is None for base, other in sides):
+        return Interval(value)
+    down = math.sqrt(sum(other[0] ** 2 + base[1] ** 2 for base, other in sides)) / len(pairs)
+    up = math.sqrt(sum(other[1] ** 2 + base[0] ** 2 for base, other in sides)) / len(pairs)
+    centre = math.log(value)
+    return Interval(value, math.exp(centre - down), math.exp(centre + up))
 
 
 # Permutations per test: p-values near the 0.01 threshold are resolved to about

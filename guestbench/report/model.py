@@ -9,7 +9,7 @@ from typing import Any
 from guestbench.analysis import stats
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
-from guestbench.analysis.stats import Interval
+from guestbench.analysis.stats import CellStats, Interval
 from guestbench.analysis.summary import (CONTEXT_METRICS, Cell, Results, analyse,
                                          higher_is_better, summarise)
 from guestbench.store import Store, StoreError
@@ -73,8 +73,8 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     report = Report(campaign, environments, runs, samples, baseline, results)
     report.resamples = analyse(results, resamples)
     report.primary = primary_metrics(results, runs)
-    report.ratios = _ratios(results, baseline, report.resamples)
-    report.geomeans = _geomeans(results, baseline, report.primary, report.resamples)
+    report.ratios = _ratios(results, baseline)
+    report.geomeans = _geomeans(results, baseline, report.primary)
     stops = getattr(store, "cell_stops", None)
     report.cell_stops = stops(campaign["id"]) if stops else []
     for stop in report.cell_stops:
@@ -99,32 +99,31 @@ def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, s
     return chosen
 
 
-def _ratios(results: Results, baseline: str | None, resamples: int
-            ) -> dict[tuple[str, str, str], Interval]:
+def _ratios(results: Results, baseline: str | None) -> dict[tuple[str, str, str], Interval]:
     if baseline is None:
         return {}
-    keys, pairs = [], []
+    out = {}
     for (label, metric), row in results.cells.items():
         base = row.get(baseline)
-        if not metric or base is None or not base.values:
+        if not metric or base is None or base.stats is None:
             continue
         for env, cell in row.items():
-            if cell.values:
-                keys.append((label, metric, env))
-                pairs.append((base.values, cell.values))
-    intervals = stats.ratio_intervals(pairs, resamples)
-    return {key: interval for key, interval in zip(keys, intervals) if interval is not None}
+            interval = stats.ratio_interval(base.stats, cell.stats) if cell.stats else None
+            if interval is not None:
+                out[(label, metric, env)] = interval
+    return out
 
 
-def slowdown_pair(base: Cell, cell: Cell) -> tuple[list[float], list[float]]:
+def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
     """(base, other) so that median(other)/median(base) > 1 means slower, whatever the unit."""
+    assert base.stats is not None and cell.stats is not None
     if higher_is_better(cell.unit):
-        return cell.values, base.values
-    return base.values, cell.values
+        return cell.stats, base.stats
+    return base.stats, cell.stats
 
 
-def _geomeans(results: Results, baseline: str | None, primary: dict[str, str],
-              resamples: int) -> dict[str, Geomean]:
+def _geomeans(results: Results, baseline: str | None, primary: dict[str, str]
+              ) -> dict[str, Geomean]:
     if baseline is None:
         return {}
     rows = [results.cells[(label, metric)] for label, metric in primary.items()
@@ -134,7 +133,7 @@ def _geomeans(results: Results, baseline: str | None, primary: dict[str, str],
         if env == baseline:
             continue
         pairs = [slowdown_pair(row[baseline], row[env]) for row in rows if row[env].values]
-        interval = stats.geometric_mean_interval(pairs, resamples) if pairs else None
+        interval = stats.geometric_mean_interval(pairs) if pairs else None
         if interval is not None:
             out[env] = Geomean(interval, len(pairs), len(rows))
     return out
@@ -374,8 +373,9 @@ def ratio_table(report: Report, footnotes: Footnotes) -> Table | None:
                   note=f"For ns, cycles and s a ratio above 1 is slower than {baseline}; for "
                        f"MB/s a ratio below 1 is slower. Rows where {baseline} has no value are "
                        "left out. The geometric mean takes each workload's primary metric, "
-                       "turned so that above 1 is slower, and its interval resamples every "
-                       "cell.")
+                       "turned so that above 1 is slower. Intervals of ratios and "
+                       "geometric means combine the cells' own intervals (MOVER on the log "
+                       "scale, docs/statistics.md).")
     for label, metric, unit in results.rows:
         row = results.cells.get((label, metric), {})
         base = row.get(baseline)

@@ -108,32 +108,53 @@ def test_a_stable_cell_has_no_flag() -> None:
 # -- ratios and geometric means -----------------------------------------------------
 
 def test_ratio_interval_brackets_the_ratio_of_medians() -> None:
-    (interval,) = stats.ratio_intervals([(NATIVE_GETPID, HOGGED_GETPID)])
+    base, other = stats.describe([NATIVE_GETPID, HOGGED_GETPID])
+    interval = stats.ratio_interval(base, other)
     assert interval.value == pytest.approx(np.median(HOGGED_GETPID) / np.median(NATIVE_GETPID))
     assert interval.low < interval.value < interval.high
     assert interval.low > 1  # clearly slower
 
 
+def test_ratio_interval_is_mover_on_the_log_scale() -> None:
+    base = stats.describe([[10.0, 9.0, 11.0, 10.5, 9.5]])[0]
+    other = stats.describe([[20.0, 19.0, 22.0, 21.0, 18.0]])[0]
+    interval = stats.ratio_interval(base, other)
+    down = math.hypot(math.log(other.median / other.ci_low), math.log(base.ci_high / base.median))
+    up = math.hypot(math.log(other.ci_high / other.median), math.log(base.median / base.ci_low))
+    assert interval.low == pytest.approx(interval.value * math.exp(-down))
+    assert interval.high == pytest.approx(interval.value * math.exp(up))
+
+
 def test_ratio_of_a_cell_to_itself_is_one_with_an_honest_interval() -> None:
-    (interval,) = stats.ratio_intervals([(NATIVE_GETPID, NATIVE_GETPID)])
+    (cell,) = stats.describe([NATIVE_GETPID])
+    interval = stats.ratio_interval(cell, cell)
     assert interval.value == 1.0
-    assert interval.low < 1 < interval.high  # both sides resampled independently
+    assert interval.low < 1 < interval.high  # two independent runs of it would differ
 
 
-def test_ratio_interval_needs_three_values_per_side() -> None:
-    (interval,) = stats.ratio_intervals([([1.0, 1.1], [2.0, 2.1, 2.2])])
+def test_ratio_interval_needs_intervals_on_both_sides() -> None:
+    few, three = stats.describe([[1.0, 1.1], [2.0, 2.1, 2.2]])
+    interval = stats.ratio_interval(few, three)
     assert interval.low is None and interval.value == pytest.approx(2.1 / 1.05)
-    assert stats.ratio_intervals([([], [1.0])]) == [None]
+    (zero,) = stats.describe([[0.0, 0.0, 0.0]])
+    assert stats.ratio_interval(zero, three) is None
 
 
 def test_geometric_mean_interval() -> None:
-    pairs = [(NATIVE_GETPID, HOGGED_GETPID), ([10.0, 10.1, 9.9], [20.0, 20.2, 19.8])]
+    cells = stats.describe([NATIVE_GETPID, HOGGED_GETPID, [10.0, 10.1, 9.9], [20.0, 20.2, 19.8]])
+    pairs = [(cells[0], cells[1]), (cells[2], cells[3])]
     interval = stats.geometric_mean_interval(pairs)
     expected = math.sqrt(np.median(HOGGED_GETPID) / np.median(NATIVE_GETPID) * 2.0)
     assert interval.value == pytest.approx(expected)
     assert interval.low < interval.value < interval.high
-    assert stats.geometric_mean_interval([([1.0], [2.0])]).low is None
-    assert stats.geometric_mean_interval([([0.0, 1.0, 2.0], [1.0, 2.0, 3.0])]) is None
+    # one pair: the geometric mean is that pair's ratio, with the same interval
+    single = stats.geometric_mean_interval(pairs[:1])
+    assert single == stats.ratio_interval(*pairs[0])
+    few = stats.describe([[1.0], [2.0]])
+    assert stats.geometric_mean_interval([tuple(few)]).low is None
+    touching_zero, zero = stats.describe([[0.0, 1.0, 2.0], [0.0, 0.0, 1.0]])
+    assert stats.geometric_mean_interval([(touching_zero, touching_zero)]).low is None
+    assert stats.geometric_mean_interval([(zero, touching_zero)]) is None
 
 
 # -- permutation tests ----------------------------------------------------------------
