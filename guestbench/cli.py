@@ -182,13 +182,7 @@ def _print_report(results, campaign: str | None, baseline: str | None, output_fo
 
     loaded = model.load(results, campaign, baseline, all_metrics)
     if output_format == "table" and output is None:
-        from rich.console import Console
-
-        from guestbench.report import terminal
-        console = Console()
-        if not console.is_terminal:  # a file or a pipe: never wrap a cell
-            console = Console(width=max(console.width, terminal.width_needed(loaded)))
-        terminal.render(loaded, console)
+        _print_tables(model.tables(loaded))
         return
     if output_format == "html":
         from guestbench.report import html
@@ -208,9 +202,11 @@ def _plain_tables(loaded) -> str:
     from rich.console import Console
 
     from guestbench.report import terminal
+    from guestbench.report import model
     buffer = io.StringIO()
-    terminal.render(loaded, Console(file=buffer, width=terminal.width_needed(loaded),
-                                    color_system=None))
+    drawn = model.tables(loaded)
+    terminal.render_tables(drawn, Console(file=buffer, width=terminal.width_for(drawn),
+                                          color_system=None))
     return buffer.getvalue()
 
 

@@ -21,6 +21,7 @@ def render(report: Report) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
     cells = report.results.cells
+    flags_of: dict[tuple[str, str, str], str] = {}
     for run in report.runs:
         base = [report.campaign["id"], run["environment"], run["workload"], run["label"]]
         tail = [run["reason"], run["id"], run["log_path"] or "", " ".join(run["flags"] or [])]
@@ -28,8 +29,10 @@ def render(report: Report) -> str:
             if sample is None:
                 writer.writerow([*base, "", "", run["repetition"], run["status"], "", *tail, ""])
                 continue
-            cell = cells.get((run["label"], sample["metric"]), {}).get(run["environment"])
+            key = (run["label"], sample["metric"], run["environment"])
+            if key not in flags_of:
+                cell = cells.get(key[:2], {}).get(key[2])
+                flags_of[key] = " ".join(cell.flag_names) if cell else ""
             writer.writerow([*base, sample["metric"], sample["unit"], run["repetition"],
-                             run["status"], repr(sample["value"]), *tail,
-                             " ".join(cell.flag_names) if cell else ""])
+                             run["status"], repr(sample["value"]), *tail, flags_of[key]])
     return buffer.getvalue()

@@ -239,8 +239,11 @@ class Store:
         query = (sa.select(s.c.run_id, s.c.metric, s.c.unit, s.c.value)
                  .join(r, r.c.id == s.c.run_id).where(r.c.campaign_id == campaign_id)
                  .order_by(s.c.id))
+        keys = ("run_id", "metric", "unit", "value")
         with self.engine.connect() as connection:
-            return [dict(row) for row in connection.execute(query).mappings()]
+            # plain tuples zipped with the keys: .mappings() rows cost ~2.5x more per row,
+            # which is seconds for a campaign of 500,000 samples
+            return [dict(zip(keys, row)) for row in connection.execute(query)]
 
 
 def _utc(row: dict[str, Any]) -> dict[str, Any]:
