@@ -18,7 +18,7 @@ RESAMPLES = 2000
 # A report never does more than this many sample-resamples in all (about 2 s
 # here); beyond it, fewer resamples per cell (never under MIN_RESAMPLES), and
 # the report says how many it used.
-WORK_BUDGET = 1.5e8
+WORK_BUDGET = 1e8
 MIN_RESAMPLES = 200
 # Every interval is computed from a fixed seed: the same samples always give
 # the same report, so two reports of one campaign never disagree.
