@@ -15,7 +15,7 @@ CONFIDENCE = 0.95
 # stable at 95%; 2,000 keeps the Monte Carlo wobble of an endpoint well under
 # the width of the interval itself.
 RESAMPLES = 2000
-# A report never does more than this many sample-resamples in all (about 2 s
+# A report never does more than this many sample-resamples in all (about 1 s
 # here); beyond it, fewer resamples per cell (never under MIN_RESAMPLES), and
 # the report says how many it used.
 WORK_BUDGET = 1e8
