@@ -183,6 +183,12 @@ def load(path: Path, host: Host, overrides: Overrides = Overrides()) -> Plan:
     return _build(raw, str(path), host, overrides)
 
 
+# The default campaign (no plan file) stops its auto cells sooner than a plan
+# does by default: it is the first thing a newcomer runs, and on a noisy
+# 2-core host cells that never reach +/-2% would otherwise take 30 runs each.
+QUICK_AUTO = {"max_runs": 10, "max_cell_s": 30.0}
+
+
 def from_flags(host: Host, overrides: Overrides = Overrides()) -> Plan:
     """The plan of `guestbench run` without a file: presets x the quick suite."""
     env_names = overrides.environments or environments.DEFAULT_CAMPAIGN
@@ -191,7 +197,8 @@ def from_flags(host: Host, overrides: Overrides = Overrides()) -> Plan:
         raise PlanError(f"--env: unknown environment {unknown[0]!r} "
                         f"(fix: use one of {', '.join(environments.PRESETS)}, or write a plan file)")
     raw = {
-        "campaign": {"baseline": "native" if "native" in env_names else None},
+        "campaign": {"baseline": "native" if "native" in env_names else None,
+                     "auto": QUICK_AUTO},
         "environment": [{"preset": name} for name in env_names],
         "workload": [{"name": name} for name in (overrides.workloads or workloads.QUICK_SUITE)],
     }

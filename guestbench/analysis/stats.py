@@ -186,6 +186,8 @@ def _bimodality_coefficient(block: np.ndarray) -> np.ndarray:
 def median_ci(values: Sequence[float], confidence: float = CONFIDENCE,
               resamples: int = RESAMPLES) -> tuple[float, float] | None:
     """Percentile-bootstrap interval of the median; None with fewer than 3 values."""
+    if len(values) < 3:
+        return None
     described = describe([values], resamples, confidence)[0]
     if described.ci_low is None or described.ci_high is None:
         return None
@@ -194,6 +196,8 @@ def median_ci(values: Sequence[float], confidence: float = CONFIDENCE,
 
 def relative_half_width(values: Sequence[float], confidence: float = CONFIDENCE) -> float | None:
     """Half the width of the median's interval over the median (0.02 = +/-2%); None if unknown."""
+    if len(values) < 3:
+        return None
     return describe([values], RESAMPLES, confidence)[0].half_width
 
 

@@ -63,8 +63,9 @@ def _note(comparison: Comparison) -> str:
             f" A verdict needs both a permutation-test p < {comparison.alpha:g} (difference of "
             f"mean log values, up to {PERMUTATIONS} permutations, exact when fewer splits exist) "
             "and a "
-            f"change beyond {format_percent(comparison.threshold)}; slower means a larger time "
-            "or a smaller throughput in B.")
+            f"change beyond {format_percent(comparison.threshold)} (the ratio's whole interval, "
+            "not only its point estimate); slower means a larger time or a smaller throughput "
+            "in B.")
 
 
 def document(comparison: Comparison) -> dict[str, Any]:

@@ -471,7 +471,8 @@ def host_table(report: Report) -> Table | None:
                "unknown" if steal is None else f"{steal:.2f}%"])
     table.add(["host itself virtualised", _plain(before.get("virtualised")), "-"])
     warnings = checks.get("warnings") or []
-    table.note = ("Warnings: " + " ".join(warnings)) if warnings else "No warning: the host " \
+    table.note = ("Warnings: " + "; ".join(w.rstrip(".") for w in warnings) + ".") if warnings \
+        else "No warning: the host " \
         "looked quiet."
     return table
 

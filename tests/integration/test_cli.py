@@ -30,7 +30,7 @@ def test_campaign_then_reports(tmp_path, available):
     assert run.returncode == 0, run.stderr
     assert "Measured" in run.stdout and "native" in run.stdout
     document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
-    assert document["schema_version"] == 1
+    assert document["schema_version"] == 2
     by_env = {}
     for entry in document["runs"]:
         by_env.setdefault(entry["environment"], []).append(entry)

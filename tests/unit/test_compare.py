@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from guestbench.analysis.compare import FASTER, SAME, SLOWER, judge
+from guestbench.analysis.stats import Interval
 from tests.unit.test_cli import fake_agent, invoke  # noqa: F401 - fixture
 
 PLAN = """\
@@ -133,11 +134,13 @@ def test_nothing_to_pair_exits_2_and_says_why(campaign) -> None:
 
 
 @pytest.mark.parametrize("ratio, pvalue, unit, verdict", [
-    (1.20, 0.001, "ns", SLOWER), (0.80, 0.001, "ns", FASTER),
-    (0.80, 0.001, "MB/s", SLOWER), (1.20, 0.001, "MB/s", FASTER),
-    (1.04, 0.0001, "ns", SAME),  # significant but within the 5% noise threshold
-    (1.50, 0.02, "ns", SAME),  # large but not significant
-    (1.50, None, "ns", SAME),
+    ((1.20, 1.15, 1.25), 0.001, "ns", SLOWER), ((0.80, 0.75, 0.85), 0.001, "ns", FASTER),
+    ((0.80, 0.75, 0.85), 0.001, "MB/s", SLOWER), ((1.20, 1.15, 1.25), 0.001, "MB/s", FASTER),
+    ((1.04, 1.03, 1.05), 0.0001, "ns", SAME),  # significant but within the 5% noise threshold
+    ((1.066, 1.023, 1.098), 0.002, "ns", SAME),  # recorded A/A: past 5%, its interval is not
+    ((1.50, 1.20, 1.90), 0.02, "ns", SAME),  # large but not significant
+    ((1.50, 1.20, 1.90), None, "ns", SAME),
+    ((1.20, None, None), 0.001, "ns", SLOWER),  # no interval: the point estimate decides
 ])
 def test_judge(ratio, pvalue, unit, verdict) -> None:
-    assert judge(ratio, pvalue, unit, 0.05, 0.01) == verdict
+    assert judge(Interval(*ratio), pvalue, unit, 0.05, 0.01) == verdict

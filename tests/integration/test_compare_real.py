@@ -1,0 +1,55 @@
+"""A real A/B: native getpid, then the same plan beside CPU hogs, must come out `slower`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .test_cli import guestbench
+
+pytestmark = pytest.mark.integration
+
+HOG = [sys.executable, "-c", "while True: pass"]
+
+
+class CpuHogs:
+    """One busy loop per CPU, each in its own process group, ended by group id."""
+
+    def __enter__(self) -> "CpuHogs":
+        self.processes = [subprocess.Popen(HOG, start_new_session=True)
+                          for _ in range(os.cpu_count() or 1)]
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for process in self.processes:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def campaign(tmp_path: Path, name: str) -> None:
+    result = guestbench("run", "--env", "native", "--workload", "getpid,sched_yield",
+                        "--repeat", "6", "--name", name, "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_campaign_beside_cpu_hogs_is_slower(tmp_path, available):
+    available("native")
+    campaign(tmp_path, "alone")
+    with CpuHogs() as hogs:
+        campaign(tmp_path, "hogged")
+    assert all(process.poll() is not None for process in hogs.processes)
+    result = guestbench("compare", "alone", "hogged", "--format", "json", "--fail-on-regression",
+                        cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    cells = {(cell["workload"], cell["metric"]): cell for cell in json.loads(result.stdout)["cells"]}
+    getpid = cells[("getpid", "time_per_op")]
+    # two hogs on two CPUs leave the agent about half a CPU: every batch takes longer
+    assert getpid["verdict"] == "slower", getpid
+    assert getpid["ratio"] > 1.05 and getpid["pvalue"] < 0.01
+    assert "cell(s) slower in B" in result.stderr
