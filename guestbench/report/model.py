@@ -463,9 +463,7 @@ def host_table(report: Report) -> Table | None:
     table = Table("Host checks", ["check", "before", "after"], [], label_columns=1, name="host")
     load_before, load_after = before.get("load_avg"), after.get("load_avg")
     table.add(["load average (1, 5, 15 min)", _loads(load_before), _loads(load_after)])
-    governors = before.get("governors") or before.get("governor")
-    table.add(["frequency governor", _plain(governors), _plain(after.get("governors")
-                                                                 or after.get("governor"))])
+    table.add(["frequency governor", _governors(before), _governors(after)])
     steal = checks.get("steal_pct")
     table.add(["steal time during the campaign", "-",
                "unknown" if steal is None else f"{steal:.2f}%"])
@@ -475,6 +473,13 @@ def host_table(report: Report) -> Table | None:
         else "No warning: the host " \
         "looked quiet."
     return table
+
+
+def _governors(snapshot: dict[str, Any]) -> str:
+    if not snapshot:
+        return "-"
+    governors = snapshot.get("governors")
+    return "none (no cpufreq)" if governors is None else _plain(governors)
 
 
 def _loads(values: Any) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,14 +234,24 @@ class Store:
         keys = [column.name for column in table.columns]
         stamps = [column.name for column in table.columns
                   if isinstance(column.type, sa.DateTime)]
+        documents = [column.name for column in table.columns if isinstance(column.type, sa.JSON)]
+        # JSON columns come back as text and are decoded once per distinct text: the
+        # params and flags of 93k runs are a few dozen distinct documents. The decoded
+        # values are shared between rows: callers read them, never change them.
+        columns = [sa.type_coerce(column, sa.Text).label(column.name)
+                   if column.name in documents else column for column in table.columns]
+        decode = functools.lru_cache(maxsize=4096)(json.loads)
         with self.engine.connect() as connection:
             rows = [dict(zip(keys, row)) for row in connection.execute(
-                sa.select(table).where(table.c.campaign_id == campaign_id).order_by(order))]
-        for row in rows:  # tuples, and only the timestamp columns touched: 93k runs in ~1 s
+                sa.select(*columns).where(table.c.campaign_id == campaign_id).order_by(order))]
+        for row in rows:  # tuples, and only the timestamp and JSON columns touched
             for key in stamps:
                 value = row[key]
                 if value is not None and value.tzinfo is None:
                     row[key] = value.replace(tzinfo=dt.timezone.utc)
+            for key in documents:
+                if isinstance(row[key], str):  # some drivers (psycopg2) decode JSON themselves
+                    row[key] = decode(row[key])
         return rows
 
     def samples(self, campaign_id: int) -> Iterable[dict[str, Any]]:
