@@ -165,7 +165,9 @@ STATUS_MARKS = {
 
 FLAG_MEANINGS = {
     "clock-drift": "the guest's clock and the host's disagreed by more than 5% over the run "
-                   "(see clock_ratio with --all-metrics): its time-based numbers are suspect",
+                   "(see clock_ratio with --all-metrics): its time-based numbers are suspect, "
+                   "or the host was too busy to timestamp the guest's lines promptly (check "
+                   "the host checks' load)",
     "unstable": f"the values' coefficient of variation is above {stats.UNSTABLE_CV:.0%} "
                 "(standard deviation over mean): look at the spread before trusting the median",
     "multimodal": "the values form separate clusters (peaks of a kernel density estimate): "
