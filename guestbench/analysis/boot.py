@@ -33,9 +33,11 @@ class PhaseCell:
 def breakdown(runs: Iterable[dict[str, Any]], samples: Iterable[dict[str, Any]]
               ) -> dict[str, dict[str, PhaseCell]]:
     """{environment: {phase name: median duration}} over the ok runs that have boot samples."""
+    wanted = {point for _name, end, start in PHASES for point in (end, start)} | {"guest_uptime"}
     by_run: dict[int, dict[str, float]] = defaultdict(dict)
     for sample in samples:
-        by_run[sample["run_id"]][sample["metric"]] = sample["value"]
+        if sample["metric"] in wanted:  # most samples of a campaign are not boot points
+            by_run[sample["run_id"]][sample["metric"]] = sample["value"]
     durations: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         points = dict(by_run.get(run["id"], {}))

@@ -86,18 +86,22 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
     samples: dicts with run_id, metric, unit, value.
     """
     runs = list(runs)
-    by_run: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for sample in samples:
-        if include_context or sample["metric"] not in CONTEXT_METRICS:
-            by_run[sample["run_id"]].append(sample)
+    run_of = {run["id"]: run for run in runs}
     labels = list(dict.fromkeys(run["label"] for run in runs))
     metrics: dict[str, dict[str, str]] = {label: {} for label in labels}
-    for run in runs:
-        for sample in by_run.get(run["id"], ()):
-            metrics[run["label"]].setdefault(sample["metric"], sample["unit"])
+    values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for sample in samples:  # one pass over the samples: they can number 500,000
+        metric = sample["metric"]
+        run = run_of.get(sample["run_id"])
+        if run is None or (not include_context and metric in CONTEXT_METRICS):
+            continue
+        metrics[run["label"]].setdefault(metric, sample["unit"])
+        if run["status"] == "ok":  # a failed run's samples are never counted
+            values[(run["label"], metric, run["environment"])].append(sample["value"])
     rows = [(label, metric, unit) for label in labels for metric, unit in metrics[label].items()]
     rows += [(label, "", "") for label in labels if not metrics[label]]
-    rows.sort(key=lambda row: labels.index(row[0]))
+    order = {label: index for index, label in enumerate(labels)}
+    rows.sort(key=lambda row: order[row[0]])
     cells = {(label, metric): {env: Cell(env, label, metric, unit) for env in environments}
              for label, metric, unit in rows}
     rows_of_label: dict[str, list[dict[str, Cell]]] = defaultdict(list)
@@ -112,9 +116,8 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
                 cell.problems.append((run["status"], run["reason"]))
             else:
                 cell.flags += run.get("flags") or []
-        for sample in by_run.get(run["id"], ()):
-            if run["status"] == "ok":
-                cells[(run["label"], sample["metric"])][run["environment"]].values.append(sample["value"])
+    for (label, metric, env), found in values.items():
+        cells[(label, metric)][env].values = found
     return Results(environments, rows, cells)
 
 

@@ -243,7 +243,8 @@ class Store:
         decode = functools.lru_cache(maxsize=4096)(json.loads)
         with self.engine.connect() as connection:
             rows = [dict(zip(keys, row)) for row in connection.execute(
-                sa.select(*columns).where(table.c.campaign_id == campaign_id).order_by(order))]
+                sa.select(*columns).where(table.c.campaign_id == campaign_id).order_by(order)
+            ).fetchall()]
         for row in rows:  # tuples, and only the timestamp and JSON columns touched
             for key in stamps:
                 value = row[key]
@@ -263,7 +264,7 @@ class Store:
         with self.engine.connect() as connection:
             # plain tuples zipped with the keys: .mappings() rows cost ~2.5x more per row,
             # which is seconds for a campaign of 500,000 samples
-            return [dict(zip(keys, row)) for row in connection.execute(query)]
+            return [dict(zip(keys, row)) for row in connection.execute(query).fetchall()]
 
 
 def _utc(row: dict[str, Any]) -> dict[str, Any]:
