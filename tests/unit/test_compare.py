@@ -144,3 +144,33 @@ def test_nothing_to_pair_exits_2_and_says_why(campaign) -> None:
 ])
 def test_judge(ratio, pvalue, unit, verdict) -> None:
     assert judge(Interval(*ratio), pvalue, unit, 0.05, 0.01) == verdict
+
+
+def test_a_missing_second_store_exits_2(campaign, tmp_path) -> None:
+    campaign("m1")
+    result = compare(campaign, "m1", "m1", "--db-b", f"sqlite:///{tmp_path / 'nope.sqlite'}")
+    assert result.exit_code == 2 and "no store at" in result.output
+
+
+@pytest.mark.parametrize("target, message", [
+    ("missing/report.html", "does not exist (fix: create it first)"),
+    (".", "is a folder (fix: name a file in it)"),
+])
+def test_report_output_to_a_bad_place_exits_2_and_writes_nothing(campaign, tmp_path, target,
+                                                                 message) -> None:
+    campaign("m1")
+    result = invoke(["report", "--db", campaign.url, "--format", "html", "-o",
+                     str(tmp_path / target)], campaign.agent)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not list(tmp_path.glob(".report.html.*")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_report_output_is_written_whole_and_readable_by_others(campaign, tmp_path) -> None:
+    campaign("m1")
+    target = tmp_path / "out.md"
+    result = invoke(["report", "--db", campaign.url, "--format", "markdown", "-o", str(target)],
+                    campaign.agent)
+    assert result.exit_code == 0, result.output
+    assert target.read_text().startswith("### Measured")
+    assert target.stat().st_mode & 0o044  # not the 0600 of a temporary file
