@@ -75,8 +75,7 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     report.primary = primary_metrics(results, runs)
     report.ratios = _ratios(results, baseline)
     report.geomeans = _geomeans(results, baseline, report.primary)
-    stops = getattr(store, "cell_stops", None)
-    report.cell_stops = stops(campaign["id"]) if stops else []
+    report.cell_stops = store.cell_stops(campaign["id"])
     for stop in report.cell_stops:
         stop.setdefault("environment", env_name.get(stop.get("environment_id")))
     return report
