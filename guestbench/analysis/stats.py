@@ -27,6 +27,9 @@ SEED = 20261121
 # Flags (DESIGN.md): thresholds, each with why.
 UNSTABLE_CV = 0.10  # pyperf's warning threshold: stdev above 10% of the mean
 OUTLIER_IQR = 1.5  # Tukey's fences: beyond 1.5 interquartile ranges of the quartiles
+# Quartiles of fewer values are too unsteady to fence with: at 5-6 runs the
+# default campaign flagged one "outlier" in most cells.
+OUTLIER_MIN_N = 8
 MULTIMODAL_MIN_N = 8  # fewer values cannot show two clusters apart from noise
 MODE_MIN_SHARE = 0.1  # a cluster must hold at least 10% of the values (and 2) to count
 MODE_MIN_PROMINENCE = 0.05  # a density peak must stand 5% of the highest one above its valley
@@ -147,7 +150,7 @@ def _block_stats(block: np.ndarray, ci_low: np.ndarray, ci_high: np.ndarray) -> 
     median, low_quartile, high_quartile = np.percentile(block, [50, 25, 75], axis=1)
     fence = OUTLIER_IQR * (high_quartile - low_quartile)
     beyond = (block < (low_quartile - fence)[:, None]) | (block > (high_quartile + fence)[:, None])
-    outliers = beyond.sum(axis=1) if size >= 4 else np.zeros(rows, dtype=int)
+    outliers = beyond.sum(axis=1) if size >= OUTLIER_MIN_N else np.zeros(rows, dtype=int)
     maybe_modes = _bimodality_coefficient(_logs(block)) > BIMODALITY_SCREEN
     return [CellStats(
         n=size, median=float(median[row]), mean=float(mean[row]),
