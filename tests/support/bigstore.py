@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import itertools
-import math
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
