@@ -16,7 +16,7 @@ SUDO=""
 # chromium, fonts-dejavu-core: the HTML report test (headless page, marks like ◷ drawn).
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
-          busybox-static cpio kmod linux-perf chromium fonts-dejavu-core)
+          busybox-static cpio kmod linux-perf fio dbench e2fsprogs qemu-utils chromium fonts-dejavu-core)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: gbagent [--min-time S] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] WORKLOAD... | --list | --version"
+#define USAGE "usage: gbagent [--min-time S] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --list | --version"
 
-static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads };
+static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
+						     exec_workloads, durable_workloads, upload_workloads };
 
-enum value_kind { SECONDS, COUNT, PLACEMENT };
+enum value_kind { SECONDS, COUNT, PLACEMENT, STRING };
 
 /* One option taking a value: its bounds and the wording of its error line. */
 struct option_spec {
@@ -34,6 +35,15 @@ static const struct option_spec option_specs[] = {
 	{ "--pages", COUNT, 1, 1, 1048576, "a whole number of pages from 1 to 1048576", "--pages 4096" },
 	{ "--seconds", SECONDS, 0, 1, 31536000, "a number of seconds >= 0", "--seconds 30, or 0 to sleep forever" },
 	{ "--placement", PLACEMENT, 0, 1, PLACEMENT_COUNT - 1, "one of same, disjoint, free", "--placement same" },
+	{ "--count", COUNT, 1, 1, 1000000, "a whole number from 1 to 1000000", "--count 30" },
+	{ "--size-mib", COUNT, 1, 1, 1048576, "a whole number of MiB from 1 to 1048576", "--size-mib 256" },
+	{ "--warmup-runs", COUNT, 0, 1, 10, "a whole number from 0 to 10", "--warmup-runs 1" },
+	{ "--cwd", STRING, 0, 1, 0, "a folder path", "--cwd /scratch" },
+	{ "--wrapper", STRING, 0, 1, 0, "a program path", "--wrapper /usr/bin/qemu-x86_64" },
+	{ "--device", STRING, 0, 1, 0, "a device path", "--device /dev/vdb" },
+	{ "--source", STRING, 0, 1, 0, "a path", "--source /dev/hvc1" },
+	{ "--dest", STRING, 0, 1, 0, "a path", "--dest /scratch/upload" },
+	{ "--mode", STRING, 0, 1, 0, "a mode name", "--mode write" },
 };
 
 #define OPTION_COUNT (sizeof option_specs / sizeof option_specs[0])
@@ -120,9 +130,31 @@ static int parse_value(const struct option_spec *spec, const char *text, double 
 	return 0;
 }
 
+static void store_string(struct options *opt, const char *name, const char *value)
+{
+	if (strcmp(name, "--cwd") == 0)
+		opt->cwd = value;
+	else if (strcmp(name, "--wrapper") == 0)
+		opt->wrapper = value;
+	else if (strcmp(name, "--device") == 0)
+		opt->device = value;
+	else if (strcmp(name, "--source") == 0)
+		opt->source = value;
+	else if (strcmp(name, "--dest") == 0)
+		opt->dest = value;
+	else
+		opt->mode = value;
+}
+
 static void store_value(struct options *opt, const char *name, double value)
 {
-	if (strcmp(name, "--min-time") == 0)
+	if (strcmp(name, "--count") == 0)
+		opt->count = (unsigned)value;
+	else if (strcmp(name, "--warmup-runs") == 0)
+		opt->warmup_runs = (unsigned)value;
+	else if (strcmp(name, "--size-mib") == 0)
+		opt->size_mib = (unsigned)value;
+	else if (strcmp(name, "--min-time") == 0)
 		opt->min_time_s = value;
 	else if (strcmp(name, "--array-mib") == 0)
 		opt->array_mib = (unsigned)value;
@@ -164,13 +196,19 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	int used = 1;
 
 	if (!spec)
-		bad_usage("unknown option '%s' (options: --min-time, --array-mib, --ntimes, --pages, --seconds, --placement, --list, --version)",
+		bad_usage("unknown option '%s' (options: --min-time, --array-mib, --ntimes, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --drop-caches, --list, --version)",
 			  argv[i]);
 	if (!value) {
 		if (i + 1 >= argc)
 			bad_usage("%s needs a value (try %s)", spec->name, spec->example);
 		value = argv[i + 1];
 		used = 2;
+	}
+	if (spec->kind == STRING) {
+		if (value[0] == '\0')
+			bad_usage("%s: needs %s, not an empty string (try %s)", spec->name, spec->expected, spec->example);
+		store_string(opt, spec->name, value);
+		return used;
 	}
 	if (parse_value(spec, value, &number) != 0)
 		bad_usage("%s: '%s' is not %s (try %s)", spec->name, value, spec->expected, spec->example);
@@ -195,6 +233,9 @@ static int parse_args(int argc, char **argv, struct options *opt, const struct w
 		} else if (!options_done && strcmp(arg, "--version") == 0) {
 			printf("%s %s (protocol %d)\n", AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION);
 			exit(0);
+		} else if (!options_done && strcmp(arg, "--drop-caches") == 0) {
+			opt->drop_caches = 1;
+			i++;
 		} else if (!options_done && arg[0] == '-') {
 			i += take_option(opt, argc, argv, i);
 		} else {
@@ -203,6 +244,13 @@ static int parse_args(int argc, char **argv, struct options *opt, const struct w
 				bad_usage("unknown workload '%s' (gbagent --list shows the names)", arg);
 			count++;
 			i++;
+			if (strcmp(arg, "exec") == 0) {
+				/* Everything after exec is its command, options included. */
+				if (i >= argc)
+					bad_usage("exec needs a program to run (try exec /usr/bin/true)");
+				opt->command = argv + i;
+				break;
+			}
 		}
 	}
 	if (count == 0)
@@ -219,6 +267,8 @@ int main(int argc, char **argv)
 		.pages = 4096,
 		.seconds = 0,
 		.placement = PLACEMENT_SAME,
+		.count = 30,
+		.size_mib = 256,
 	};
 	const struct workload **workloads = calloc((size_t)argc, sizeof *workloads);
 	int ok = 1;

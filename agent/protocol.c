@@ -302,6 +302,25 @@ void proto_sample(const char *workload, const char *metric, const char *unit, do
 	emit();
 }
 
+void proto_output(const char *workload, const char *stream, const char *data, size_t len)
+{
+	char *text = malloc(len + 1);
+
+	if (!text) {
+		write_failed = 1;
+		return;
+	}
+	for (size_t i = 0; i < len; i++)
+		text[i] = data[i] ? data[i] : '?';
+	text[len] = '\0';
+	begin("output");
+	field_str("workload", workload);
+	field_str("stream", stream);
+	field_str("text", text);
+	emit();
+	free(text);
+}
+
 void proto_error(const char *workload, const char *message)
 {
 	begin("error");

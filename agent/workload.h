@@ -16,6 +16,19 @@ struct options {
 	unsigned pages;
 	double seconds;
 	enum placement placement;
+	/* Strings are NULL when not given. */
+	const char *cwd;     /* exec: the command's working directory (the scratch folder) */
+	const char *wrapper; /* exec: run the command through this program (qemu-user) */
+	const char *device;  /* fsync_records: the block device written */
+	const char *source;  /* upload: where the data comes from */
+	const char *dest;    /* upload: where it goes */
+	const char *mode;    /* upload: write, no_write or no_upload */
+	unsigned count;      /* fsync_records: records to write */
+	unsigned size_mib;   /* upload: MiB to move */
+	int drop_caches;     /* exec: sync and drop the kernel's caches first */
+	unsigned warmup_runs; /* exec: untimed runs of the command before the measured one */
+	/* exec: the command (everything after the word exec), NULL-terminated */
+	char **command;
 };
 
 struct workload {
@@ -29,6 +42,9 @@ extern const struct workload micro_workloads[];
 extern const struct workload stream_workloads[];
 extern const struct workload hang_workloads[];
 extern const struct workload boot_workloads[];
+extern const struct workload exec_workloads[];
+extern const struct workload durable_workloads[];
+extern const struct workload upload_workloads[];
 
 /* Records why the running workload failed (one line) and returns -1. */
 int workload_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -77,6 +77,9 @@ _REQUIRED: dict[str, dict[str, Callable[[Any], bool]]] = {
                "unit": lambda v: isinstance(v, str) and bool(v),
                "value": _is_number},
     "error": {"message": lambda v: isinstance(v, str)},
+    "output": {"workload": lambda v: isinstance(v, str) and bool(v),
+               "stream": lambda v: v in ("stdout", "stderr"),
+               "text": lambda v: isinstance(v, str)},
     "end": {"status": lambda v: v in ("ok", "failed"),
             "records": lambda v: isinstance(v, int) and not isinstance(v, bool)},
 }

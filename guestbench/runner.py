@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
+import shutil
 import signal
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -22,6 +25,7 @@ from guestbench.protocol import ProtocolError, Record
 from guestbench.analysis import clock
 from guestbench.analysis.stats import relative_half_width
 from guestbench.store import CellStop, RunRecord, Store
+from guestbench.workloads.base import InputError, OutputError, RunOutput
 
 
 class Status:
@@ -158,6 +162,7 @@ class Runner:
         self.create, self.snapshot_host = create, snapshot_host
         self.campaign_id = 0
         self.cells: list[_Cell] = []
+        self._inputs_dir: Path | None = None
 
     def run(self) -> int:
         """Run the whole matrix; returns the campaign id. Raises Interrupted on Ctrl-C/SIGTERM."""
@@ -172,6 +177,7 @@ class Runner:
         try:
             self._matrix()
         except KeyboardInterrupt as stop:
+            self._remove_inputs()
             proc.kill_all()
             for cell in self._open_cells():
                 self._close(cell, StopReason.INTERRUPTED)
@@ -179,10 +185,17 @@ class Runner:
             raise Interrupted(self.campaign_id, str(stop) or "SIGINT") from None
         except BaseException:
             proc.kill_all()  # a bug must not leave guests running or the campaign 'running'
+            self._remove_inputs()
             self.store.finish_campaign(self.campaign_id, "failed")
             raise
+        self._remove_inputs()
         self._finish("finished")
         return self.campaign_id
+
+    def _remove_inputs(self) -> None:
+        if self._inputs_dir is not None:
+            shutil.rmtree(self._inputs_dir, ignore_errors=True)
+            self._inputs_dir = None
 
     def _create_campaign(self, columns: list[_Column]) -> None:
         # ids restart in every store: a random part keeps two stores' logs apart
@@ -282,19 +295,78 @@ class Runner:
         refused = _refusal(column, case)
         if refused is not None:
             return refused
-        job = Job(case.name, self.agent_path, tuple(case.workload.agent_args(case.params)))
+        workload = case.workload
+        try:
+            needs = workload.job_needs(case.params, self._inputs())
+        except InputError as error:
+            return Outcome(Status.INFRA, f"could not prepare the workload's inputs: {error}")
+        refused_need = column.environment.refusal(needs)
+        if refused_need is not None:
+            return Outcome(Status.UNSUPPORTED, refused_need)
+        if needs.drop_caches:
+            dropped = drop_host_caches()
+            if dropped:
+                return Outcome(Status.UNSUPPORTED, dropped)
+        job = Job(case.name, self.agent_path, tuple(workload.agent_args(case.params)), needs)
         timeout_s = self.plan.campaign.timeout_s
         deadline_ns = proc.now_ns() + int(timeout_s * 1e9)
         try:
             guest = column.environment.start(job, logdir, deadline_ns)
         except GuestStartError as error:
             return Outcome(Status.INFRA, f"could not start: {error}")
+        seen = _Seen()
         with guest:
-            outcome = _watch(guest, timeout_s, case.name, case.workload.produces_samples)
-            if outcome.status == Status.OK and case.workload.boot_phases:
+            outcome = _watch(guest, timeout_s, workload.agent_workload, workload.produces_samples,
+                             seen)
+            if outcome.status == Status.OK and workload.boot_phases:
                 outcome.samples += [(f"boot_{phase}", "ms", ms)
                                     for phase, ms in guest.boot_phases().items()]
-            return outcome
+        _keep_outputs(seen, logdir)
+        if outcome.status == Status.OK and workload.derive is not None:
+            return _derived(outcome, workload, case.params, seen, guest.artifacts())
+        return outcome
+
+    def _inputs(self) -> Path:
+        """The campaign's folder for generated inputs (source trees, data files), made once."""
+        if self._inputs_dir is None:
+            self._inputs_dir = Path(tempfile.mkdtemp(prefix="guestbench-inputs-"))
+        return self._inputs_dir
+
+
+def drop_host_caches() -> str:
+    """sync, then drop the host kernel's page cache, dentries and inodes (cold-cache runs).
+
+    Returns "" when done, else why not (the run is then unsupported): it needs root.
+    """
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as file:
+            file.write("3\n")
+    except OSError as error:
+        return (f"a cold-cache run drops the host's page cache, which needs root "
+                f"(/proc/sys/vm/drop_caches: {error.strerror}); run guestbench as root or "
+                "measure with a warm cache only")
+    return ""
+
+
+def _keep_outputs(seen: "_Seen", logdir: Path) -> None:
+    """A tool's output, joined from its output records, is kept whole in the run's log folder."""
+    for stream, chunks in seen.outputs.items():
+        if logdir.exists():
+            (logdir / f"program-{stream}.txt").write_text("".join(chunks))
+
+
+def _derived(outcome: Outcome, workload, params, seen: "_Seen", artifacts: dict) -> Outcome:
+    """The samples of a workload whose figures come from a tool's output, not the agent's."""
+    output = RunOutput(samples=list(outcome.samples), stdout="".join(seen.outputs.get("stdout", [])),
+                       stderr="".join(seen.outputs.get("stderr", [])), records=seen.all,
+                       artifacts=artifacts)
+    try:
+        derived = workload.derive(params, output)
+    except OutputError as error:
+        return Outcome(Status.FAILED, f"{workload.name}: {error}", [], outcome.flags)
+    context = [sample for sample in outcome.samples if sample[0] == "clock_ratio"]
+    return Outcome(Status.OK, "", [*derived, *context], outcome.flags)
 
 
 def _refusal(column: _Column, case: WorkloadCase) -> Outcome | None:
@@ -319,10 +391,15 @@ class _Seen:
     end_status: str | None = None
     hello: Record | None = None
     end: Record | None = None
+    outputs: dict[str, list[str]] = field(default_factory=dict)
+    all: list[Record] = field(default_factory=list)
 
     def add(self, record: Record) -> None:
         self.records += 1
+        self.all.append(record)
         body = record.body
+        if record.type == "output":
+            self.outputs.setdefault(body["stream"], []).append(body["text"])
         if record.type == "sample":
             self.samples.append((body["metric"], body["unit"], float(body["value"])))
             self.workloads.add(body["workload"])
@@ -347,9 +424,10 @@ class _Seen:
         return ""
 
 
-def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool = True) -> Outcome:
+def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool = True,
+           seen: _Seen | None = None) -> Outcome:
     """Collect a guest's records and decide the run's status."""
-    seen = _Seen()
+    seen = seen if seen is not None else _Seen()
     try:
         for record in guest.records():
             seen.add(record)

@@ -61,12 +61,44 @@ class Availability:
 
 
 @dataclass(frozen=True)
+class Upload:
+    """Data the host sends into the guest through a channel (the upload workload)."""
+
+    channel: str      # serial, virtio-serial, 9p (qemu); serial, hostfs (uml)
+    source: Path      # the host file whose bytes are sent
+
+
+@dataclass(frozen=True)
+class JobNeeds:
+    """What a run needs from its environment besides the agent (disk, transfer, build workloads).
+
+    An environment that cannot give one of them refuses the run as unsupported
+    (Environment.refusal), with the reason.
+    """
+
+    scratch: bool = False              # a writable folder on a real filesystem: the agent's --cwd
+    scratch_files: Path | None = None  # a host folder whose contents start in the scratch folder
+    scratch_mib: int = 0               # free space the workload needs there
+    uncache_files: bool = False        # the scratch files leave the host's page cache before start
+    drop_caches: bool = False          # cold caches: the host's dropped, guest kernels drop theirs
+    exec_children: bool = False        # the program runs other programs (make runs gcc)
+    traced_disk: bool = False          # an unformatted disk whose writes and flushes are recorded
+    upload: Upload | None = None
+
+
+@dataclass(frozen=True)
 class Job:
     """What one run asks of a guest: the agent and its arguments."""
 
     workload: str
     agent_path: Path
     agent_args: tuple[str, ...]
+    needs: JobNeeds = JobNeeds()
+
+    def with_agent_options(self, *options: str) -> tuple[str, ...]:
+        """The agent's arguments with options put first (before the workload name and exec's
+        command, where the agent takes every word as the command's)."""
+        return (*options, *self.agent_args)
 
 
 @dataclass(frozen=True)
@@ -103,6 +135,11 @@ class Guest(ABC):
         """Milliseconds from process start to each boot phase seen; {} for process guests."""
         return {}
 
+    def artifacts(self) -> dict[str, Any]:
+        """What the environment recorded beside the agent for this run (after stop()): e.g.
+        "block_trace", the traced disk's writes and flushes. {} when nothing was."""
+        return {}
+
     def __enter__(self) -> "Guest":
         return self
 
@@ -127,6 +164,33 @@ class Environment(ABC):
     @abstractmethod
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         """Start a guest running the job; GuestStartError if it cannot be started."""
+
+    def refusal(self, needs: JobNeeds) -> str | None:
+        """Why this environment cannot give a run what it needs (the run is then unsupported),
+        or None. The default refuses everything beyond the agent alone."""
+        return needs_beyond_agent(needs, self.kind)
+
+
+def needs_beyond_agent(needs: JobNeeds, kind: str, allowed: frozenset[str] = frozenset()) -> str | None:
+    """The first need outside `allowed`, as a reason; None if every need is allowed."""
+    wanted = {
+        "scratch": needs.scratch or needs.scratch_files is not None,
+        "drop_caches": needs.drop_caches,
+        "exec_children": needs.exec_children,
+        "traced_disk": needs.traced_disk,
+        "upload": needs.upload is not None,
+    }
+    words = {
+        "scratch": "a scratch folder",
+        "drop_caches": "dropping caches",
+        "exec_children": "running programs that start other programs",
+        "traced_disk": "a traced block device",
+        "upload": "an upload channel",
+    }
+    for name, asked in wanted.items():
+        if asked and name not in allowed:
+            return f"{kind} does not provide {words[name]}"
+    return None
 
 
 @dataclass

@@ -9,8 +9,11 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from guestbench import proc
+from guestbench.environments import scratch
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, JobNeeds, ProcessGuest,
+    needs_beyond_agent)
+from guestbench.environments.native import PROCESS_NEEDS
 from guestbench.host import Host, which
 
 NAMESPACE_FLAGS = {"pid": "--pid", "mount": "--mount", "net": "--net", "ipc": "--ipc",
@@ -42,9 +45,14 @@ class Namespace(Environment):
                                    + ("" if os.geteuid() == 0 else " (needs root or user namespaces)"))
         return Availability.yes("namespaces: " + ",".join(self.spec.namespaces))
 
+    def refusal(self, needs: JobNeeds) -> str | None:
+        return needs_beyond_agent(needs, self.kind, PROCESS_NEEDS)
+
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
-        return ProcessGuest(self._prefix() + [str(job.agent_path), *job.agent_args],
-                            logdir, deadline_ns)
+        folder = scratch.make(job.needs)
+        args = job.with_agent_options("--cwd", str(folder)) if folder else job.agent_args
+        return ProcessGuest(self._prefix() + [str(job.agent_path), *args],
+                            logdir, deadline_ns, scratch=[folder] if folder else [])
 
     def _prefix(self) -> list[str]:
         flags = [NAMESPACE_FLAGS[name] for name in self.spec.namespaces]

@@ -5,9 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from guestbench.environments import scratch
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, JobNeeds, ProcessGuest,
+    needs_beyond_agent)
 from guestbench.host import Host
+
+# What a process on the host kernel can be given: a scratch folder, the host's caches dropped,
+# and programs started by programs run where they would anyway.
+PROCESS_NEEDS = frozenset({"scratch", "drop_caches", "exec_children"})
 
 
 class NativeSpec(EnvironmentSpec):
@@ -22,5 +28,11 @@ class Native(Environment):
     def probe(self, host: Host) -> Availability:
         return Availability.yes("the host itself")
 
+    def refusal(self, needs: JobNeeds) -> str | None:
+        return needs_beyond_agent(needs, self.kind, PROCESS_NEEDS)
+
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
-        return ProcessGuest([str(job.agent_path), *job.agent_args], logdir, deadline_ns)
+        folder = scratch.make(job.needs)
+        args = job.with_agent_options("--cwd", str(folder)) if folder else job.agent_args
+        return ProcessGuest([str(job.agent_path), *args], logdir, deadline_ns,
+                            scratch=[folder] if folder else [])

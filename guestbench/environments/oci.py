@@ -12,8 +12,11 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from guestbench import agent, proc
+from guestbench.environments import scratch
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, JobNeeds, ProcessGuest,
+    needs_beyond_agent)
+from guestbench.environments.native import PROCESS_NEEDS
 from guestbench.host import Host, which
 
 PROBE_TIMEOUT_S = 10
@@ -72,12 +75,24 @@ class Oci(Environment):
             return Availability.no(f"{runtime} cannot run a container here: {said}")
         return Availability.yes(f"{runtime}: {result.stdout.strip()}")
 
+    def refusal(self, needs: JobNeeds) -> str | None:
+        return needs_beyond_agent(needs, self.kind, PROCESS_NEEDS)
+
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
-        bundle = _Bundle(job.agent_path, list(job.agent_args))
+        folder = scratch.make(job.needs)
+        args = job.with_agent_options("--cwd", CONTAINER_SCRATCH) if folder else job.agent_args
+        try:
+            bundle = _Bundle(job.agent_path, list(args), scratch=folder,
+                             host_programs="exec" in job.agent_args)
+        except BaseException:
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
         logdir.mkdir(parents=True, exist_ok=True)
         shutil.copy(bundle.directory / "config.json", logdir / "config.json")
         return ProcessGuest(self._run_argv(bundle), logdir, deadline_ns,
-                            cleanup=self._cleanup_argv(bundle), scratch=[bundle.directory])
+                            cleanup=self._cleanup_argv(bundle),
+                            scratch=[bundle.directory, *([folder] if folder else [])])
 
     def _global_args(self, bundle: "_Bundle") -> list[str]:
         args = ["--root", str(bundle.state)]
@@ -102,10 +117,20 @@ def _quiet_run(argv: list[str]) -> None:
         pass
 
 
-class _Bundle:
-    """A temporary bundle: rootfs holding only the agent, config.json, runtime state."""
+CONTAINER_SCRATCH = "/scratch"
+# Debian's merged /usr: these top-level names are links into /usr on the host too
+USR_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
 
-    def __init__(self, agent_path: Path, agent_args: list[str]) -> None:
+
+class _Bundle:
+    """A temporary bundle: rootfs holding only the agent, config.json, runtime state.
+
+    With host_programs, the host's /usr is bound read-only so that tools (fio, dbench,
+    make and gcc) run with the host's own files; with scratch, that folder is /scratch.
+    """
+
+    def __init__(self, agent_path: Path, agent_args: list[str], scratch: Path | None = None,
+                 host_programs: bool = False) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="guestbench-oci-"))
         self.state = self.directory / "state"
         self.container_id = f"guestbench-{uuid.uuid4().hex[:12]}"
@@ -114,8 +139,19 @@ class _Bundle:
             (rootfs / sub).mkdir(parents=True)
         self.state.mkdir()
         shutil.copy(agent_path, rootfs / "gbagent")
-        (self.directory / "config.json").write_text(
-            json.dumps(_config(["/gbagent", *agent_args]), indent=1))
+        config = _config(["/gbagent", *agent_args])
+        if host_programs:
+            (rootfs / "usr").mkdir()
+            for name, target in USR_LINKS.items():
+                (rootfs / name).symlink_to(target)
+            config["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr",
+                                     "options": ["rbind", "ro"]})
+            config["process"]["env"][0] = "PATH=/usr/local/bin:/usr/bin:/usr/sbin:/"
+        if scratch is not None:
+            (rootfs / CONTAINER_SCRATCH.strip("/")).mkdir()
+            config["mounts"].append({"destination": CONTAINER_SCRATCH, "type": "bind",
+                                     "source": str(scratch), "options": ["rbind", "rw"]})
+        (self.directory / "config.json").write_text(json.dumps(config, indent=1))
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)

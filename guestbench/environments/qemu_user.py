@@ -9,9 +9,14 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from guestbench import proc
+from guestbench.environments import scratch
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, JobNeeds, ProcessGuest,
+    needs_beyond_agent)
 from guestbench.host import Host, which
+
+EXEC_REASON = ("qemu-user translates one program: the programs it starts (make's gcc) would "
+               "run natively, since qemu-user does not follow execve without binfmt_misc")
 
 
 def _default_binary() -> str:
@@ -41,7 +46,21 @@ class QemuUser(Environment):
         first_line = (result.stdout.splitlines() or ["?"])[0]
         return Availability.yes(first_line)
 
+    def refusal(self, needs: JobNeeds) -> str | None:
+        if needs.exec_children:
+            return EXEC_REASON
+        return needs_beyond_agent(needs, self.kind, frozenset({"scratch", "drop_caches"}))
+
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        folder = scratch.make(job.needs)
+        options = ["--cwd", str(folder)] if folder else []
+        prefix = []
+        if "exec" in job.agent_args:
+            # the agent's exec would start the tool natively: run it under the same translator
+            # (QEMU_CPU, unlike -cpu, reaches the tool's translator through the environment)
+            options += ["--wrapper", str(which(self.spec.binary) or self.spec.binary)]
+            prefix = ["env", f"QEMU_CPU={self.spec.cpu}"] if self.spec.cpu else []
         cpu = ["-cpu", self.spec.cpu] if self.spec.cpu else []
-        return ProcessGuest([self.spec.binary, *cpu, str(job.agent_path), *job.agent_args],
-                            logdir, deadline_ns)
+        args = job.with_agent_options(*options) if options else job.agent_args
+        return ProcessGuest([*prefix, self.spec.binary, *cpu, str(job.agent_path), *args],
+                            logdir, deadline_ns, scratch=[folder] if folder else [])

@@ -4,12 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from guestbench.environments.base import Capability
+from guestbench.environments.base import Capability, JobNeeds
 from guestbench.host import Host
+
+Sample = tuple[str, str, float]  # metric, unit, value
+
+
+class InputError(Exception):
+    """A workload could not generate its inputs on the host (the run's status is infra)."""
+
+
+class OutputError(Exception):
+    """A tool's output could not be turned into samples (the run fails with this reason)."""
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """What a finished run gave, for workloads that derive their samples on the host."""
+
+    samples: list[Sample]               # what the agent reported itself (exec: rusage)
+    stdout: str                         # the program's output (exec), joined from output records
+    stderr: str
+    records: list[Any]                  # every protocol record, with host arrival times
+    artifacts: dict[str, Any]           # what the environment recorded (Guest.artifacts)
 
 
 class Params(BaseModel):
@@ -34,10 +56,28 @@ class Workload:
     host_defaults: Callable[[Host], dict[str, Any]] = field(default=lambda host: {})
     # the one metric that adaptive repetitions and summaries judge; None: nothing to judge
     primary_metric: str | None = field(kw_only=True)
+    # the agent workload that runs it (exec for tools like fio); to_agent_args then gives the
+    # whole argument list, since exec's command must come last
+    agent_name: str | None = field(default=None, kw_only=True)
+    # what the run needs from its environment; the folder is the campaign's inputs folder,
+    # where a workload may generate files once (a source tree) and name them in the needs
+    job_needs: Callable[[Params, Path], JobNeeds] = field(
+        default=lambda params, inputs: JobNeeds(), kw_only=True)
+    # the samples of an ok run, from what it gave (a tool's output); None: the agent's samples
+    derive: Callable[[Params, RunOutput], list[Sample]] | None = field(default=None, kw_only=True)
+
+    # programs the environment must provide (full-system images include them)
+    tools: tuple[str, ...] = field(default=(), kw_only=True)
+
+    @property
+    def agent_workload(self) -> str:
+        return self.agent_name or self.name
 
     def resolve(self, given: dict[str, Any], host: Host) -> Params:
         """Validated parameters with every default filled in."""
         return self.params_model(**{**self.host_defaults(host), **given})
 
     def agent_args(self, params: Params) -> list[str]:
+        if self.agent_name is not None:
+            return self.to_agent_args(params)
         return [*self.to_agent_args(params), self.name]
