@@ -18,7 +18,7 @@ from typing import Any
 from guestbench import __version__, environments, proc
 from guestbench import host as host_checks
 from guestbench.environments.base import (
-    Availability, Environment, EnvironmentSpec, Guest, GuestCrashed, GuestStartError, Job)
+    Availability, Capability, Environment, EnvironmentSpec, Guest, GuestCrashed, GuestStartError, Job)
 from guestbench.host import Host
 from guestbench.plan import AutoSection, Plan, WorkloadCase
 from guestbench.protocol import ProtocolError, Record
@@ -230,8 +230,15 @@ class Runner:
 
     def _probe_all(self) -> list[_Column]:
         columns = []
+        workloads = [case.workload for case in self.plan.workloads]
+        # a tool missing here makes its workloads unsupported (_outcome), not the environment
+        tools = tuple(dict.fromkeys(tool for w in workloads for tool in w.tools
+                                    if shutil.which(tool)))
+        needs_disk = any(w.capabilities & {Capability.FILESYSTEM, Capability.BLOCK_DEVICE}
+                         for w in workloads)
         for spec in self.plan.environments:
             environment = self.create(spec)
+            environment.plan_workloads(tools, needs_disk)
             columns.append(_Column(spec, environment, environment.probe(self.host)))
         return columns
 
@@ -296,6 +303,10 @@ class Runner:
         if refused is not None:
             return refused
         workload = case.workload
+        missing = [tool for tool in workload.tools if shutil.which(tool) is None]
+        if missing:
+            return Outcome(Status.UNSUPPORTED, f"{', '.join(missing)} not installed on this host "
+                                               f"(apt-get install {' '.join(missing)})")
         try:
             needs = workload.job_needs(case.params, self._inputs())
         except InputError as error:

@@ -156,6 +156,15 @@ class Environment(ABC):
 
     def __init__(self, spec: EnvironmentSpec) -> None:
         self.spec = spec
+        # programs the plan's workloads run (fio, dbench, make, gcc); set before probe()
+        self.workload_tools: tuple[str, ...] = ()
+        self.workload_needs_disk = False  # a plan workload needs a scratch disk or a device
+
+    def plan_workloads(self, tools: tuple[str, ...], needs_disk: bool) -> None:
+        """What the plan's workloads need, told before probe(): full-system kinds put the
+        tools and the disk drivers into their guest image."""
+        self.workload_tools = tools
+        self.workload_needs_disk = needs_disk
 
     @abstractmethod
     def probe(self, host: Host) -> Availability:

@@ -10,8 +10,9 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from guestbench import proc
+from guestbench.environments.guestdisk import GUEST_SCRATCH
 from guestbench.environments.base import (
-    EnvironmentSpec, GuestCrashed, GuestStartError, Job, ProcessGuest)
+    EnvironmentSpec, GuestCrashed, GuestStartError, Job, JobNeeds, ProcessGuest)
 from guestbench.protocol import PREFIX, Record
 
 # Printed by the image's /init as its first act (guestbench/images): the hand-over to userspace.
@@ -46,13 +47,34 @@ def check_names(names: tuple[str, ...]) -> tuple[str, ...]:
 Names = Annotated[tuple[str, ...], AfterValidator(check_names)]
 
 
+@dataclass(frozen=True)
+class GuestJob(Job):
+    """A job as a full-system guest runs it: with the mounts its /init must make first."""
+
+    mounts: tuple[str, ...] = ()
+
+
+def guest_job(job: Job, needs: JobNeeds, mounts: list[str] = (), options: list[str] = ()) -> Job:
+    """The job with the agent options a guest kernel adds: the scratch folder, dropping its own
+    caches; mounts are gb.mount= kernel arguments for the image's /init."""
+    added = list(options)
+    if mounts and (needs.scratch or needs.scratch_files is not None):
+        added = ["--cwd", GUEST_SCRATCH, *added]
+    if needs.drop_caches:
+        added.append("--drop-caches")
+    return GuestJob(job.workload, job.agent_path, job.with_agent_options(*added), needs,
+                    tuple(mounts))
+
+
 def kernel_arguments(job: Job) -> list[str]:
-    """The job on the kernel command line: gb.args=A,B,C (the image's /init splits on commas)."""
+    """The job on the kernel command line: gb.args=A,B,C (the image's /init splits on commas),
+    after the gb.mount= words of a GuestJob."""
     for arg in job.agent_args:
         if not arg or any(bad in arg for bad in (",", " ", '"')):
             raise GuestStartError(f"agent argument {arg!r} cannot travel on a kernel command line "
                                   "(no commas, spaces or quotes)")
-    return [f"gb.args={','.join(job.agent_args)}"] if job.agent_args else []
+    mounts = list(getattr(job, "mounts", ()))
+    return mounts + ([f"gb.args={','.join(job.agent_args)}"] if job.agent_args else [])
 
 
 class GuestKernelSpec(EnvironmentSpec):

@@ -11,13 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from guestbench import agent, images, proc
+from guestbench.environments import guestdisk
 from guestbench.environments.base import (
-    Availability, Capability, Environment, Guest, GuestStartError, Job)
+    Availability, Capability, Environment, Guest, GuestStartError, Job, JobNeeds,
+    needs_beyond_agent)
 from guestbench.environments.console import (
-    ConsoleGuest, GuestKernelSpec, Names, kernel_arguments)
+    ConsoleGuest, GuestKernelSpec, Names, guest_job, kernel_arguments)
 from guestbench.host import Host, which
 from guestbench.protocol import parse_line
 
@@ -46,12 +48,25 @@ class QemuSpec(GuestKernelSpec):
                                description="kernel image; None = the host's newest /boot/vmlinuz-*")
     modules: Names = Field((), description="kernel modules loaded at boot")
     binary: str = Field("qemu-system-x86_64", description="the QEMU program")
+    disk_bus: Literal["virtio-blk", "virtio-scsi", "ide"] = Field(
+        "virtio-blk", description="bus of the scratch disk (ide: machine pc or q35 only)")
+    disk_cache: Literal["none", "writeback", "writethrough", "directsync", "unsafe"] = Field(
+        "writeback", description="QEMU's host cache mode for the guest's disks (QEMU's default "
+                                 "is writeback)")
+    disk_format: Literal["raw", "qcow2"] = Field("raw", description="image format of the disks")
+    disk_mib: int = Field(1024, ge=64, le=1 << 22, strict=True,
+                          description="size of the scratch disk, MiB (grown to fit a "
+                                      "workload's files)")
+
+    @model_validator(mode="after")
+    def _bus_exists_on_machine(self) -> "QemuSpec":
+        guestdisk.bus(self.machine, self.disk_bus)  # ValueError names the fix
+        return self
 
 
 class Qemu(Environment):
     kind: ClassVar[str] = "qemu"
-    # no virtual disk is attached yet (the disk workloads' issue adds disk_bus/disk_cache)
-    capabilities = frozenset(set(Capability) - {Capability.BLOCK_DEVICE})
+    capabilities = frozenset(Capability)
     spec_model = QemuSpec
 
     def __init__(self, spec: QemuSpec) -> None:
@@ -68,7 +83,8 @@ class Qemu(Environment):
             if not kernel.is_file():
                 return Availability.no(f"kernel {kernel} not found (fix: kernel = an existing "
                                        "file, or apt-get install linux-image-amd64)")
-            self.image = images.build(kernel, modules=spec.modules, tools=spec.tools)
+            self.image = images.build(kernel, modules=self._modules(),
+                                      tools=tuple(dict.fromkeys((*spec.tools, *self.workload_tools))))
         except images.ImageError as error:
             return Availability.no(f"guest image: {error}")
         if spec.placement == "disjoint" and len(os.sched_getaffinity(0)) < 2:
@@ -78,6 +94,18 @@ class Qemu(Environment):
             return accel_answer
         return Availability.yes(f"accel {self.accel}; image {self.image.id}; "
                                 f"kernel {self.image.kernel_version}; {accel_answer.reason}")
+
+    def _modules(self) -> tuple[str, ...]:
+        """The plan's modules, and the disk bus's drivers when a workload uses a disk."""
+        modules = list(self.spec.modules)
+        if self.workload_needs_disk:
+            modules += [*guestdisk.bus(self.spec.machine, self.spec.disk_bus).modules,
+                        *guestdisk.FILESYSTEM_MODULES]
+        return tuple(dict.fromkeys(modules))
+
+    def refusal(self, needs: JobNeeds) -> str | None:
+        return needs_beyond_agent(needs, self.kind,
+                                  frozenset({"scratch", "drop_caches", "exec_children"}))
 
     def _resolve_accel(self) -> Availability:
         if self.spec.accel == "tcg":
@@ -92,12 +120,13 @@ class Qemu(Environment):
         return kvm
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
-        job_args = kernel_arguments(job)
         scratch = Path(tempfile.mkdtemp(prefix="guestbench-qemu-"))
         try:
+            disk_args, job = self._disks(job, scratch)
+            job_args = kernel_arguments(job)
             qmp_socket = scratch / "qmp.sock"
             paused = self.spec.placement != "none"
-            argv = self.command_line(self.accel, job_args, qmp_socket, paused)
+            argv = self.command_line(self.accel, job_args, qmp_socket, paused, disk_args)
             return QemuGuest(argv, logdir, deadline_ns, scratch=[scratch],
                              boot_timeout_s=self.spec.boot_timeout_s, qmp_socket=qmp_socket,
                              placement=self.spec.placement)
@@ -105,8 +134,20 @@ class Qemu(Environment):
             shutil.rmtree(scratch, ignore_errors=True)
             raise
 
+    def _disks(self, job: Job, scratch: Path) -> tuple[list[str], Job]:
+        """The scratch disk's QEMU arguments, and the job told where it is mounted."""
+        needs = job.needs
+        if not needs.scratch and needs.scratch_files is None:
+            return [], guest_job(job, needs)
+        spec = self.spec
+        bus = guestdisk.bus(spec.machine, spec.disk_bus)
+        image = guestdisk.make_scratch_disk(scratch, needs, spec.disk_mib, spec.disk_format)
+        args = guestdisk.qemu_disk_args(bus, 0, image, spec.disk_format, spec.disk_cache)
+        mount = f"gb.mount=ext4:{guestdisk.guest_device(bus, 0)}:{guestdisk.GUEST_SCRATCH}:"
+        return args, guest_job(job, needs, mounts=[mount])
+
     def command_line(self, accel: str, kernel_args: list[str], qmp_socket: Path | None,
-                     paused: bool) -> list[str]:
+                     paused: bool, device_args: list[str] = ()) -> list[str]:
         spec, image = self.spec, self.image
         if accel == "tcg":
             kernel_args = [*_tcg_kernel_args(), *kernel_args]
@@ -120,6 +161,7 @@ class Qemu(Environment):
             "-append", " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args]),
             *(["-qmp", f"unix:{qmp_socket},server=on,wait=off"] if qmp_socket else []),
             *(["-S"] if paused else []),
+            *device_args,
             *spec.extra_args,
         ]
 

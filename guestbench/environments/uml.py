@@ -11,9 +11,11 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from guestbench import images
+from guestbench.environments import guestdisk
 from guestbench.environments.base import (
-    Availability, Capability, Environment, Guest, Job)
-from guestbench.environments.console import ConsoleGuest, GuestKernelSpec, kernel_arguments
+    Availability, Capability, Environment, Guest, Job, JobNeeds, needs_beyond_agent)
+from guestbench.environments.console import (
+    ConsoleGuest, GuestKernelSpec, guest_job, kernel_arguments)
 from guestbench.host import Host, which
 
 
@@ -39,11 +41,20 @@ class UmlSpec(GuestKernelSpec):
 
     kind: Literal["uml"] = "uml"
     binary: str = Field("linux.uml", description="the UML kernel program")
+    disk_cache: Literal["writeback", "sync"] = Field(
+        "writeback", description="ubd's host I/O: writeback (ubd0=, the host's page cache) or "
+                                 "sync (ubd0s=, the image opened O_SYNC: every write synchronous)")
+    disk_mib: int = Field(1024, ge=64, le=1 << 22, strict=True,
+                          description="size of the scratch disk, MiB (grown to fit a "
+                                      "workload's files)")
+
+
+UML_DISK = "/dev/ubda"
 
 
 class Uml(Environment):
     kind: ClassVar[str] = "uml"
-    capabilities = frozenset(set(Capability) - {Capability.BLOCK_DEVICE})
+    capabilities = frozenset(Capability)
     spec_model = UmlSpec
 
     def __init__(self, spec: UmlSpec) -> None:
@@ -55,19 +66,38 @@ class Uml(Environment):
         if program is None:
             return Availability.no(f"{self.spec.binary} not found (apt-get install user-mode-linux)")
         try:
-            self.image = images.build(Path(program), tools=self.spec.tools)
+            self.image = images.build(
+                Path(program), tools=tuple(dict.fromkeys((*self.spec.tools, *self.workload_tools))))
         except images.ImageError as error:
             return Availability.no(f"guest image: {error}")
         return Availability.yes(f"{program}; image {self.image.id}{_map_count_warning()}")
 
+    def refusal(self, needs: JobNeeds) -> str | None:
+        return needs_beyond_agent(needs, self.kind,
+                                  frozenset({"scratch", "drop_caches", "exec_children"}))
+
+    def _disks(self, job: Job, scratch: Path) -> tuple[list[str], Job]:
+        needs = job.needs
+        if not needs.scratch and needs.scratch_files is None:
+            return [], guest_job(job, needs)
+        image = guestdisk.make_scratch_disk(scratch, needs, self.spec.disk_mib)
+        flag = "s" if self.spec.disk_cache == "sync" else ""
+        mount = f"gb.mount=ext4:{UML_DISK}:{guestdisk.GUEST_SCRATCH}:"
+        return [f"ubd0{flag}={image}"], guest_job(job, needs, mounts=[mount])
+
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
-        job_args = kernel_arguments(job)
         # UML keeps its pid file and management socket under uml_dir/umid: a scratch folder
         scratch = Path(tempfile.mkdtemp(prefix="guestbench-uml-"))
+        try:
+            disk_args, job = self._disks(job, scratch)
+            job_args = kernel_arguments(job)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
         argv = [
             str(self.image.kernel), f"mem={self.spec.memory_mib}M",
             f"initrd={self.image.initramfs}", f"umid=gb-{uuid.uuid4().hex[:8]}",
-            f"uml_dir={scratch}", "con=null", "con0=fd:0,fd:1", "console=tty0",
+            f"uml_dir={scratch}", *disk_args, "con=null", "con0=fd:0,fd:1", "console=tty0",
             "quiet", "panic=-1", *self.spec.kernel_args, *job_args, *self.spec.extra_args,
         ]
         try:

@@ -32,11 +32,26 @@ done < /guestbench/modules
 
 args=
 fault=
+mounts=
 for word in $($bb cat /proc/cmdline 2>/dev/null); do
     case "$word" in
         gb.args=*) args=${word#gb.args=} ;;
         gb.fault=*) fault=${word#gb.fault=} ;;
+        gb.mount=*) mounts="$mounts ${word#gb.mount=}" ;;
     esac
+done
+
+# gb.mount=FSTYPE:SOURCE:TARGET:OPTIONS (repeatable): the scratch disk (ext4 on a block
+# device, which may appear a moment after its driver loads), 9p and hostfs shares.
+for spec in $mounts; do
+    IFS=:
+    set -- $spec
+    unset IFS
+    case "$2" in
+        /dev/*) n=0; while [ ! -b "$2" ] && [ $n -lt 100 ]; do $bb usleep 50000; n=$((n+1)); done ;;
+    esac
+    $bb mkdir -p "$3"
+    $bb mount -t "$1" ${4:+-o "$4"} "$2" "$3" || echo "guestbench-init: mount $3 failed"
 done
 
 # Test hooks for the host's crash and timeout handling.

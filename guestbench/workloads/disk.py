@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any, Literal
 
@@ -217,9 +218,26 @@ THROUGHPUT = re.compile(r"^Throughput ([0-9.]+) MB/sec\s+(\d+) clients\s+(\d+) p
                         r"max_latency=([0-9.]+) ms", re.MULTILINE)
 
 
+LOADFILE_COPY = "dbench-client.txt"
+
+
 def dbench_command(params: DbenchParams) -> list[str]:
-    return ["dbench", "-c", DBENCH_LOADFILE, "-D", ".", "-t", str(params.seconds),
+    return ["dbench", "-c", LOADFILE_COPY, "-D", ".", "-t", str(params.seconds),
             str(params.clients)]
+
+
+def _dbench_needs(params: DbenchParams, inputs: Path) -> JobNeeds:
+    """dbench's load file travels in the scratch folder: guest images carry programs, not
+    /usr/share (26 MB, read once at start, so where it lies does not change the figure)."""
+    folder = inputs / "dbench"
+    if not (folder / LOADFILE_COPY).is_file():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(DBENCH_LOADFILE, folder / LOADFILE_COPY)
+        except OSError as error:
+            raise InputError(f"dbench's load file {DBENCH_LOADFILE}: {error.strerror} "
+                             "(apt-get install dbench)") from None
+    return JobNeeds(scratch=True, scratch_files=folder, scratch_mib=256)
 
 
 def derive_dbench(params: DbenchParams, run: RunOutput) -> list[Sample]:
@@ -250,6 +268,5 @@ WORKLOADS = [
              "N clients", DbenchParams, lambda params: ["exec", *dbench_command(params)],
              frozenset({Capability.FILESYSTEM, Capability.PROCESSES}), quick=False,
              primary_metric="throughput", agent_name="exec",
-             job_needs=lambda params, inputs: JobNeeds(scratch=True, scratch_mib=256),
-             derive=derive_dbench, tools=("dbench",)),
+             job_needs=_dbench_needs, derive=derive_dbench, tools=("dbench",)),
 ]

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Side by side, in one run: each fio job through guestbench (native) against the same fio
+command run directly.
+
+Both sides get the same preparation before every run: a fresh folder under the scratch
+base (/var/tmp, or $GUESTBENCH_SCRATCH), the same prepared file for the read jobs
+(written, fsync'ed and dropped from the page cache), `sync` and a fixed pause. Pairs
+alternate which side goes first, so drift on the host hits both; the figure is the ratio
+of the two medians. The direct side parses fio's JSON here, independently of guestbench's
+parser. Usage:
+
+    .venv/bin/python benchmarks/fio_fidelity.py [PAIRS] [JOB,JOB...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from guestbench.environments import scratch  # noqa: E402
+from guestbench.workloads import CATALOGUE  # noqa: E402
+from guestbench.workloads.disk import fio_command  # noqa: E402
+
+GUESTBENCH = str(ROOT / ".venv/bin/guestbench")
+JOBS = ["fio_seq_write", "fio_rewrite", "fio_seq_read", "fio_rand_read", "fio_rand_write",
+        "fio_fsync"]
+PAUSE_S = 2.0
+
+
+def direct_value(job: str, metric: str, inputs: Path) -> float:
+    """fio run by hand in a fresh folder prepared as guestbench prepares its scratch folder."""
+    workload = CATALOGUE[job]
+    params = workload.resolve({}, None)
+    folder = scratch.make(workload.job_needs(params, inputs))
+    try:
+        settle()
+        out = subprocess.run(fio_command(job, params), cwd=folder, capture_output=True,
+                             text=True, check=True).stdout
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    data = json.loads(out[out.index("{"):])["jobs"][0]
+    part = data["write"] if data["write"]["io_bytes"] > 0 else data["read"]
+    if metric == "bandwidth":
+        return part["bw_bytes"] / 1e6
+    if metric == "iops":
+        return part["iops"]
+    return data["sync"]["lat_ns"]["percentile"]["50.000000"] / 1e3  # fsync_p50, us
+
+
+def guestbench_value(job: str, metric: str, db: str) -> float:
+    settle()
+    subprocess.run([GUESTBENCH, "run", "--env", "native", "--workload", job, "--repeat", "1",
+                    "--quiet", "--db", db], check=True, capture_output=True)
+    document = json.loads(subprocess.run([GUESTBENCH, "report", "--format", "json", "--db", db],
+                                         check=True, capture_output=True, text=True).stdout)
+    run = document["runs"][-1]
+    if run["status"] != "ok":
+        raise SystemExit(f"guestbench {job}: {run['status']}: {run['reason']}")
+    return next(s["value"] for s in run["samples"] if s["metric"] == metric)
+
+
+def settle() -> None:
+    os.sync()
+    time.sleep(PAUSE_S)
+
+
+def main() -> None:
+    pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    jobs = sys.argv[2].split(",") if len(sys.argv) > 2 else JOBS
+    print(f"{'job':15} {'metric':10} {'guestbench':>11} {'direct':>11} {'ratio':>7}  "
+          "spread (min-max) guestbench | direct")
+    with tempfile.TemporaryDirectory(prefix="fio-fidelity-") as work:
+        inputs = Path(work) / "inputs"
+        inputs.mkdir()
+        for job in jobs:
+            metric = CATALOGUE[job].primary_metric
+            ours, theirs = [], []
+            db = f"sqlite:///{work}/{job}.sqlite"
+            for index in range(pairs):
+                if index % 2 == 0:
+                    ours.append(guestbench_value(job, metric, db))
+                    theirs.append(direct_value(job, metric, inputs))
+                else:
+                    theirs.append(direct_value(job, metric, inputs))
+                    ours.append(guestbench_value(job, metric, db))
+            a, b = statistics.median(ours), statistics.median(theirs)
+            print(f"{job:15} {metric:10} {a:11.1f} {b:11.1f} {a / b:7.3f}  "
+                  f"{min(ours):.0f}-{max(ours):.0f} | {min(theirs):.0f}-{max(theirs):.0f}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Scratch disks of full-system guests: an ext4 image made on the host, attached per run.
+
+The guest image's busybox has no mkfs, so the host makes the filesystem
+(`mkfs.ext4 -d` also copies a run's input files in: a build tree, a prepared fio
+file), converts it to qcow2 when asked, and the image's /init mounts it at
+/scratch (kernel argument gb.scratch=DEVICE). Every run gets a fresh disk, so no
+run sees another's files or fragmentation.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from guestbench import proc
+from guestbench.environments.base import GuestStartError, JobNeeds
+from guestbench.environments.scratch import uncache
+
+GUEST_SCRATCH = "/scratch"
+MKFS_TIMEOUT_S = 120
+# lazy_*_init=0: the guest kernel must not initialise inode tables in the background
+# while a workload is being measured; -m 0: no blocks reserved for root
+MKFS_OPTIONS = ("-q", "-F", "-t", "ext4", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0")
+SLACK_MIB = 64
+
+
+@dataclass(frozen=True)
+class Bus:
+    """How a disk bus is attached on a machine type, and the guest's name for its disks."""
+
+    device: str              # QEMU -device model
+    modules: tuple[str, ...]  # guest kernel modules (dependencies follow from modprobe)
+    guest_prefix: str        # /dev/vda, /dev/sda, ...
+    controller: str | None = None  # a -device that must exist once (SCSI host adapter)
+
+
+# Per machine type: microvm has only virtio-mmio transports and no IDE.
+BUSES: dict[tuple[str, str], Bus] = {
+    ("microvm", "virtio-blk"): Bus("virtio-blk-device", ("virtio_mmio", "virtio_blk"), "/dev/vd"),
+    ("microvm", "virtio-scsi"): Bus("scsi-hd", ("virtio_mmio", "virtio_scsi", "sd_mod"), "/dev/sd",
+                                    "virtio-scsi-device,id=scsi0"),
+    ("pc", "virtio-blk"): Bus("virtio-blk-pci", ("virtio_pci", "virtio_blk"), "/dev/vd"),
+    ("pc", "virtio-scsi"): Bus("scsi-hd", ("virtio_pci", "virtio_scsi", "sd_mod"), "/dev/sd",
+                               "virtio-scsi-pci,id=scsi0"),
+    ("pc", "ide"): Bus("ide-hd", ("ata_piix", "sd_mod"), "/dev/sd"),
+    ("q35", "virtio-blk"): Bus("virtio-blk-pci", ("virtio_pci", "virtio_blk"), "/dev/vd"),
+    ("q35", "virtio-scsi"): Bus("scsi-hd", ("virtio_pci", "virtio_scsi", "sd_mod"), "/dev/sd",
+                                "virtio-scsi-pci,id=scsi0"),
+    ("q35", "ide"): Bus("ide-hd", ("ahci", "sd_mod"), "/dev/sd"),
+}
+FILESYSTEM_MODULES = ("ext4",)
+
+
+def bus(machine: str, name: str) -> Bus:
+    try:
+        return BUSES[(machine, name)]
+    except KeyError:
+        have = sorted(b for m, b in BUSES if m == machine)
+        raise ValueError(f"disk_bus {name} does not exist on machine {machine} (it has: "
+                         f"{', '.join(have)}; ide needs machine = \"pc\" or \"q35\")") from None
+
+
+def qemu_disk_args(spec_bus: Bus, index: int, path: Path, fmt: str, cache: str) -> list[str]:
+    """-drive and -device for disk number index (0 = the scratch disk) on the bus."""
+    drive = f"if=none,id=disk{index},file={path},format={fmt},cache={cache}"
+    device = f"{spec_bus.device},drive=disk{index}"
+    if spec_bus.device == "scsi-hd":
+        device += f",bus=scsi0.0,channel=0,scsi-id={index},lun=0"
+    elif spec_bus.device == "ide-hd":
+        device += f",bus=ide.{index}"
+    args = ["-drive", drive, "-device", device]
+    if spec_bus.controller and index == 0:
+        args = ["-device", spec_bus.controller, *args]
+    return args
+
+
+def guest_device(spec_bus: Bus, index: int) -> str:
+    return f"{spec_bus.guest_prefix}{'abcdefgh'[index]}"
+
+
+def make_scratch_disk(folder: Path, needs: JobNeeds, size_mib: int, fmt: str = "raw") -> Path:
+    """A fresh ext4 image in folder holding needs.scratch_files; qcow2 when fmt says so."""
+    files_mib = _tree_mib(needs.scratch_files) if needs.scratch_files else 0
+    size_mib = max(size_mib, needs.scratch_mib + files_mib + SLACK_MIB)
+    free_mib = shutil.disk_usage(folder).free // 2**20
+    if free_mib < files_mib + SLACK_MIB:
+        raise GuestStartError(f"{folder} has {free_mib} MiB free, the scratch disk needs at "
+                              f"least {files_mib + SLACK_MIB} (fix: free space or set TMPDIR)")
+    raw = folder / "scratch.raw"
+    with open(raw, "wb") as file:
+        file.truncate(size_mib * 2**20)
+    populate = ["-d", str(needs.scratch_files)] if needs.scratch_files else []
+    _run(["mkfs.ext4", *MKFS_OPTIONS, *populate, str(raw)], "e2fsprogs")
+    image = raw
+    if fmt == "qcow2":
+        image = folder / "scratch.qcow2"
+        _run(["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw), str(image)],
+             "qemu-utils")
+        raw.unlink()
+    if needs.uncache_files:
+        uncache(image)
+    return image
+
+
+def _tree_mib(root: Path) -> int:
+    total = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    return -(-total // 2**20)
+
+
+def _run(argv: list[str], package: str) -> None:
+    try:
+        result = proc.run(argv, timeout_s=MKFS_TIMEOUT_S, env={**os.environ, "LC_ALL": "C"})
+    except proc.ProcessError as error:
+        raise GuestStartError(f"{error} (apt-get install {package})") from None
+    except proc.DeadlineExceeded:
+        raise GuestStartError(f"{argv[0]} took over {MKFS_TIMEOUT_S} s") from None
+    if result.returncode != 0:
+        said = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or ["?"]
+        raise GuestStartError(f"{argv[0]} failed making the scratch disk: {said[0][:200]}")
