@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import itertools
 import re
 import tomllib
@@ -106,6 +107,12 @@ class WorkloadCase:
     params: workloads.Params
     label: str
     repeat: int | str | None = None  # runs or "auto"; resolved for every case of a Plan
+    # environment names (shell-style patterns) it runs in; None: every environment
+    environments: tuple[str, ...] | None = None
+
+    def runs_in(self, environment: str) -> bool:
+        return self.environments is None or any(
+            fnmatch.fnmatchcase(environment, pattern) for pattern in self.environments)
 
     @property
     def workload(self) -> workloads.Workload:
@@ -134,7 +141,9 @@ class Plan:
             "campaign": self.campaign.model_dump(),
             "environments": [spec.model_dump(mode="json") for spec in self.environments],
             "workloads": [{"name": case.name, "label": case.label, "repeat": case.repeat,
-                           "params": case.params.model_dump(mode="json")}
+                           "params": case.params.model_dump(mode="json"),
+                           **({"environments": list(case.environments)}
+                              if case.environments is not None else {})}
                           for case in self.workloads],
         }
 
@@ -216,6 +225,8 @@ def _build(raw: dict[str, Any], source: str, host: Host, overrides: Overrides) -
     cases = _workloads(top.workload, source, host)
     specs = _select(specs, overrides.environments, source, "--env", lambda s: s.name)
     cases = _select(cases, overrides.workloads, source, "--workload", lambda c: c.name)
+    if not overrides.environments:
+        _check_environment_patterns(cases, specs, source)
     campaign = _apply(top.campaign, overrides, specs, source)
     cases = [dataclasses.replace(case, repeat=_resolved_repeat(case, campaign, overrides, source))
              for case in cases]
@@ -297,6 +308,7 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
                             f"(fix: use one of {', '.join(workloads.CATALOGUE)})")
         workload = workloads.CATALOGUE[name]
         repeat = _workload_repeat(table, workload, source, where)
+        only = _workload_environments(table, source, where)
         swept = [key for key, value in table.items() if _is_sweep(value, workload.params_model, key)]
         for combination in _sweep(table, workload.params_model, source, where):
             try:
@@ -305,11 +317,36 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
                 raise PlanError(_explain(source, error, prefix=where,
                                          model=workload.params_model)) from None
             label = name + "".join(f"[{key}={combination[key]}]" for key in swept)
-            cases.append(WorkloadCase(name, params, label, repeat))
+            cases.append(WorkloadCase(name, params, label, repeat, only))
     _no_duplicates([case.label for case in cases], source, "workload", "name",
                    fix="give one [[workload]] table per workload and sweep with a list, "
                        "e.g. array_mib = [32, 128]")
     return cases
+
+
+def _workload_environments(table: dict[str, Any], source: str,
+                           where: str) -> tuple[str, ...] | None:
+    """Takes the table's own `environments` (no parameter either): names or patterns."""
+    if "environments" not in table:
+        return None
+    value = table.pop("environments")
+    if (not isinstance(value, list) or not value
+            or not all(isinstance(item, str) and item for item in value)):
+        raise PlanError(f"{source}: {where}.environments: a list of environment names or "
+                        f"patterns is needed, not {value!r} (fix: e.g. environments = "
+                        '["native", "qemu-tcg*"])')
+    return tuple(value)
+
+
+def _check_environment_patterns(cases: list[WorkloadCase], specs: list[EnvironmentSpec],
+                                source: str) -> None:
+    names = [spec.name for spec in specs]
+    for case in cases:
+        for pattern in case.environments or ():
+            if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
+                raise PlanError(f"{source}: workload {case.label}: environments: {pattern!r} "
+                                f"matches no environment (fix: use one of {', '.join(names)}, "
+                                "or a pattern like \"qemu-tcg*\")")
 
 
 def _workload_repeat(table: dict[str, Any], workload: workloads.Workload, source: str,

@@ -171,7 +171,8 @@ class Runner:
             self.progress.host_warning(message)
         columns = self._probe_all()
         self._create_campaign(columns)
-        self.cells = [self._cell(column, case) for column in columns for case in self.plan.workloads]
+        self.cells = [self._cell(column, case) for column in columns for case in self.plan.workloads
+                      if case.runs_in(column.spec.name)]
         self.total_runs = sum(cell.most_runs for cell in self.cells)
         self.progress.start(self.total_runs)
         try:

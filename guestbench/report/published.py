@@ -218,12 +218,16 @@ def scaling_tables(report: Report, footnotes: Footnotes) -> list[Table]:
 
 def _scaling_reference(report: Report, groups: dict[str, dict[tuple[int, str], str]],
                        combos: list[tuple[int, str]]) -> str:
-    """The report's baseline if it is one of the scaled environments, else the first cell."""
+    """The report's baseline if it is one of the scaled environments, else the first group's
+    cell with the fewest vCPUs, disjoint placement first (each on its own CPU: the cell the
+    published scaling tables compare against)."""
     members = [env for group in groups.values() for env in group.values()]
     if report.baseline in members:
         return report.baseline
     first = next(iter(groups.values()))
-    return next(first[combo] for combo in combos if combo in first)
+    ordered = sorted((combo for combo in combos if combo in first),
+                     key=lambda combo: (combo[0], combo[1] != "disjoint"))
+    return first[ordered[0]]
 
 
 def _scaling_text(cell: Cell, base: Cell, footnotes: Footnotes) -> str:

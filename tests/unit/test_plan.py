@@ -633,3 +633,26 @@ def test_repeat_flag_that_is_neither_number_nor_auto(text) -> None:
 def test_repeat_flag_out_of_range_names_the_flag(host, value) -> None:
     with pytest.raises(PlanError, match=r'^--repeat: Input should be a whole number .*fix:'):
         from_flags(host, Overrides(repeat=value))
+
+
+def test_a_workload_can_name_the_environments_it_runs_in(write_plan, host: Host) -> None:
+    text = ('[[environment]]\npreset = "native"\n[[environment]]\nname = "tcg"\nkind = "qemu"\n'
+            'vcpus = [1, 2]\n[[workload]]\nname = "getpid"\n'
+            '[[workload]]\nname = "boot"\nenvironments = ["tcg*"]\n')
+    plan = load(write_plan(text), host)
+    boot = next(case for case in plan.workloads if case.name == "boot")
+    getpid = next(case for case in plan.workloads if case.name == "getpid")
+    assert [boot.runs_in(spec.name) for spec in plan.environments] == [False, True, True]
+    assert all(getpid.runs_in(spec.name) for spec in plan.environments)
+    assert plan.as_dict()["workloads"][1]["environments"] == ["tcg*"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ('["kvm*"]', "'kvm\\*' matches no environment"),
+    ('"native"', "a list of environment names"),
+    ("[]", "a list of environment names"),
+])
+def test_workload_environments_must_match(write_plan, host: Host, value, message) -> None:
+    with pytest.raises(PlanError, match=message) as caught:
+        load(write_plan(workload(f'name = "getpid"\nenvironments = {value}')), host)
+    assert "workload" in str(caught.value) and "fix:" in str(caught.value)

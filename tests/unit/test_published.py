@@ -155,5 +155,20 @@ def test_scaling_vcpus_by_placement_against_a_chosen_cell(store) -> None:
     assert table.sources[0][0] == ("nova-vcpus1-placementsame", "build")
 
 
+def test_scaling_is_against_the_one_vcpu_disjoint_cell_when_the_baseline_is_not_scaled(store):
+    names = {"native": {"kind": "native"}}
+    for vcpus in (1, 2):
+        for placement in ("same", "disjoint"):
+            names[f"tcg-vcpus{vcpus}-placement{placement}"] = {
+                "kind": "qemu", "vcpus": vcpus, "placement": placement}
+    campaign = Campaign(store, names, baseline="native")
+    for name, spec in names.items():
+        for _ in range(3):
+            campaign.run(name, "build", [("elapsed", "s", 10.0 / spec.get("vcpus", 1))])
+    table = campaign.tables()["scaling-build"]
+    assert "against tcg-vcpus1-placementdisjoint" in table.title
+    assert row(table, "tcg")[1:] == ["10 s (+0%)", "10 s (+0%)", "5 s (-50%)", "5 s (-50%)"]
+
+
 def test_no_scaling_table_without_a_vcpu_or_placement_sweep(basic) -> None:
     assert not [name for name in basic.tables() if name.startswith("scaling")]
