@@ -279,9 +279,15 @@ def decorate(text: str, cell: Cell, footnotes: Footnotes) -> str:
     return f"{text} {footnotes.mark(cell)}" if flags else text
 
 
+def empty_text(cell: Cell) -> str:
+    """A cell without values: "not run" when it has no runs (a workload's own `environments`
+    leave it out, or the campaign stopped first), "no samples" when its runs gave none."""
+    return "not run" if cell.runs == 0 else "no samples"
+
+
 def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: bool) -> str:
     if not cell.values:
-        return problem_text(cell, footnotes) if cell.problems else "no samples"
+        return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     text = format_value(cell.median / divisor)
     half_width = cell.stats.half_width if cell.stats else None
     if half_width is not None:
@@ -296,7 +302,7 @@ def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: boo
 def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes,
                 interval: Interval | None = None) -> str:
     if not cell.values:
-        return problem_text(cell, footnotes) if cell.problems else "no samples"
+        return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     ratio = cell.ratio_to(baseline)
     if interval is not None:
         text = format_interval(interval)

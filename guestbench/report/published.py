@@ -9,6 +9,7 @@ from typing import Any
 
 from guestbench.analysis.summary import Cell, higher_is_better
 from guestbench.report.model import (
+    empty_text,
     Footnotes, Report, Table, boot_table, clock_table, decorate, format_interval, format_percent,
     format_value, geomean_text, host_table, interval_note, measured_table, problem_text, ratio_table)
 
@@ -72,7 +73,7 @@ def _cycles_text(cycles: Cell | None, time: Cell | None, footnotes: Footnotes) -
     if main is None:
         return "-"
     if not main.values:
-        return problem_text(main, footnotes) if main.problems else "no samples"
+        return problem_text(main, footnotes) if main.problems else empty_text(main)
     text = f"{format_value(main.median)} cyc" if main is cycles else ""
     if time is not None and time.values:
         text = f"{text} ({format_value(time.median)} ns)" if text else f"{format_value(time.median)} ns"
@@ -119,7 +120,7 @@ def _stream_values(report: Report, label: str, prefix: str, env: str,
     cells = report.results.cells
     bandwidth = cells[(label, f"{prefix}bandwidth")][env]
     if not bandwidth.values:
-        text = problem_text(bandwidth, footnotes) if bandwidth.problems else "no samples"
+        text = problem_text(bandwidth, footnotes) if bandwidth.problems else empty_text(bandwidth)
         return [text, "-", "-", "-"]
     times = {kind: cells.get((label, f"{prefix}time_{kind}"), {}).get(env) for kind in
              ("avg", "min", "max")}
@@ -156,7 +157,7 @@ def percent_table(report: Report, footnotes: Footnotes) -> Table | None:
 
 def _percent_text(base: Cell, cell: Cell, footnotes: Footnotes) -> str:
     if not cell.values:
-        return problem_text(cell, footnotes) if cell.problems else "no samples"
+        return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if not base.median or not cell.median:
         return "-"
     share = cell.median / base.median if higher_is_better(cell.unit) else base.median / cell.median
@@ -232,7 +233,7 @@ def _scaling_reference(report: Report, groups: dict[str, dict[tuple[int, str], s
 
 def _scaling_text(cell: Cell, base: Cell, footnotes: Footnotes) -> str:
     if not cell.values:
-        return problem_text(cell, footnotes) if cell.problems else "no samples"
+        return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     text = f"{format_value(cell.median)} {cell.unit}"
     if base.median:
         text += f" ({(cell.median / base.median - 1) * 100:+.0f}%)"

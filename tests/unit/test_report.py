@@ -153,7 +153,7 @@ def test_workload_without_any_sample_has_a_row(report: model.Report) -> None:
     assert row[column(measured, "slow")].startswith("✗ failed x3 [")
     (line,) = footnote_for(row[column(measured, "slow")], ratio.footnotes)
     assert line.endswith("slow: ✗ failed: pipe_switch: broken pipe")
-    assert "no samples" in row[column(measured, "bad")]  # never ran there: said, not blank
+    assert "not run" in row[column(measured, "bad")]  # never ran there: said, not blank
     assert not [r for r in ratio.rows if r[0] == "pipe_switch"]
 
 
@@ -210,6 +210,8 @@ def test_all_metrics_shows_context(store) -> None:
 def test_cell_with_neither_values_nor_problems() -> None:
     footnotes = model.Footnotes()
     empty = Cell("a", "getpid", "time_per_op", "ns")
+    assert model._measured_text(empty, footnotes, 1.0, True) == "not run"
+    empty.runs = 2
     assert model._measured_text(empty, footnotes, 1.0, True) == "no samples"
     assert model._ratio_text(empty, Cell("b", "getpid", "time_per_op", "ns", [1.0]),
                              footnotes) == "no samples"
