@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from guestbench.analysis.summary import Cell, higher_is_better
+from guestbench.report import published_io
 from guestbench.report.model import (
     empty_text,
     Footnotes, Report, Table, boot_table, clock_table, decorate, format_interval, format_percent,
@@ -22,7 +23,8 @@ def tables(report: Report) -> list[Table]:
     footnotes = Footnotes()
     out: list[Table] = [measured_table(report, footnotes)]
     out += [table for table in (ratio_table(report, footnotes),) if table]
-    for build in (basic_table, stream_tables, percent_table, scaling_tables):
+    for build in (basic_table, stream_tables, percent_table, scaling_tables,
+                  published_io.tables):
         made = build(report, footnotes)
         out += made if isinstance(made, list) else [made] if made else []
     out += [table for table in (boot_table(report),) if table]

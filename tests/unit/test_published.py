@@ -26,10 +26,11 @@ class Campaign:
         self.repetition = 0
 
     def run(self, env: str, workload: str, samples, label: str | None = None,
-            status: str = "ok", reason: str = "") -> None:
+            status: str = "ok", reason: str = "", params: dict | None = None) -> None:
         self.repetition += 1
         self.store.add_run(self.id, RunRecord(
-            self.env_ids[env], workload, label or workload, {}, self.repetition, status, reason,
+            self.env_ids[env], workload, label or workload, params or {}, self.repetition,
+            status, reason,
             STARTED, 0.5, f"/logs/{env}/{label or workload}/rep{self.repetition}",
             tuple(samples)))
 

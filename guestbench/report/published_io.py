@@ -1,0 +1,179 @@
+"""The published tables of disk, transfer and build comparisons.
+
+- disk: fio, metadata and dbench figures per environment, each with its % of the baseline
+  (performance: for MB/s, IOPS and files/s the environment's over the baseline's; for
+  latencies the baseline's over the environment's), like the bonnie++/dbench tables of
+  KVM-against-Xen comparisons;
+- dbench: throughput per client count;
+- upload: MB/s per channel for write / no_write / no_upload, as in libguestfs's UML
+  against KVM comparison (upload and write, upload without writing, writing without upload);
+- build: kernbench's columns (elapsed, user, sys, CPU%, context switches, sleeps).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guestbench.analysis.summary import Cell, higher_is_better
+from guestbench.report.model import (
+    Footnotes, Report, Table, decorate, empty_text, format_percent, format_value, problem_text)
+
+UPLOAD_MODES = ("write", "no_write", "no_upload")
+BUILD_COLUMNS = (("elapsed", "elapsed (s)"), ("user", "user (s)"), ("sys", "sys (s)"),
+                 ("cpu_percent", "CPU %"), ("context_switches", "context switches"),
+                 ("sleeps", "sleeps"))
+# the disk table's rows: each workload's primary metric and the ones published beside it
+DISK_METRICS = ("bandwidth", "iops", "lat_p99", "fsync_p50", "fsync_p99", "create", "stat",
+                "delete", "throughput")
+
+
+def tables(report: Report, footnotes: Footnotes) -> list[Table]:
+    out = []
+    for build in (disk_table, dbench_table, upload_table, build_table):
+        table = build(report, footnotes)
+        if table is not None:
+            out.append(table)
+    return out
+
+
+def _runs_by_label(report: Report, workloads: set[str]) -> dict[str, dict[str, Any]]:
+    """label -> params of its runs, for labels of the given workloads, in plan order."""
+    found: dict[str, dict[str, Any]] = {}
+    for run in report.runs:
+        if run["workload"] in workloads and run["label"] not in found:
+            found[run["label"]] = {"workload": run["workload"], **(run.get("params") or {})}
+    return found
+
+
+def value_text(cell: Cell | None, footnotes: Footnotes) -> str:
+    """Median with its interval (± half width) or min-max, or why there is none."""
+    if cell is None:
+        return "not run"
+    if not cell.values:
+        return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
+    text = format_value(cell.median)
+    half_width = cell.stats.half_width if cell.stats else None
+    if half_width is not None:
+        text += f" ±{format_percent(half_width)}"
+    elif cell.n > 1:
+        text += f" ({format_value(cell.minimum)}-{format_value(cell.maximum)})"
+    return decorate(text, cell, footnotes)
+
+
+def _share(cell: Cell | None, base: Cell | None) -> str:
+    if cell is None or base is None or not cell.values or not base.values:
+        return ""
+    if not cell.median or not base.median:
+        return ""
+    share = cell.median / base.median if higher_is_better(cell.unit) else base.median / cell.median
+    return f" ({share * 100:.3g}%)"
+
+
+# -- disk: fio, metadata, dbench with % of the baseline ----------------------------------
+
+def disk_table(report: Report, footnotes: Footnotes) -> Table | None:
+    from guestbench.workloads.disk import WORKLOADS as DISK
+
+    labels = _runs_by_label(report, {w.name for w in DISK})
+    rows = [(label, metric, unit) for label, metric, unit in report.results.rows
+            if label in labels and metric in DISK_METRICS]
+    if not rows:
+        return None
+    envs = report.results.environments
+    baseline = report.baseline
+    table = Table("Disk and filesystem: median [±95% CI]"
+                  + (f" (% of {baseline}, higher is better)" if baseline else ""),
+                  ["workload", "metric", *envs], [], name="disk",
+                  note="fio (psync, one job), fio's filecreate/filestat/filedelete engines, "
+                       "dbench; each on a fresh scratch folder or disk per run. The % is "
+                       "performance against " + (baseline or "the baseline")
+                       + ": for MB/s, IOPS and files/s the environment's over the baseline's, "
+                       "for latencies the baseline's over the environment's.")
+    for label, metric, unit in rows:
+        cells = report.results.cells[(label, metric)]
+        base = cells.get(baseline) if baseline else None
+        table.add([label, f"{metric} ({unit})", *(
+            value_text(cells.get(env), footnotes) + _share(cells.get(env), base)
+            for env in envs)], [(env, label) for env in envs])
+    return table
+
+
+# -- dbench: throughput per client count ------------------------------------------------
+
+def dbench_table(report: Report, footnotes: Footnotes) -> Table | None:
+    labels = _runs_by_label(report, {"dbench"})
+    if not labels:
+        return None
+    by_clients = {}
+    for label, params in labels.items():
+        by_clients.setdefault(int(params.get("clients", 0)), label)
+    envs = report.results.environments
+    table = Table("dbench: throughput (MB/s) by clients", ["environment", *(
+        f"{clients} client{'s' if clients != 1 else ''}" for clients in sorted(by_clients))],
+                  [], label_columns=1, name="dbench",
+                  note="dbench 4.0, Debian's NetBench load file (client.txt), on the "
+                       "environment's scratch filesystem; the figure is dbench's own "
+                       "'Throughput' line.")
+    for env in envs:
+        row, sources = [env], []
+        for clients in sorted(by_clients):
+            label = by_clients[clients]
+            cell = report.results.cells.get((label, "throughput"), {}).get(env)
+            row.append(value_text(cell, footnotes))
+            sources.append((env, label))
+        table.add(row, sources)
+    return table
+
+
+# -- upload: channel x (write, no_write, no_upload) -------------------------------------
+
+def upload_table(report: Report, footnotes: Footnotes) -> Table | None:
+    labels = _runs_by_label(report, {"upload"})
+    if not labels:
+        return None
+    grid: dict[tuple[str, int], dict[str, str]] = {}
+    for label, params in labels.items():
+        key = (str(params.get("channel", "?")), int(params.get("size_mib", 0)))
+        grid.setdefault(key, {})[str(params.get("mode", "?"))] = label
+    sizes = {size for _, size in grid}
+    table = Table("Upload into the guest: MB/s" + (f" ({sizes.pop()} MiB)" if len(sizes) == 1 else ""),
+                  ["environment", "channel", "upload + write", "upload, no write",
+                   "write, no upload"], [], name="upload",
+                  note="upload + write: the host sends the data through the channel and the "
+                       "guest writes it to a file on its ext4 scratch disk (fsync at the end); "
+                       "upload, no write: the guest reads it and discards it; write, no upload: "
+                       "the guest writes the same amount it generated itself. MB/s = 1e6 bytes "
+                       "per second of the guest's clock.")
+    for env in report.results.environments:
+        for (channel, size), modes in grid.items():
+            cells = [report.results.cells.get((modes[mode], "bandwidth"), {}).get(env)
+                     if mode in modes else None for mode in UPLOAD_MODES]
+            if all(cell is None or cell.runs == 0 for cell in cells):
+                continue
+            table.add([env, channel, *(value_text(cell, footnotes) for cell in cells)],
+                      [(env, modes[mode]) if mode in modes else None for mode in UPLOAD_MODES])
+    return table if table.rows else None
+
+
+# -- build: kernbench's columns ---------------------------------------------------------
+
+def build_table(report: Report, footnotes: Footnotes) -> Table | None:
+    labels = _runs_by_label(report, {"build"})
+    if not labels:
+        return None
+    table = Table("Build (make -jN of the generated C tree): medians, like kernbench",
+                  ["environment", "build", *(title for _, title in BUILD_COLUMNS)], [],
+                  name="build",
+                  note="elapsed: wall time of make; user and sys: CPU time of make and every "
+                       "compiler it ran (wait4); CPU % = (user + sys) / elapsed; context "
+                       "switches: involuntary; sleeps: voluntary. Cold: the host's and the "
+                       "guest's caches dropped first; warm: after one untimed build.")
+    for env in report.results.environments:
+        for label in labels:
+            cells = [report.results.cells.get((label, metric), {}).get(env)
+                     for metric, _ in BUILD_COLUMNS]
+            if all(cell is None or cell.runs == 0 for cell in cells):
+                continue
+            table.add([env, label, *(value_text(cell, footnotes) for cell in cells)],
+                      [(env, label)] * len(BUILD_COLUMNS))
+    return table if table.rows else None

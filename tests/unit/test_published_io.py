@@ -1,0 +1,75 @@
+"""The published disk, dbench, upload and build tables, from runs written into a store."""
+
+from __future__ import annotations
+
+from .test_published import Campaign
+
+
+def row(table, *first: str) -> list[str]:
+    return next(r for r in table.rows if tuple(r[:len(first)]) == first)
+
+
+def test_disk_table_gives_each_figure_with_its_percent_of_native(store):
+    campaign = Campaign(store, {"native": {}, "tcg": {"kind": "qemu"}}, baseline="native")
+    for env, factor in (("native", 1.0), ("tcg", 4.0)):
+        for _ in range(3):
+            campaign.run(env, "fio_rand_read", [("iops", "IOPS", 20000 / factor),
+                                                ("lat_p99", "us", 80 * factor),
+                                                ("cpu_usr", "%", 3.0)])
+    table = campaign.tables()["disk"]
+    assert table.header == ["workload", "metric", "native", "tcg"]
+    assert row(table, "fio_rand_read", "iops (IOPS)")[2:] == ["20k ±0% (100%)", "5000 ±0% (25%)"]
+    assert row(table, "fio_rand_read", "lat_p99 (us)")[3] == "320 ±0% (25%)"  # latency: inverted
+    assert not [r for r in table.rows if r[1].startswith("cpu_usr")]
+
+
+def test_dbench_table_has_a_column_per_client_count_and_failures_marked(store):
+    campaign = Campaign(store, {"native": {}, "runsc": {"kind": "oci"}}, baseline="native")
+    for clients, mbps in ((1, 400.0), (4, 900.0)):
+        label = f"dbench[clients={clients}]"
+        for _ in range(3):
+            campaign.run("native", "dbench", [("throughput", "MB/s", mbps)], label=label,
+                         params={"clients": clients, "seconds": 10})
+            campaign.run("runsc", "dbench", [], label=label, status="failed",
+                         reason="exec: dbench exited with status 1", params={"clients": clients})
+    table = campaign.tables()["dbench"]
+    assert table.header == ["environment", "1 client", "4 clients"]
+    assert row(table, "native")[1:] == ["400 ±0%", "900 ±0%"]
+    assert row(table, "runsc")[1].startswith("✗ failed x3 [")
+
+
+def test_upload_table_is_three_way_per_channel(store):
+    campaign = Campaign(store, {"tcg": {"kind": "qemu"}, "uml": {"kind": "uml"}})
+    speeds = {"write": 40.0, "no_write": 80.0, "no_upload": 120.0}
+    for channel in ("virtio-serial", "9p"):
+        for mode, mbps in speeds.items():
+            label = f"upload[channel={channel}][mode={mode}]"
+            params = {"channel": channel, "mode": mode, "size_mib": 256}
+            campaign.run("tcg", "upload", [("bandwidth", "MB/s", mbps)], label=label, params=params)
+            campaign.run("uml", "upload", [], label=label, status="unsupported",
+                         reason="uml has no 9p channel", params=params)
+    table = campaign.tables()["upload"]
+    assert "(256 MiB)" in table.title
+    assert table.rows[0] == ["tcg", "virtio-serial", "40", "80", "120"]
+    assert row(table, "uml", "9p")[2].startswith("∅ unsupported")
+
+
+def test_build_table_has_kernbench_columns(store):
+    campaign = Campaign(store, {"native": {}})
+    samples = [("elapsed", "s", 10.0), ("user", "s", 17.0), ("sys", "s", 2.0),
+               ("cpu_percent", "%", 190.0), ("context_switches", "count", 900.0),
+               ("sleeps", "count", 3000.0)]
+    for _ in range(3):
+        campaign.run("native", "build", samples, label="build[cache=warm]",
+                     params={"cache": "warm", "units": 48, "jobs": 2})
+    table = campaign.tables()["build"]
+    assert table.header[2:] == ["elapsed (s)", "user (s)", "sys (s)", "CPU %",
+                                "context switches", "sleeps"]
+    assert table.rows == [["native", "build[cache=warm]", "10 ±0%", "17 ±0%", "2 ±0%",
+                           "190 ±0%", "900 ±0%", "3000 ±0%"]]
+
+
+def test_no_io_tables_without_their_workloads(store):
+    campaign = Campaign(store, {"native": {}})
+    campaign.run("native", "getpid", [("time_per_op", "ns", 140.0)])
+    assert not {"disk", "dbench", "upload", "build"} & set(campaign.tables())
