@@ -36,4 +36,12 @@ fi
 .venv/bin/pip install -q -e '.[test]'
 
 make -s -C agent
+
+# The durability check (fsync_honoured) traces the guest's disk with the kernel's block
+# tracepoints, in a private ftrace instance: tracefs must be mounted (systemd does this on
+# most machines; a minimal VM may not). Nothing else about tracing is changed.
+if [ ! -d /sys/kernel/tracing/instances ] && [ "$(id -u)" = 0 ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null \
+    || echo "install.sh: note: could not mount tracefs; fsync_honoured will be unsupported"
+fi
 echo "install.sh: ready: .venv/bin/guestbench ($(.venv/bin/guestbench --version)), agent/gbagent"

@@ -239,7 +239,8 @@ class Runner:
                          for w in workloads)
         for spec in self.plan.environments:
             environment = self.create(spec)
-            environment.plan_workloads(tools, needs_disk)
+            environment.plan_workloads(tools, needs_disk,
+                                       any(w.family == "transfer" for w in workloads))
             columns.append(_Column(spec, environment, environment.probe(self.host)))
         return columns
 

@@ -9,7 +9,7 @@ import shutil
 import signal
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -159,12 +159,15 @@ class Environment(ABC):
         # programs the plan's workloads run (fio, dbench, make, gcc); set before probe()
         self.workload_tools: tuple[str, ...] = ()
         self.workload_needs_disk = False  # a plan workload needs a scratch disk or a device
+        self.workload_needs_channels = False  # a plan workload uploads through a channel
 
-    def plan_workloads(self, tools: tuple[str, ...], needs_disk: bool) -> None:
+    def plan_workloads(self, tools: tuple[str, ...], needs_disk: bool,
+                       needs_channels: bool = False) -> None:
         """What the plan's workloads need, told before probe(): full-system kinds put the
-        tools and the disk drivers into their guest image."""
+        tools, the disk drivers and the channels' drivers into their guest image."""
         self.workload_tools = tools
         self.workload_needs_disk = needs_disk
+        self.workload_needs_channels = needs_channels
 
     @abstractmethod
     def probe(self, host: Host) -> Availability:
@@ -216,6 +219,11 @@ class ProcessGuest(Guest):
     deadline_ns: int
     cleanup: list[list[str]] = field(default_factory=list)
     scratch: list[Path] = field(default_factory=list)
+    # run after the process group is killed, before the scratch folders go: they end what
+    # served the guest (an upload feeder) and collect what recorded it (a traced disk),
+    # putting results into `collected` (returned by artifacts())
+    finalizers: list[Callable[[], None]] = field(default_factory=list)
+    collected: dict[str, Any] = field(default_factory=dict)
     exit_grace_s: float = 10.0  # how long a guest may live on after closing its output
     exited_ns: int | None = None
     _process: proc.Process | None = None
@@ -228,6 +236,7 @@ class ProcessGuest(Guest):
             self._process = proc.Process(self.argv, self.logdir / "stdout.log",
                                          self.logdir / "stderr.log")
         except proc.ProcessError as error:
+            self._finalize()
             for directory in self.scratch:
                 shutil.rmtree(directory, ignore_errors=True)
             raise GuestStartError(str(error)) from error
@@ -268,11 +277,25 @@ class ProcessGuest(Guest):
                 proc.run(argv, timeout_s=30)
             except (proc.ProcessError, proc.DeadlineExceeded):
                 pass
+        self._finalize()
         for directory in self.scratch:
             shutil.rmtree(directory, ignore_errors=True)
         code = self._process.returncode
         signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
         return StopInfo(code if not killed else None, signal_name, killed)
+
+    def _finalize(self) -> None:
+        """Each finalizer once (the list may be shared with whoever made them)."""
+        pending = list(self.finalizers)
+        self.finalizers.clear()
+        for finalizer in pending:
+            try:
+                finalizer()
+            except Exception as error:  # noqa: BLE001 - teardown goes on; the run says why
+                self.collected.setdefault("errors", []).append(f"{type(error).__name__}: {error}")
+
+    def artifacts(self) -> dict[str, Any]:
+        return self.collected
 
     @property
     def returncode(self) -> int | None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from guestbench import proc
 from guestbench.environments.base import GuestStartError, JobNeeds
@@ -119,3 +121,16 @@ def _run(argv: list[str], package: str) -> None:
     if result.returncode != 0:
         said = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or ["?"]
         raise GuestStartError(f"{argv[0]} failed making the scratch disk: {said[0][:200]}")
+
+
+def trace_collector(disk: Any, logdir: Path, collected: dict[str, Any]) -> Callable[[], None]:
+    """A finalizer for a guest's traced disk: once the VMM is gone, stop the trace, keep its
+    text in the run's log folder and its events as the run's "block_trace", detach it."""
+    def collect() -> None:
+        try:
+            collected["block_trace"] = disk.stop()
+            logdir.mkdir(parents=True, exist_ok=True)
+            (logdir / "block-trace.txt").write_text(disk.raw_trace)
+        finally:
+            disk.close()
+    return collect

@@ -14,7 +14,8 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from guestbench import agent, images, proc
-from guestbench.environments import guestdisk
+from guestbench.environments import channels, guestdisk, tracedisk
+from guestbench.environments.devices import GuestDevices
 from guestbench.environments.base import (
     Availability, Capability, Environment, Guest, GuestStartError, Job, JobNeeds,
     needs_beyond_agent)
@@ -96,16 +97,26 @@ class Qemu(Environment):
                                 f"kernel {self.image.kernel_version}; {accel_answer.reason}")
 
     def _modules(self) -> tuple[str, ...]:
-        """The plan's modules, and the disk bus's drivers when a workload uses a disk."""
+        """The plan's modules; the disk bus's drivers when a workload uses a disk; every
+        upload channel's when one uploads."""
         modules = list(self.spec.modules)
         if self.workload_needs_disk:
             modules += [*guestdisk.bus(self.spec.machine, self.spec.disk_bus).modules,
                         *guestdisk.FILESYSTEM_MODULES]
+        if self.workload_needs_channels:
+            for channel in channels.QEMU_CHANNELS:
+                modules += channels.qemu_modules(channel, self.spec.machine)
         return tuple(dict.fromkeys(modules))
 
     def refusal(self, needs: JobNeeds) -> str | None:
-        return needs_beyond_agent(needs, self.kind,
-                                  frozenset({"scratch", "drop_caches", "exec_children"}))
+        if needs.traced_disk and tracedisk.unavailable_reason():
+            return f"no traced disk here: {tracedisk.unavailable_reason()}"
+        if needs.upload is not None:
+            refused = channels.qemu_refusal(needs.upload.channel, self.spec.machine)
+            if refused:
+                return refused
+        return needs_beyond_agent(needs, self.kind, frozenset(
+            {"scratch", "drop_caches", "exec_children", "traced_disk", "upload"}))
 
     def _resolve_accel(self) -> Availability:
         if self.spec.accel == "tcg":
@@ -121,30 +132,50 @@ class Qemu(Environment):
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         scratch = Path(tempfile.mkdtemp(prefix="guestbench-qemu-"))
+        devices = GuestDevices()
         try:
-            disk_args, job = self._disks(job, scratch)
+            job = self._devices(job, scratch, logdir, devices)
             job_args = kernel_arguments(job)
             qmp_socket = scratch / "qmp.sock"
             paused = self.spec.placement != "none"
-            argv = self.command_line(self.accel, job_args, qmp_socket, paused, disk_args)
+            argv = self.command_line(self.accel, job_args, qmp_socket, paused, devices.args)
             return QemuGuest(argv, logdir, deadline_ns, scratch=[scratch],
+                             finalizers=devices.finalizers, collected=devices.collected,
                              boot_timeout_s=self.spec.boot_timeout_s, qmp_socket=qmp_socket,
                              placement=self.spec.placement)
-        except BaseException:  # no guest owns the scratch folder yet
+        except BaseException:  # no guest owns the scratch folder and devices yet
+            devices.finish()
             shutil.rmtree(scratch, ignore_errors=True)
             raise
 
-    def _disks(self, job: Job, scratch: Path) -> tuple[list[str], Job]:
-        """The scratch disk's QEMU arguments, and the job told where it is mounted."""
-        needs = job.needs
-        if not needs.scratch and needs.scratch_files is None:
-            return [], guest_job(job, needs)
-        spec = self.spec
+    def _devices(self, job: Job, scratch: Path, logdir: Path, devices: "GuestDevices") -> Job:
+        """Attach what the job needs (scratch disk, traced disk, upload channel) to devices;
+        returns the job told where they are in the guest."""
+        needs, spec = job.needs, self.spec
         bus = guestdisk.bus(spec.machine, spec.disk_bus)
-        image = guestdisk.make_scratch_disk(scratch, needs, spec.disk_mib, spec.disk_format)
-        args = guestdisk.qemu_disk_args(bus, 0, image, spec.disk_format, spec.disk_cache)
-        mount = f"gb.mount=ext4:{guestdisk.guest_device(bus, 0)}:{guestdisk.GUEST_SCRATCH}:"
-        return args, guest_job(job, needs, mounts=[mount])
+        mounts: list[str] = []
+        options: list[str] = []
+        index = 0
+        if needs.scratch or needs.scratch_files is not None:
+            image = guestdisk.make_scratch_disk(scratch, needs, spec.disk_mib, spec.disk_format)
+            devices.args += guestdisk.qemu_disk_args(bus, index, image, spec.disk_format,
+                                                     spec.disk_cache)
+            mounts.append(f"gb.mount=ext4:{guestdisk.guest_device(bus, index)}:"
+                          f"{guestdisk.GUEST_SCRATCH}:")
+            index += 1
+        if needs.traced_disk:
+            disk = devices.traced_disk(scratch, logdir)
+            # the loop device is the raw disk; the cache mode under test is the spec's
+            devices.args += guestdisk.qemu_disk_args(bus, index, Path(disk.device), "raw",
+                                                     spec.disk_cache)
+            options += ["--device", guestdisk.guest_device(bus, index)]
+        if needs.upload is not None:
+            setup = devices.channel(lambda: channels.qemu_channel(
+                needs.upload.channel, needs.upload.source, spec.machine, scratch))
+            devices.args += setup.vmm_args
+            mounts += setup.kernel_args
+            options += channels.agent_options(setup, guestdisk.GUEST_SCRATCH)
+        return guest_job(job, needs, mounts=mounts, options=options)
 
     def command_line(self, accel: str, kernel_args: list[str], qmp_socket: Path | None,
                      paused: bool, device_args: list[str] = ()) -> list[str]:

@@ -11,7 +11,8 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from guestbench import images
-from guestbench.environments import guestdisk
+from guestbench.environments import channels, guestdisk, tracedisk
+from guestbench.environments.devices import GuestDevices
 from guestbench.environments.base import (
     Availability, Capability, Environment, Guest, Job, JobNeeds, needs_beyond_agent)
 from guestbench.environments.console import (
@@ -49,7 +50,7 @@ class UmlSpec(GuestKernelSpec):
                                       "workload's files)")
 
 
-UML_DISK = "/dev/ubda"
+UML_DISKS = "/dev/ubd"  # ubd0 is /dev/ubda, ubd1 /dev/ubdb
 
 
 class Uml(Environment):
@@ -73,27 +74,52 @@ class Uml(Environment):
         return Availability.yes(f"{program}; image {self.image.id}{_map_count_warning()}")
 
     def refusal(self, needs: JobNeeds) -> str | None:
-        return needs_beyond_agent(needs, self.kind,
-                                  frozenset({"scratch", "drop_caches", "exec_children"}))
+        if needs.traced_disk and tracedisk.unavailable_reason():
+            return f"no traced disk here: {tracedisk.unavailable_reason()}"
+        if needs.upload is not None:
+            refused = channels.uml_refusal(needs.upload.channel)
+            if refused:
+                return refused
+        return needs_beyond_agent(needs, self.kind, frozenset(
+            {"scratch", "drop_caches", "exec_children", "traced_disk", "upload"}))
 
-    def _disks(self, job: Job, scratch: Path) -> tuple[list[str], Job]:
+    def _devices(self, job: Job, scratch: Path, logdir: Path, devices: GuestDevices) -> Job:
+        """ubd0 the scratch disk, the next ubd the traced disk (a loop device), and the
+        upload channel; returns the job told where they are in the guest."""
         needs = job.needs
-        if not needs.scratch and needs.scratch_files is None:
-            return [], guest_job(job, needs)
-        image = guestdisk.make_scratch_disk(scratch, needs, self.spec.disk_mib)
         flag = "s" if self.spec.disk_cache == "sync" else ""
-        mount = f"gb.mount=ext4:{UML_DISK}:{guestdisk.GUEST_SCRATCH}:"
-        return [f"ubd0{flag}={image}"], guest_job(job, needs, mounts=[mount])
+        mounts: list[str] = []
+        options: list[str] = []
+        index = 0
+        if needs.scratch or needs.scratch_files is not None:
+            image = guestdisk.make_scratch_disk(scratch, needs, self.spec.disk_mib)
+            devices.args.append(f"ubd{index}{flag}={image}")
+            mounts.append(f"gb.mount=ext4:{UML_DISKS}{'ab'[index]}:{guestdisk.GUEST_SCRATCH}:")
+            index += 1
+        if needs.traced_disk:
+            disk = devices.traced_disk(scratch, logdir)
+            devices.args.append(f"ubd{index}{flag}={disk.device}")
+            options += ["--device", f"{UML_DISKS}{'ab'[index]}"]
+        if needs.upload is not None:
+            setup = devices.channel(lambda: channels.uml_channel(
+                needs.upload.channel, needs.upload.source, scratch))
+            devices.args += setup.vmm_args
+            mounts += setup.kernel_args
+            options += channels.agent_options(setup, guestdisk.GUEST_SCRATCH)
+        return guest_job(job, needs, mounts=mounts, options=options)
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         # UML keeps its pid file and management socket under uml_dir/umid: a scratch folder
         scratch = Path(tempfile.mkdtemp(prefix="guestbench-uml-"))
+        devices = GuestDevices()
         try:
-            disk_args, job = self._disks(job, scratch)
+            job = self._devices(job, scratch, logdir, devices)
             job_args = kernel_arguments(job)
         except BaseException:
+            devices.finish()
             shutil.rmtree(scratch, ignore_errors=True)
             raise
+        disk_args = devices.args
         argv = [
             str(self.image.kernel), f"mem={self.spec.memory_mib}M",
             f"initrd={self.image.initramfs}", f"umid=gb-{uuid.uuid4().hex[:8]}",
@@ -102,7 +128,9 @@ class Uml(Environment):
         ]
         try:
             return ConsoleGuest(argv, logdir, deadline_ns, scratch=[scratch],
+                                finalizers=devices.finalizers, collected=devices.collected,
                                 boot_timeout_s=self.spec.boot_timeout_s)
         except BaseException:  # no guest owns the scratch folder yet
+            devices.finish()
             shutil.rmtree(scratch, ignore_errors=True)
             raise

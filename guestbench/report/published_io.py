@@ -29,7 +29,7 @@ DISK_METRICS = ("bandwidth", "iops", "lat_p99", "fsync_p50", "fsync_p99", "creat
 
 def tables(report: Report, footnotes: Footnotes) -> list[Table]:
     out = []
-    for build in (disk_table, dbench_table, upload_table, build_table):
+    for build in (disk_table, dbench_table, upload_table, build_table, durability_table):
         table = build(report, footnotes)
         if table is not None:
             out.append(table)
@@ -176,4 +176,40 @@ def build_table(report: Report, footnotes: Footnotes) -> Table | None:
                 continue
             table.add([env, label, *(value_text(cell, footnotes) for cell in cells)],
                       [(env, label)] * len(BUILD_COLUMNS))
+    return table if table.rows else None
+
+
+# -- durability: fsync honoured per environment (cache mode) ------------------------------
+
+def durability_table(report: Report, footnotes: Footnotes) -> Table | None:
+    labels = _runs_by_label(report, {"fsync_honoured"})
+    if not labels:
+        return None
+    table = Table("Durability: is the guest's fsync honoured at the host's storage?",
+                  ["environment", "check", "records acknowledged", "records durable",
+                   "verdict"], [], name="durability",
+                  note="A power cut modelled at the host: the guest's disk is a loop device "
+                       "whose requests the host kernel traces (block_rq_issue/complete). A "
+                       "record counts as durable only if a flush (or FUA write) covering it "
+                       "completed there before its acknowledgement reached the host. The "
+                       "verdict is per run: honoured only if every acknowledged record was "
+                       "durable.")
+    for env in report.results.environments:
+        for label in labels:
+            cells = {metric: report.results.cells.get((label, metric), {}).get(env)
+                     for metric in ("records_acknowledged", "records_durable", "honoured")}
+            if all(cell is None or cell.runs == 0 for cell in cells.values()):
+                continue
+            verdict = cells["honoured"]
+            if verdict is None or not verdict.values:
+                text = value_text(verdict, footnotes)
+            else:
+                yes = sum(1 for value in verdict.values if value >= 1)
+                text = ("honoured" if yes == len(verdict.values) else "NOT honoured"
+                        if yes == 0 else f"mixed: honoured in {yes} of {len(verdict.values)}")
+                text = decorate(text + (f" ({len(verdict.values)} runs)"
+                                        if len(verdict.values) > 1 else ""), verdict, footnotes)
+            table.add([env, label, value_text(cells["records_acknowledged"], footnotes),
+                       value_text(cells["records_durable"], footnotes), text],
+                      [(env, label)] * 3)
     return table if table.rows else None

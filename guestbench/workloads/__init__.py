@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from guestbench.workloads import boot, disk, micro, stream
+from guestbench.workloads import boot, disk, durability, micro, stream, transfer
 from guestbench.workloads.base import Params, Workload
 
 CATALOGUE: dict[str, Workload] = {
-    w.name: w for w in (*micro.WORKLOADS, *stream.WORKLOADS, *boot.WORKLOADS, *disk.WORKLOADS)}
+    w.name: w for w in (*micro.WORKLOADS, *stream.WORKLOADS, *boot.WORKLOADS, *disk.WORKLOADS,
+                         *durability.WORKLOADS, *transfer.WORKLOADS)}
 
 QUICK_SUITE: tuple[str, ...] = tuple(name for name, w in CATALOGUE.items() if w.quick)
 

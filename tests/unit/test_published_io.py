@@ -72,4 +72,20 @@ def test_build_table_has_kernbench_columns(store):
 def test_no_io_tables_without_their_workloads(store):
     campaign = Campaign(store, {"native": {}})
     campaign.run("native", "getpid", [("time_per_op", "ns", 140.0)])
-    assert not {"disk", "dbench", "upload", "build"} & set(campaign.tables())
+    assert not {"disk", "dbench", "upload", "build", "durability"} & set(campaign.tables())
+
+
+def test_durability_table_gives_the_verdict_per_environment(store):
+    campaign = Campaign(store, {"unsafe": {"kind": "qemu"}, "none": {"kind": "qemu"},
+                                "native": {}})
+    for env, durable in (("unsafe", 0.0), ("none", 20.0)):
+        for _ in range(2):
+            campaign.run(env, "fsync_honoured", [
+                ("records_acknowledged", "count", 20.0), ("records_durable", "count", durable),
+                ("honoured", "bool", 1.0 if durable == 20 else 0.0)])
+    campaign.run("native", "fsync_honoured", [], status="unsupported",
+                 reason="native lacks block_device")
+    table = campaign.tables()["durability"]
+    assert row(table, "unsafe")[2:] == ["20 (20-20)", "0 (0-0)", "NOT honoured (2 runs)"]
+    assert row(table, "none")[4] == "honoured (2 runs)"
+    assert row(table, "native")[4].startswith("∅ unsupported")

@@ -1,0 +1,48 @@
+"""What a full-system guest is given besides its image (a traced disk, an upload channel),
+and how all of it ends: the finalizers a guest runs after its VMM is gone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guestbench.environments import channels, guestdisk, tracedisk
+from guestbench.environments.base import GuestStartError
+
+TRACED_DISK_MIB = 64
+
+
+@dataclass
+class GuestDevices:
+    """What a full-system guest is given besides its image, and how to end it all."""
+
+    args: list[str] = field(default_factory=list)
+    finalizers: list = field(default_factory=list)
+    collected: dict = field(default_factory=dict)
+
+    def traced_disk(self, folder: Path, logdir: Path) -> "tracedisk.TracedDisk":
+        try:
+            disk = tracedisk.TracedDisk(folder, size_mib=TRACED_DISK_MIB)
+        except tracedisk.TraceDiskError as error:
+            raise GuestStartError(f"traced disk: {error}") from None
+        self.finalizers.append(guestdisk.trace_collector(disk, logdir, self.collected))
+        return disk
+
+    def channel(self, make) -> "channels.ChannelSetup":
+        try:
+            setup = make()
+        except channels.ChannelError as error:
+            raise GuestStartError(f"upload channel: {error}") from None
+        self.finalizers.append(setup.feeder.stop)
+        self.collected["feeder"] = setup.feeder
+        setup.feeder.start()  # a socket feeder listens before the VMM connects
+        return setup
+
+    def finish(self) -> None:
+        """End everything started, when no guest took it over."""
+        for finalizer in self.finalizers:
+            try:
+                finalizer()
+            except Exception:  # noqa: BLE001 - the start already failed; that error wins
+                pass
+        self.finalizers.clear()
