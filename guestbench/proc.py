@@ -92,7 +92,8 @@ class Process:
     """
 
     def __init__(self, argv: list[str], stdout_log: Path, stderr_log: Path,
-                 cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+                 cwd: Path | None = None, env: dict[str, str] | None = None,
+                 pass_fds: tuple[int, ...] = ()) -> None:
         self.argv = argv
         # "x": a run's logs are its own; an existing file means two runs share a folder
         self._stdout_log = open(stdout_log, "xb")
@@ -100,7 +101,7 @@ class Process:
         self.started_ns = now_ns()
         try:
             self._child = subprocess.Popen(
-                argv, cwd=cwd, env=env, start_new_session=True,
+                argv, cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds,
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr_log)
         except OSError as error:
             self._close_logs()

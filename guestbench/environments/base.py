@@ -224,6 +224,7 @@ class ProcessGuest(Guest):
     # putting results into `collected` (returned by artifacts())
     finalizers: list[Callable[[], None]] = field(default_factory=list)
     collected: dict[str, Any] = field(default_factory=dict)
+    pass_fds: tuple[int, ...] = ()  # host descriptors the process inherits (UML's serial pipes)
     exit_grace_s: float = 10.0  # how long a guest may live on after closing its output
     exited_ns: int | None = None
     _process: proc.Process | None = None
@@ -234,7 +235,7 @@ class ProcessGuest(Guest):
         (self.logdir / "command").write_text(" ".join(_quote(a) for a in self.argv) + "\n")
         try:
             self._process = proc.Process(self.argv, self.logdir / "stdout.log",
-                                         self.logdir / "stderr.log")
+                                         self.logdir / "stderr.log", pass_fds=self.pass_fds)
         except proc.ProcessError as error:
             self._finalize()
             for directory in self.scratch:

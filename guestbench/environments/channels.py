@@ -49,6 +49,7 @@ UML_CHANNELS = ("serial", "hostfs")
 QEMU_MACHINES = ("microvm", "pc", "q35")
 
 DEST_NAME = "upload.out"              # the file written on the guest's scratch filesystem
+HIGH_FD = 100                         # the VMM's pipe descriptors start here (see PipeFeeder)
 SUN_PATH_MAX = 108                    # sizeof(sockaddr_un.sun_path) on Linux
 
 _POLL_S = 0.2  # how often a feeder thread looks whether it was asked to stop
@@ -288,6 +289,9 @@ class PipeFeeder(_StreamFeeder):
         super().__init__(source)
         self.guest_in, self._host_in = os.pipe()    # the host writes, the VMM reads
         self._host_out, self.guest_out = os.pipe()  # the VMM writes, the host reads
+        # High numbers: a VMM that was not given them finds nothing there, rather than one of
+        # its own descriptors (UML's ubd pipe is fd 4; writing into it panics UML).
+        self.guest_in, self.guest_out = _high_fd(self.guest_in), _high_fd(self.guest_out)
         self._fds: tuple[int, ...] = (self.guest_in, self._host_in, self._host_out,
                                       self.guest_out)
         try:
@@ -316,6 +320,16 @@ class PipeFeeder(_StreamFeeder):
         for fd in self._fds:
             os.close(fd)
         self._fds = ()
+
+
+def _high_fd(fd: int) -> int:
+    """fd moved to the lowest free number from HIGH_FD up (still close-on-exec)."""
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD)
+    except OSError:  # a descriptor limit below HIGH_FD: keep the number it has
+        return os.dup(fd)
+    finally:
+        os.close(fd)
 
 
 def _pipe_max() -> int:

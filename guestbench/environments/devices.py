@@ -19,6 +19,7 @@ class GuestDevices:
     args: list[str] = field(default_factory=list)
     finalizers: list = field(default_factory=list)
     collected: dict = field(default_factory=dict)
+    pass_fds: tuple = ()  # descriptors the VMM inherits (UML's serial line)
 
     def traced_disk(self, folder: Path, logdir: Path) -> "tracedisk.TracedDisk":
         try:
@@ -35,6 +36,7 @@ class GuestDevices:
             raise GuestStartError(f"upload channel: {error}") from None
         self.finalizers.append(setup.feeder.stop)
         self.collected["feeder"] = setup.feeder
+        self.pass_fds = tuple(setup.pass_fds)
         setup.feeder.start()  # a socket feeder listens before the VMM connects
         return setup
 

@@ -141,7 +141,7 @@ class Qemu(Environment):
             argv = self.command_line(self.accel, job_args, qmp_socket, paused, devices.args)
             return QemuGuest(argv, logdir, deadline_ns, scratch=[scratch],
                              finalizers=devices.finalizers, collected=devices.collected,
-                             boot_timeout_s=self.spec.boot_timeout_s, qmp_socket=qmp_socket,
+                             pass_fds=devices.pass_fds, boot_timeout_s=self.spec.boot_timeout_s, qmp_socket=qmp_socket,
                              placement=self.spec.placement)
         except BaseException:  # no guest owns the scratch folder and devices yet
             devices.finish()

@@ -129,7 +129,7 @@ class Uml(Environment):
         try:
             return ConsoleGuest(argv, logdir, deadline_ns, scratch=[scratch],
                                 finalizers=devices.finalizers, collected=devices.collected,
-                                boot_timeout_s=self.spec.boot_timeout_s)
+                                pass_fds=devices.pass_fds, boot_timeout_s=self.spec.boot_timeout_s)
         except BaseException:  # no guest owns the scratch folder yet
             devices.finish()
             shutil.rmtree(scratch, ignore_errors=True)
