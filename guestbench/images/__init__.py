@@ -43,7 +43,10 @@ def build(kernel: Path | None = None, modules: Sequence[str] = (), tools: Sequen
 
     modules are names as modprobe knows them (dependencies are added); modules_dir is
     the kernel's module tree (default /lib/modules/VERSION); tools are programs found
-    on PATH, included with their shared libraries at their host paths.
+    on PATH, included with their shared libraries at their host paths. A GCC driver
+    (gcc, cc, gcc-12) also brings what it runs and reads to build C programs (cc1, as,
+    ld, start files, libgcc, libc's linker script, the system headers: compiler.py),
+    and make brings /bin/sh for its recipes: tools=("make", "gcc") builds C in the guest.
     """
     kernel = Path(kernel) if kernel is not None else default_kernel()
     check_readable(kernel)

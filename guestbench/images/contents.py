@@ -13,12 +13,12 @@ from pathlib import Path
 from guestbench import agent, proc
 
 from .errors import ImageError
-from . import init_script
+from . import compiler, init_script
 from .kernel import UML_VERSION
 
 # Part of every content address: bump it when the layout or the build changes in a
 # way the inputs do not show, so that old cached images are not reused.
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: compilers bring their closure, make brings /bin/sh
 
 BUSYBOX_CANDIDATES = (Path("/bin/busybox"), Path("/usr/bin/busybox"))
 GUEST_BUSYBOX = "/bin/busybox"
@@ -28,6 +28,9 @@ MODULE_SUFFIXES = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")
 RESOLVE_TIMEOUT_S = 30
 # Where kmod looks under `modprobe -d ROOT`: lib/modules, or usr/lib/modules when built so.
 MODPROBE_LAYOUTS = ("lib/modules", "usr/lib/modules")
+# Programs a tool runs that ldd does not show: make runs recipes with /bin/sh (those with
+# shell syntax; it runs the others itself). Compilers are compiler.py's matter.
+COMPANIONS = {"make": ("/bin/sh",), "gmake": ("/bin/sh",)}
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,7 @@ def resolve(kernel: Path, version: str, modules: Sequence[str], tools: Sequence[
     """Find and hash every input; ImageError names the first one that is missing."""
     files = [*_program(GUEST_BUSYBOX, _busybox()), *_program(GUEST_AGENT, _agent())]
     for tool in tools:
-        binary = _which(tool)
-        files += _program(str(binary), binary)
+        files += _tool(tool)
     module_files = _resolve_modules(modules, version, modules_dir) if modules else []
     return Contents(
         kernel=kernel, kernel_version=version, kernel_sha256=_sha256(kernel),
@@ -105,6 +107,21 @@ def _which(tool: str) -> Path:
         raise ImageError(f"tool '{tool}' for the image is not on this host's PATH; install it "
                          f"(e.g. 'apt-get install {tool}') or pass its absolute path")
     return Path(found).absolute()  # PATH may hold relative folders
+
+
+def _tool(tool: str) -> list[GuestFile]:
+    """A tool at its host path, its libraries, and what else it runs or reads."""
+    binary = _which(tool)
+    files = _program(str(binary), binary)
+    for companion in COMPANIONS.get(Path(tool).name, ()):
+        files += _program(companion, Path(companion))
+    if compiler.is_compiler(tool, binary):
+        programs, data = compiler.closure(binary)
+        for program in programs:
+            files += _program(compiler.guest_path(program), Path(program))
+        files += [GuestFile(compiler.guest_path(path), Path(path), _sha256(Path(path)))
+                  for path in data]
+    return files
 
 
 def _program(guest_path: str, binary: Path) -> list[GuestFile]:

@@ -18,6 +18,11 @@ from . import init_script
 # than it saves in loading (docs/images.md has the measurement).
 INITRAMFS_FILE = "initramfs.cpio"
 EMPTY_DIRS = ("proc", "sys", "dev", "tmp")
+# Every entry's mtime, and every folder's mode: the same inputs give the same bytes, whenever
+# and under whatever umask they are built (cpio --reproducible fixes inode and device numbers
+# only). The guest sees 1970 dates on the image's files, which nothing here compares.
+FIXED_MTIME = 0
+DIR_MODE = 0o755
 CPIO_TIMEOUT_S = 120
 
 
@@ -43,6 +48,7 @@ def _stage(contents: Contents, tree: Path) -> None:
         _copy_module(module, tree)
     module_list = _at(tree, MODULE_LIST)
     module_list.write_text("".join(f"{m.guest_path}\n" for m in contents.module_files))
+    module_list.chmod(0o644)
 
 
 def _copy(file: GuestFile, tree: Path) -> None:
@@ -75,10 +81,21 @@ def _at(tree: Path, guest_path: str) -> Path:
 
 def _pack(tree: Path, archive: Path) -> None:
     # Parents must come before their entries: the kernel creates each as it reads it.
-    entries = [str(path.relative_to(tree)) for path in sorted(_walk(tree))]
+    paths = sorted(_walk(tree))
+    _normalise(paths)
+    entries = [str(path.relative_to(tree)) for path in paths]
     _run(["cpio", "--quiet", "-o", "-H", "newc", "--owner", "0:0", "--reproducible",
-          "--force-local", "-F", str(archive)],
+          "--force-local", "-F", str(archive.absolute())],
          "pack the initramfs", cwd=tree, stdin_data="".join(f"{e}\n" for e in entries))
+
+
+def _normalise(paths: list[Path]) -> None:
+    """Fixed folder modes, then fixed mtimes (children first: nothing is created after)."""
+    for path in paths:
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(DIR_MODE)
+    for path in reversed(paths):
+        os.utime(path, (FIXED_MTIME, FIXED_MTIME), follow_symlinks=False)
 
 
 def _walk(tree: Path) -> list[Path]:

@@ -7,8 +7,10 @@ temporary cache; nothing boots here (tests/integration/test_images.py does).
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,17 @@ def test_the_same_inputs_give_the_same_id_in_any_cache(tmp_path):
     assert first.id == second.id
     assert len(first.id) == 16 and int(first.id, 16) >= 0
     assert first.built_s is not None and second.built_s is not None
+
+
+def test_the_same_inputs_give_the_same_bytes_whenever_and_under_any_umask(tmp_path):
+    first = images.build(cache_dir=tmp_path / "a")
+    previous = os.umask(0o077)
+    try:
+        time.sleep(1.1)  # newc stores whole seconds
+        second = images.build(cache_dir=tmp_path / "b")
+    finally:
+        os.umask(previous)
+    assert first.initramfs.read_bytes() == second.initramfs.read_bytes()
 
 
 def test_a_cache_hit_returns_the_image_without_building(cache_dir, monkeypatch):
