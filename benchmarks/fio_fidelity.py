@@ -2,9 +2,10 @@
 """Side by side, in one run: each fio job through guestbench (native) against the same fio
 command run directly.
 
-Both sides get the same preparation before every run: a fresh folder under the scratch
-base (/var/tmp, or $GUESTBENCH_SCRATCH), the same prepared file for the read jobs
-(written, fsync'ed and dropped from the page cache), `sync` and a fixed pause. Pairs
+Both sides get the same preparation before every run, in the same order: `sync` and a
+fixed pause, then (as each `guestbench run` does) a fresh inputs folder where the read
+jobs' file is written and fsync'ed, a fresh folder under the scratch base (/var/tmp,
+or $GUESTBENCH_SCRATCH) with a copy of it dropped from the page cache, then fio at once. Pairs
 alternate which side goes first, so drift on the host hits both; the figure is the ratio
 of the two medians. The direct side parses fio's JSON here, independently of guestbench's
 parser. Usage:
@@ -41,13 +42,18 @@ def direct_value(job: str, metric: str, inputs: Path) -> float:
     """fio run by hand in a fresh folder prepared as guestbench prepares its scratch folder."""
     workload = CATALOGUE[job]
     params = workload.resolve({}, None)
-    folder = scratch.make(workload.job_needs(params, inputs))
+    settle()  # as before a guestbench run: settle, then prepare, then fio at once
+    # a fresh inputs folder, as each `guestbench run` makes one (read jobs' files included)
+    fresh = Path(tempfile.mkdtemp(prefix="inputs-", dir=inputs))
     try:
-        settle()
-        out = subprocess.run(fio_command(job, params), cwd=folder, capture_output=True,
-                             text=True, check=True).stdout
+        folder = scratch.make(workload.job_needs(params, fresh))
+        try:
+            out = subprocess.run(fio_command(job, params), cwd=folder, capture_output=True,
+                                 text=True, check=True).stdout
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(fresh, ignore_errors=True)
     data = json.loads(out[out.index("{"):])["jobs"][0]
     part = data["write"] if data["write"]["io_bytes"] > 0 else data["read"]
     if metric == "bandwidth":

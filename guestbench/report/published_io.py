@@ -136,7 +136,8 @@ def upload_table(report: Report, footnotes: Footnotes) -> Table | None:
         key = (str(params.get("channel", "?")), int(params.get("size_mib", 0)))
         grid.setdefault(key, {})[str(params.get("mode", "?"))] = label
     sizes = {size for _, size in grid}
-    table = Table("Upload into the guest: MB/s" + (f" ({sizes.pop()} MiB)" if len(sizes) == 1 else ""),
+    one_size = len(sizes) == 1
+    table = Table("Upload into the guest: MB/s" + (f" ({next(iter(sizes))} MiB)" if one_size else ""),
                   ["environment", "channel", "upload + write", "upload, no write",
                    "write, no upload"], [], name="upload",
                   note="upload + write: the host sends the data through the channel and the "
@@ -150,7 +151,8 @@ def upload_table(report: Report, footnotes: Footnotes) -> Table | None:
                      if mode in modes else None for mode in UPLOAD_MODES]
             if all(cell is None or cell.runs == 0 for cell in cells):
                 continue
-            table.add([env, channel, *(value_text(cell, footnotes) for cell in cells)],
+            named = channel if one_size else f"{channel} ({size} MiB)"
+            table.add([env, named, *(value_text(cell, footnotes) for cell in cells)],
                       [(env, modes[mode]) if mode in modes else None for mode in UPLOAD_MODES])
     return table if table.rows else None
 

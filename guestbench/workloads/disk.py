@@ -11,6 +11,7 @@ measurements behind it).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -158,6 +159,8 @@ def _prepared_file(name: str, params: FioParams, inputs: Path) -> Path:
         with open(target.with_suffix(".part"), "wb") as file:
             for index in range(params.size_mib):
                 file.write(index.to_bytes(8, "little") + block[8:])
+            file.flush()
+            os.fsync(file.fileno())  # written out now, not during a run's reads
         target.with_suffix(".part").rename(target)
     except OSError as error:
         raise InputError(f"cannot write {target}: {error.strerror}") from None

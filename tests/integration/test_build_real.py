@@ -1,0 +1,74 @@
+"""The build workload for real: natively, in a container, and in TCG and UML guests whose
+images carry gcc and make; vCPUs x placement gives the scaling table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .test_cli import guestbench
+
+pytestmark = pytest.mark.integration
+
+PLAN = """
+[campaign]
+name = "build-real"
+repeat = 1
+timeout_s = 300
+
+[[environment]]
+preset = "native"
+
+[[environment]]
+preset = "runc"
+
+[[environment]]
+preset = "qemu-user"
+
+[[environment]]
+preset = "uml"
+
+[[environment]]
+name = "tcg"
+kind = "qemu"
+vcpus = [1, 2]
+placement = "disjoint"
+
+[[workload]]
+name = "build"
+units = 2
+cache = ["warm", "cold"]
+environments = ["native", "runc", "qemu-user", "uml", "tcg-vcpus1"]
+
+[[workload]]
+name = "build"
+units = 3
+environments = ["tcg-*"]
+"""
+
+
+def test_build_everywhere_it_can_run(tmp_path):
+    (tmp_path / "plan.toml").write_text(PLAN)
+    run = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=900)
+    assert run.returncode == 0, run.stderr
+    document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
+    available = {env["name"] for env in document["environments"] if env["available"]}
+    ok = []
+    for entry in document["runs"]:
+        environment = entry["environment"]
+        if environment not in available:
+            continue
+        if environment == "qemu-user":  # make would start gcc natively: refused, with why
+            assert entry["status"] == "unsupported" and "execve" in entry["reason"]
+            continue
+        assert entry["status"] == "ok", (environment, entry["label"], entry["reason"])
+        samples = {s["metric"]: s["value"] for s in entry["samples"]}
+        assert samples["elapsed"] > 0 and samples["user"] > 0 and samples["cpu_percent"] > 0
+        assert {"sys", "context_switches", "sleeps"} <= set(samples)
+        ok.append((environment, entry["label"]))
+    print(f"\nok builds: {sorted(ok)}")
+    markdown = guestbench("report", "--format", "markdown", cwd=tmp_path).stdout
+    assert "Build (make -jN of the generated C tree)" in markdown
+    if {"tcg-vcpus1", "tcg-vcpus2"} <= available:
+        assert "Scaling build[units=3]" in markdown or "Scaling build" in markdown
