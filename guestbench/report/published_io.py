@@ -60,6 +60,11 @@ def value_text(cell: Cell | None, footnotes: Footnotes) -> str:
     return decorate(text, cell, footnotes)
 
 
+def _any_run(cells) -> bool:
+    """Whether any of these cells was run at all (a workload's environments leave some out)."""
+    return any(cell is not None and cell.runs > 0 for cell in cells)
+
+
 def _share(cell: Cell | None, base: Cell | None) -> str:
     if cell is None or base is None or not cell.values or not base.values:
         return ""
@@ -149,7 +154,7 @@ def upload_table(report: Report, footnotes: Footnotes) -> Table | None:
         for (channel, size), modes in grid.items():
             cells = [report.results.cells.get((modes[mode], "bandwidth"), {}).get(env)
                      if mode in modes else None for mode in UPLOAD_MODES]
-            if all(cell is None or cell.runs == 0 for cell in cells):
+            if not _any_run(cells):
                 continue
             named = channel if one_size else f"{channel} ({size} MiB)"
             table.add([env, named, *(value_text(cell, footnotes) for cell in cells)],
@@ -174,7 +179,7 @@ def build_table(report: Report, footnotes: Footnotes) -> Table | None:
         for label in labels:
             cells = [report.results.cells.get((label, metric), {}).get(env)
                      for metric, _ in BUILD_COLUMNS]
-            if all(cell is None or cell.runs == 0 for cell in cells):
+            if not _any_run(cells):
                 continue
             table.add([env, label, *(value_text(cell, footnotes) for cell in cells)],
                       [(env, label)] * len(BUILD_COLUMNS))
@@ -200,7 +205,7 @@ def durability_table(report: Report, footnotes: Footnotes) -> Table | None:
         for label in labels:
             cells = {metric: report.results.cells.get((label, metric), {}).get(env)
                      for metric in ("records_acknowledged", "records_durable", "honoured")}
-            if all(cell is None or cell.runs == 0 for cell in cells.values()):
+            if not _any_run(cells.values()):
                 continue
             verdict = cells["honoured"]
             if verdict is None or not verdict.values:
