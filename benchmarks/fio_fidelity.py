@@ -7,10 +7,13 @@ fixed pause, then (as each `guestbench run` does) a fresh inputs folder where th
 jobs' file is written and fsync'ed, a fresh folder under the scratch base (/var/tmp,
 or $GUESTBENCH_SCRATCH) with a copy of it dropped from the page cache, then fio at once. Pairs
 alternate which side goes first, so drift on the host hits both; the figure is the ratio
-of the two medians. The direct side parses fio's JSON here, independently of guestbench's
-parser. Usage:
+of the two medians, with its 95% interval (guestbench's own: each side's bootstrap
+interval of the median, combined by MOVER) and a permutation test's p-value. The direct
+side parses fio's JSON here, independently of guestbench's parser. Usage:
 
-    .venv/bin/python benchmarks/fio_fidelity.py [PAIRS] [JOB,JOB...]
+    .venv/bin/python benchmarks/fio_fidelity.py [PAIRS] [JOB,JOB...] [RAW.json]
+
+RAW.json, when given, receives every value of both sides, in the order they ran.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from guestbench.analysis.stats import describe, permutation_pvalues, ratio_interval  # noqa: E402
 from guestbench.environments import scratch  # noqa: E402
 from guestbench.workloads import CATALOGUE  # noqa: E402
 from guestbench.workloads.disk import fio_command  # noqa: E402
@@ -72,7 +76,7 @@ def guestbench_value(job: str, metric: str, db: str) -> float:
     run = document["runs"][-1]
     if run["status"] != "ok":
         raise SystemExit(f"guestbench {job}: {run['status']}: {run['reason']}")
-    return next(s["value"] for s in run["samples"] if s["metric"] == metric)
+    return next(sample["value"] for sample in run["samples"] if sample["metric"] == metric)
 
 
 def settle() -> None:
@@ -83,8 +87,10 @@ def settle() -> None:
 def main() -> None:
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     jobs = sys.argv[2].split(",") if len(sys.argv) > 2 else JOBS
-    print(f"{'job':15} {'metric':10} {'guestbench':>11} {'direct':>11} {'ratio':>7}  "
-          "spread (min-max) guestbench | direct")
+    raw_path = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+    raw: dict[str, dict[str, list[float]]] = {}
+    print(f"{'job':15} {'metric':10} {'guestbench':>11} {'direct':>11} {'ratio':>7} "
+          f"{'95% interval':>15} {'p':>6}  spread (min-max) guestbench | direct")
     with tempfile.TemporaryDirectory(prefix="fio-fidelity-") as work:
         inputs = Path(work) / "inputs"
         inputs.mkdir()
@@ -99,10 +105,22 @@ def main() -> None:
                 else:
                     theirs.append(direct_value(job, metric, inputs))
                     ours.append(guestbench_value(job, metric, db))
-            a, b = statistics.median(ours), statistics.median(theirs)
-            print(f"{job:15} {metric:10} {a:11.1f} {b:11.1f} {a / b:7.3f}  "
-                  f"{min(ours):.0f}-{max(ours):.0f} | {min(theirs):.0f}-{max(theirs):.0f}",
-                  flush=True)
+            raw[job] = {"metric": metric, "guestbench": ours, "direct": theirs}
+            print_row(job, metric, ours, theirs)
+    if raw_path:
+        raw_path.write_text(json.dumps(raw, indent=1))
+
+
+def print_row(job: str, metric: str, ours: list[float], theirs: list[float]) -> None:
+    direct, guestbench = describe([theirs, ours])
+    ratio = ratio_interval(direct, guestbench)
+    pvalue = permutation_pvalues([(theirs, ours)])[0]
+    interval = (f"[{ratio.low:.3f}-{ratio.high:.3f}]" if ratio and ratio.low is not None
+                else "[-]")
+    print(f"{job:15} {metric:10} {guestbench.median:11.1f} {direct.median:11.1f} "
+          f"{ratio.value if ratio else float('nan'):7.3f} {interval:>15} "
+          f"{pvalue if pvalue is not None else float('nan'):6.3f}  "
+          f"{min(ours):.0f}-{max(ours):.0f} | {min(theirs):.0f}-{max(theirs):.0f}", flush=True)
 
 
 if __name__ == "__main__":

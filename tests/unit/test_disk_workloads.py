@@ -134,6 +134,26 @@ def test_fio_commands_run_in_the_scratch_folder_with_psync_and_json():
         assert "," not in arg and " " not in arg
 
 
+def test_read_jobs_wait_for_their_copy_to_settle_with_fios_startdelay():
+    # a fresh copy is read at once only when asked: fio's own option, so a hand-run
+    # fio command with the same arguments reproduces the figure
+    for name in ("fio_seq_read", "fio_rand_read"):
+        workload = CATALOGUE[name]
+        assert "--startdelay=3" in fio_command(name, workload.resolve({}, None))
+        assert "--startdelay=0.5" in fio_command(name, workload.resolve({"settle_s": 0.5}, None))
+        assert not any(arg.startswith("--startdelay")
+                       for arg in fio_command(name, workload.resolve({"settle_s": 0}, None)))
+        for bad in (-1, 601, "3"):
+            with pytest.raises(ValidationError, match="settle_s"):
+                workload.resolve({"settle_s": bad}, None)
+    for name in ("fio_seq_write", "fio_rewrite", "fio_rand_write", "fio_fsync"):
+        workload = CATALOGUE[name]
+        assert not any(arg.startswith("--startdelay")
+                       for arg in fio_command(name, workload.resolve({}, None)))
+        with pytest.raises(ValidationError, match="settle_s"):
+            workload.resolve({"settle_s": 1}, None)
+
+
 def test_read_jobs_read_a_prepared_uncached_file(tmp_path):
     workload = CATALOGUE["fio_rand_read"]
     params = workload.resolve({"size_mib": 2}, None)
