@@ -4,6 +4,7 @@ images carry gcc and make; vCPUs x placement gives the scaling table."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -39,11 +40,15 @@ placement = "disjoint"
 name = "build"
 units = 2
 cache = ["warm", "cold"]
-environments = ["native", "runc", "qemu-user", "uml", "tcg-vcpus1"]
+environments = ["native", "runc", "qemu-user", "uml"]
 
+# TCG builds about 11 s per unit on one vCPU here; a warm run builds twice. Cold runs on
+# both vCPU counts test the guest's cache drop and give the scaling table at a third of
+# the time the warm and cold pair on 1 vCPU plus 3 units on both took (about 3.5 min).
 [[workload]]
 name = "build"
-units = 3
+units = 2
+cache = "cold"
 environments = ["tcg-*"]
 """
 
@@ -71,4 +76,5 @@ def test_build_everywhere_it_can_run(tmp_path):
     markdown = guestbench("report", "--format", "markdown", cwd=tmp_path).stdout
     assert "Build (make -jN of the generated C tree)" in markdown
     if {"tcg-vcpus1", "tcg-vcpus2"} <= available:
-        assert "Scaling build[units=3]" in markdown or "Scaling build" in markdown
+        # both vCPU counts ran, and the 2-vCPU cell is given against the 1-vCPU one
+        assert re.search(r"\| tcg \| [\d.]+ s \(\+0%\) \| [\d.]+ s \([+-]\d+%\) \|", markdown), markdown

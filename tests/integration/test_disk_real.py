@@ -32,12 +32,15 @@ files = 300
 name = "dbench"
 seconds = 2
 clients = 1
+# not under qemu-user: dbench 4.0 hangs there often enough that it cost the run's whole
+# 60 s timeout; runsc's failure is quick and stays, to check that it comes with a reason
+environments = ["native", "namespace", "runc", "runsc", "qemu-tcg", "uml"]
 """
 PRESETS = ["native", "namespace", "runc", "runsc", "qemu-user", "qemu-tcg", "uml"]
 # Known failures of the tools themselves, recorded with the tool's words or as a timeout
 # (docs/research/disk-workloads.md): dbench 4.0 under qemu-user 7.2 (it crashes or hangs)
-# and under runsc 20221219 (its barrier semaphore).
-KNOWN_TOOL_FAILURES = {("qemu-user", "dbench"), ("runsc", "dbench")}
+# and under runsc 20221219 (its barrier semaphore). The plan leaves out the first.
+KNOWN_TOOL_FAILURES = {("runsc", "dbench")}
 
 
 def test_disk_workloads_in_every_environment(tmp_path, monkeypatch):
@@ -69,6 +72,7 @@ def test_disk_workloads_in_every_environment(tmp_path, monkeypatch):
         assert samples[primary] > 0, (environment, workload, samples)
         assert Path(entry["log_path"], "program-stdout.txt").stat().st_size > 0
         checked.append(environment)
+    assert ("qemu-user", "dbench") not in runs, "a workload's environments list was ignored"
     for name in ("qemu-tcg", "uml"):
         if name in available:
             assert checked.count(name) == 3, f"{name}: {checked.count(name)} of 3 runs ok"
