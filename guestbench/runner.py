@@ -233,7 +233,8 @@ class Runner:
         columns = []
         workloads = [case.workload for case in self.plan.workloads]
         # a tool missing here makes its workloads unsupported (_outcome), not the environment
-        tools = tuple(dict.fromkeys(tool for w in workloads for tool in w.tools
+        tools = tuple(dict.fromkeys(tool for case in self.plan.workloads
+                                    for tool in case.workload.needed_tools(case.params)
                                     if shutil.which(tool)))
         needs_disk = any(w.capabilities & {Capability.FILESYSTEM, Capability.BLOCK_DEVICE}
                          for w in workloads)
@@ -305,7 +306,8 @@ class Runner:
         if refused is not None:
             return refused
         workload = case.workload
-        missing = [tool for tool in workload.tools if shutil.which(tool) is None]
+        missing = [tool for tool in workload.needed_tools(case.params)
+                   if shutil.which(tool) is None]
         if missing:
             return Outcome(Status.UNSUPPORTED, f"{', '.join(missing)} not installed on this host "
                                                f"(apt-get install {' '.join(missing)})")

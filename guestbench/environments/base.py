@@ -31,6 +31,7 @@ class Capability(enum.Enum):
     FILESYSTEM = "filesystem"      # a writable scratch filesystem
     BLOCK_DEVICE = "block_device"  # a virtual disk (full-system guests)
     GUEST_KERNEL = "guest_kernel"  # a kernel of its own that boots (boot phases)
+    PORT_IO = "port_io"            # the agent may read an I/O port (root in a full-system guest)
 
 
 class EnvironmentSpec(BaseModel):

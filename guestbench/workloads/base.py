@@ -68,6 +68,8 @@ class Workload:
 
     # programs the environment must provide (full-system images include them)
     tools: tuple[str, ...] = field(default=(), kw_only=True)
+    # the programs of a workload whose parameters name them (exec's argv); None: `tools`
+    tools_of: Callable[[Params], tuple[str, ...]] | None = field(default=None, kw_only=True)
 
     @property
     def agent_workload(self) -> str:
@@ -76,6 +78,10 @@ class Workload:
     def resolve(self, given: dict[str, Any], host: Host) -> Params:
         """Validated parameters with every default filled in."""
         return self.params_model(**{**self.host_defaults(host), **given})
+
+    def needed_tools(self, params: Params) -> tuple[str, ...]:
+        """The host programs a run with these parameters needs (copied into guest images)."""
+        return self.tools_of(params) if self.tools_of is not None else self.tools
 
     def agent_args(self, params: Params) -> list[str]:
         if self.agent_name is not None:
