@@ -13,7 +13,7 @@
 #define USAGE "usage: gbagent [--min-time S] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --list | --version"
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
-						     exec_workloads, durable_workloads, upload_workloads };
+						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads };
 
 enum value_kind { SECONDS, COUNT, PLACEMENT, STRING };
 

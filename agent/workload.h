@@ -45,6 +45,7 @@ extern const struct workload boot_workloads[];
 extern const struct workload exec_workloads[];
 extern const struct workload durable_workloads[];
 extern const struct workload upload_workloads[];
+extern const struct workload vmexit_workloads[];
 
 /* Records why the running workload failed (one line) and returns -1. */
 int workload_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

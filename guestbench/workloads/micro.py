@@ -1,4 +1,5 @@
-"""Timing micro-workloads of the agent: system calls, memory faults, process switches."""
+"""Timing micro-workloads of the agent: system calls, memory faults, process switches, and
+the instructions that cost a VM exit under hardware virtualisation (docs/workloads-micro.md)."""
 
 from __future__ import annotations
 
@@ -45,9 +46,9 @@ def _first_write_args(params: FirstWriteParams) -> list[str]:
     return [*_timing_args(params), "--pages", str(params.pages_per_chunk)]
 
 
-def _timing(name: str, summary: str, *needs: Capability) -> Workload:
+def _timing(name: str, summary: str, *needs: Capability, quick: bool = True) -> Workload:
     return Workload(name, "micro", summary, TimingParams, _timing_args,
-                    frozenset({Capability.TSC, *needs}), primary_metric=TIME_PER_OP)
+                    frozenset({Capability.TSC, *needs}), quick=quick, primary_metric=TIME_PER_OP)
 
 
 WORKLOADS = [
@@ -63,6 +64,15 @@ WORKLOADS = [
              PipeSwitchParams, _pipe_switch_args,
              frozenset({Capability.TSC, Capability.PROCESSES}), primary_metric=TIME_PER_OP),
     _timing("fork_exit", "fork, _exit, waitpid", Capability.PROCESSES),
+    # What a VM exit costs, as kvm-unit-tests' vmexit test and HyperBench time it.
+    _timing("cpuid", "cpuid leaf 0 (a VM exit under hardware virtualisation)"),
+    _timing("rdtsc", "rdtsc (an exit only where the hypervisor traps TSC reads)"),
+    _timing("rdtscp", "rdtscp (an exit only where the hypervisor traps TSC reads)"),
+    # Not quick: only full-system guests can run it, so in the default campaign it would add
+    # unsupported cells everywhere else, and the test that runs the whole quick suite natively
+    # with the agent would read a host I/O port as root.
+    _timing("port_read", "inb from unused I/O port 0xed (an exit to the device model)",
+            Capability.PORT_IO, quick=False),
     Workload("hang", "test", "sleeps (for testing timeouts); never in a default suite",
              HangParams, lambda params: ["--seconds", repr(params.seconds)], quick=False,
              produces_samples=False, primary_metric=None),
