@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from guestbench import proc
+from guestbench.protocol import parse_line
+
 AGENT_ENV_VAR = "GUESTBENCH_AGENT"
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "agent"
 
@@ -23,3 +26,20 @@ def path() -> Path:
             f"the agent binary is missing at {where}: build it with 'make -C {SOURCE_DIR}' "
             f"or point {AGENT_ENV_VAR} at a built gbagent")
     return candidate
+
+
+def host_tsc_khz() -> int | None:
+    """The host's TSC rate, measured by the agent: TSC ticks per op over ns per op."""
+    try:
+        output = proc.run([str(path()), "--min-time", "0.02", "clock_gettime"],
+                          timeout_s=10).stdout
+    except (AgentMissing, proc.ProcessError, proc.DeadlineExceeded):
+        return None
+    values = {}
+    for text in output.splitlines():
+        record = parse_line(text.encode())
+        if record is not None and record.type == "sample":
+            values[record.body["metric"]] = record.body["value"]
+    if not values.get("time_per_op") or not values.get("tsc_per_op"):
+        return None
+    return round(values["tsc_per_op"] / values["time_per_op"] * 1e6)

@@ -144,8 +144,8 @@ def images_command() -> None:
                       f"{row['size_bytes'] / 2**20:.1f}", str(row["created_at"])[:19])
     Console(width=max(Console().width, 120)).print(table)
     if not rows:
-        click.echo("no image yet: one is built when a qemu or uml environment is first probed "
-                   "('guestbench envs')")
+        click.echo("no image yet: one is built when a campaign first prepares a full-system "
+                   "environment (qemu, uml, command), before its first run")
 
 
 @main.command()
@@ -347,6 +347,10 @@ class _progress:
             def unavailable(self, environment: str, reason: str) -> None:
                 bar.console.print(f"{environment}: unavailable: {reason}", markup=False,
                                   highlight=False)
+
+            def preparing(self, environment: str) -> None:
+                bar.console.print(f"{environment}: preparing (guest image, checks)",
+                                  markup=False, highlight=False)
 
             def start(self, total_runs: int) -> None:
                 self.task = bar.add_task("starting", total=total_runs)

@@ -93,7 +93,9 @@ class Process:
 
     def __init__(self, argv: list[str], stdout_log: Path, stderr_log: Path,
                  cwd: Path | None = None, env: dict[str, str] | None = None,
-                 pass_fds: tuple[int, ...] = ()) -> None:
+                 pass_fds: tuple[int, ...] = (), stdout_to_log: bool = False) -> None:
+        """stdout_to_log: stdout goes straight to its log, unread (a VMM whose console is
+        elsewhere); lines() then has nothing to give."""
         self.argv = argv
         # "x": a run's logs are its own; an existing file means two runs share a folder
         self._stdout_log = open(stdout_log, "xb")
@@ -102,7 +104,9 @@ class Process:
         try:
             self._child = subprocess.Popen(
                 argv, cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds,
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr_log)
+                stdin=subprocess.DEVNULL,
+                stdout=self._stdout_log if stdout_to_log else subprocess.PIPE,
+                stderr=self._stderr_log)
         except OSError as error:
             self._close_logs()
             raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
@@ -158,7 +162,8 @@ class Process:
             self._child.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - a process in D state
             pass
-        self._child.stdout.close()
+        if self._child.stdout is not None:
+            self._child.stdout.close()
         self._close_logs()
         _live.pop(self.pid, None)
 

@@ -18,7 +18,8 @@ from typing import Any
 from guestbench import __version__, environments, proc
 from guestbench import host as host_checks
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, GuestCrashed, GuestStartError, Job)
+    Availability, Environment, EnvironmentSpec, Guest, GuestCrashed, GuestStartError, Job,
+    PlanNeeds)
 from guestbench.host import Host
 from guestbench.plan import AutoSection, Plan, WorkloadCase
 from guestbench.protocol import ProtocolError, Record
@@ -78,6 +79,7 @@ class Progress:
     def run_started(self, environment: str, label: str, repetition: int) -> None: ...
     def run_finished(self, environment: str, label: str, outcome: Outcome) -> None: ...
     def host_warning(self, message: str) -> None: ...  # the host may make results noisy
+    def preparing(self, environment: str) -> None: ...  # building its image, before any run
 
 
 @dataclass
@@ -230,19 +232,26 @@ class Runner:
         return _Cell(column, case, auto, 1 if _refusal(column, case) else auto.max_runs)
 
     def _probe_all(self) -> list[_Column]:
+        """Every environment probed (fast), then each available one prepared: the explicit
+        step that builds guest images before the first run."""
         columns = []
-        workloads = [case.workload for case in self.plan.workloads]
+        cases = self.plan.workloads
         # a tool missing here makes its workloads unsupported (_outcome), not the environment
-        tools = tuple(dict.fromkeys(tool for case in self.plan.workloads
-                                    for tool in case.workload.needed_tools(case.params)
-                                    if shutil.which(tool)))
-        needs_disk = any(w.capabilities & {Capability.FILESYSTEM, Capability.BLOCK_DEVICE}
-                         for w in workloads)
+        needs = PlanNeeds(
+            tools=tuple(dict.fromkeys(tool for case in cases
+                                      for tool in case.workload.needed_tools(case.params)
+                                      if shutil.which(tool))),
+            capabilities=frozenset().union(*(case.workload.requires for case in cases)))
         for spec in self.plan.environments:
             environment = self.create(spec)
-            environment.plan_workloads(tools, needs_disk,
-                                       any(w.family == "transfer" for w in workloads))
+            environment.plan_workloads(needs)
             columns.append(_Column(spec, environment, environment.probe(self.host)))
+        for column in columns:
+            if column.availability.available:
+                self.progress.preparing(column.spec.name)
+                prepared = column.environment.prepare(self.host)
+                column.availability = prepared if not prepared.available else Availability.yes(
+                    "; ".join(r for r in (column.availability.reason, prepared.reason) if r))
         return columns
 
     def _matrix(self) -> None:
@@ -315,7 +324,7 @@ class Runner:
             needs = workload.job_needs(case.params, self._inputs())
         except InputError as error:
             return Outcome(Status.INFRA, f"could not prepare the workload's inputs: {error}")
-        refused_need = column.environment.refusal(needs)
+        refused_need = column.environment.refusal(workload.requires, needs)
         if refused_need is not None:
             return Outcome(Status.UNSUPPORTED, refused_need)
         if needs.drop_caches:
@@ -331,12 +340,17 @@ class Runner:
             return Outcome(Status.INFRA, f"could not start: {error}")
         seen = _Seen()
         with guest:
-            outcome = _watch(guest, timeout_s, workload.agent_workload, workload.produces_samples,
-                             seen)
+            if workload.uses_agent:
+                outcome = _watch(guest, timeout_s, workload.agent_workload,
+                                 workload.produces_samples, seen)
+            else:
+                outcome = _watch_own_program(guest, timeout_s)
+                seen.outputs["stdout"] = [guest.console_text()]
             if outcome.status == Status.OK and workload.boot_phases:
                 outcome.samples += [(f"boot_{phase}", "ms", ms)
                                     for phase, ms in guest.boot_phases().items()]
-        _keep_outputs(seen, logdir)
+        if workload.uses_agent:
+            _keep_outputs(seen, logdir)
         if outcome.status == Status.OK and workload.derive is not None:
             return _derived(outcome, workload, case.params, seen, guest.artifacts())
         return outcome
@@ -388,11 +402,8 @@ def _refusal(column: _Column, case: WorkloadCase) -> Outcome | None:
     """The outcome of a run that cannot start: the environment is unavailable or lacks a need."""
     if not column.availability.available:
         return Outcome(Status.UNAVAILABLE, column.availability.reason)
-    missing = case.workload.capabilities - column.environment.capabilities
-    if missing:
-        names = ", ".join(sorted(capability.value for capability in missing))
-        return Outcome(Status.UNSUPPORTED, f"{column.spec.kind} lacks {names}")
-    return None
+    refused = column.environment.refusal(case.workload.requires)
+    return Outcome(Status.UNSUPPORTED, refused) if refused else None
 
 
 @dataclass
@@ -471,6 +482,25 @@ def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool =
         if clock.drifted(ratio):
             outcome.flags.append("clock-drift")
     return outcome
+
+
+def _watch_own_program(guest: Guest, timeout_s: float) -> Outcome:
+    """A guest that runs its own program (no agent): ok once its console ended in time;
+    what it printed is the workload's to judge."""
+    try:
+        for _ in guest.records():
+            pass
+    except proc.DeadlineExceeded as error:
+        guest.stop()
+        if type(error) is not proc.DeadlineExceeded:
+            return Outcome(Status.TIMEOUT, f"killed: {error}")
+        return Outcome(Status.TIMEOUT, _with(f"killed after the {timeout_s:g} s run timeout",
+                                             guest.diagnostics()))
+    except GuestCrashed as error:
+        guest.stop()
+        return Outcome(Status.CRASHED, str(error))
+    guest.stop()
+    return Outcome(Status.OK)
 
 
 def _clock_ratio(first: Record | None, last: Record | None) -> float | None:

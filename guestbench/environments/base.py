@@ -24,7 +24,9 @@ IDENTIFIER = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 
 
 class Capability(enum.Enum):
-    """What a workload may need from an environment."""
+    """What a workload may need from an environment, and what an environment provides: the
+    one vocabulary for both. A run whose workload or job needs one its environment lacks
+    is `unsupported`, with the environment's reason (Environment.lacking) or these words."""
 
     PROCESSES = "processes"        # fork, pipes between processes
     TSC = "tsc"                    # rdtsc gives host-comparable ticks
@@ -32,6 +34,30 @@ class Capability(enum.Enum):
     BLOCK_DEVICE = "block_device"  # a virtual disk (full-system guests)
     GUEST_KERNEL = "guest_kernel"  # a kernel of its own that boots (boot phases)
     PORT_IO = "port_io"            # the agent may read an I/O port (root in a full-system guest)
+    DROP_CACHES = "drop_caches"    # the run's caches can be dropped (cold-cache runs)
+    EXEC_CHILDREN = "exec_children"  # a program may start other programs (make runs gcc)
+    TRACED_DISK = "traced_disk"    # an unformatted disk whose writes and flushes are recorded
+    UPLOAD = "upload"              # a channel moves a host file in (which ones: upload_channels)
+    AGENT = "agent"                # guestbench's agent runs there (not a guest of its own)
+
+    @property
+    def words(self) -> str:
+        return _CAPABILITY_WORDS[self]
+
+
+_CAPABILITY_WORDS = {
+    Capability.PROCESSES: "processes (fork, pipes)",
+    Capability.TSC: "a usable TSC",
+    Capability.FILESYSTEM: "a scratch filesystem",
+    Capability.BLOCK_DEVICE: "a virtual disk",
+    Capability.GUEST_KERNEL: "a guest kernel of its own, for boot phases",
+    Capability.PORT_IO: "I/O port access",
+    Capability.DROP_CACHES: "dropping caches",
+    Capability.EXEC_CHILDREN: "running programs that start other programs",
+    Capability.TRACED_DISK: "a traced block device",
+    Capability.UPLOAD: "an upload channel",
+    Capability.AGENT: "guestbench's agent (the guest runs its own program: image = \"none\")",
+}
 
 
 class EnvironmentSpec(BaseModel):
@@ -85,6 +111,17 @@ class JobNeeds:
     exec_children: bool = False        # the program runs other programs (make runs gcc)
     traced_disk: bool = False          # an unformatted disk whose writes and flushes are recorded
     upload: Upload | None = None
+
+    def capabilities(self) -> frozenset[Capability]:
+        """What these needs ask of the environment, in the one vocabulary."""
+        asked = {
+            Capability.FILESYSTEM: self.scratch or self.scratch_files is not None,
+            Capability.DROP_CACHES: self.drop_caches,
+            Capability.EXEC_CHILDREN: self.exec_children,
+            Capability.TRACED_DISK: self.traced_disk,
+            Capability.UPLOAD: self.upload is not None,
+        }
+        return frozenset(capability for capability, wanted in asked.items() if wanted)
 
 
 @dataclass(frozen=True)
@@ -148,62 +185,85 @@ class Guest(ABC):
         self.stop()
 
 
+@dataclass(frozen=True)
+class PlanNeeds:
+    """What a plan's workloads together ask of an environment, told before it is prepared:
+    full-system kinds put the tools, the disk drivers and the channels' drivers in its image."""
+
+    tools: tuple[str, ...] = ()                 # host programs the workloads run (fio, make)
+    capabilities: frozenset[Capability] = frozenset()
+
+
 class Environment(ABC):
-    """One environment kind: probe whether it can run here, start guests."""
+    """One environment kind: probe whether it can run here, prepare it, start guests.
+
+    probe() only answers, quickly; prepare() does the slow work a campaign needs before
+    its first run (building a guest image); start() starts one guest for one job.
+    """
 
     kind: ClassVar[str]
     capabilities: ClassVar[frozenset[Capability]]
     spec_model: ClassVar[type[EnvironmentSpec]]
+    full_system: ClassVar[bool] = False  # boots a kernel of its own (a VMM, UML)
+    # the kind's own reason for lacking a capability, where the generic words say too little
+    lacking: ClassVar[dict[Capability, str]] = {}
+
+    @classmethod
+    def example_options(cls) -> dict[str, Any]:
+        """Options that make a working spec of this kind beside name and kind (the contract
+        test starts every registered kind with them)."""
+        return {}
 
     def __init__(self, spec: EnvironmentSpec) -> None:
         self.spec = spec
-        # programs the plan's workloads run (fio, dbench, make, gcc); set before probe()
-        self.workload_tools: tuple[str, ...] = ()
-        self.workload_needs_disk = False  # a plan workload needs a scratch disk or a device
-        self.workload_needs_channels = False  # a plan workload uploads through a channel
+        self.plan_needs = PlanNeeds()
 
-    def plan_workloads(self, tools: tuple[str, ...], needs_disk: bool,
-                       needs_channels: bool = False) -> None:
-        """What the plan's workloads need, told before probe(): full-system kinds put the
-        tools, the disk drivers and the channels' drivers into their guest image."""
-        self.workload_tools = tools
-        self.workload_needs_disk = needs_disk
-        self.workload_needs_channels = needs_channels
+    def plan_workloads(self, needs: PlanNeeds) -> None:
+        """What the plan's workloads need, told before prepare()."""
+        self.plan_needs = needs
+
+    def provides(self) -> frozenset[Capability]:
+        """What this environment gives a run; kinds whose options change it override this."""
+        return self.capabilities
+
+    def upload_channels(self) -> tuple[str, ...]:
+        """The upload channels it has (Capability.UPLOAD)."""
+        return ()
 
     @abstractmethod
     def probe(self, host: Host) -> Availability:
-        """Available, or unavailable with a one-line reason. Fast; never hangs."""
+        """Available, or unavailable with a one-line reason. Fast; never hangs; never builds."""
+
+    def prepare(self, host: Host) -> Availability:
+        """The slow part of getting ready (building an image), once per campaign, after an
+        available probe; unavailable with the reason if it fails. Default: nothing to do."""
+        return Availability.yes()
+
+    def facts(self) -> dict[str, Any]:
+        """What was found while probing and preparing (versions), stored with the environment."""
+        return {}
 
     @abstractmethod
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         """Start a guest running the job; GuestStartError if it cannot be started."""
 
-    def refusal(self, needs: JobNeeds) -> str | None:
-        """Why this environment cannot give a run what it needs (the run is then unsupported),
-        or None. The default refuses everything beyond the agent alone."""
-        return needs_beyond_agent(needs, self.kind)
+    def refusal(self, needed: frozenset[Capability], needs: JobNeeds = JobNeeds()) -> str | None:
+        """Why this environment cannot run a job (the run is then unsupported), or None.
 
+        needed is the workload's capabilities; needs the job's own (a scratch disk, an
+        upload channel), asked in the same vocabulary.
+        """
+        missing = (needed | needs.capabilities()) - self.provides()
+        if missing:
+            first = sorted(missing, key=lambda capability: capability.value)[0]
+            return self.lacking.get(first) or f"{self.kind} lacks {first.value} ({first.words})"
+        if needs.upload is not None and needs.upload.channel not in self.upload_channels():
+            return self.channel_refusal(needs.upload.channel)
+        return None
 
-def needs_beyond_agent(needs: JobNeeds, kind: str, allowed: frozenset[str] = frozenset()) -> str | None:
-    """The first need outside `allowed`, as a reason; None if every need is allowed."""
-    wanted = {
-        "scratch": needs.scratch or needs.scratch_files is not None,
-        "drop_caches": needs.drop_caches,
-        "exec_children": needs.exec_children,
-        "traced_disk": needs.traced_disk,
-        "upload": needs.upload is not None,
-    }
-    words = {
-        "scratch": "a scratch folder",
-        "drop_caches": "dropping caches",
-        "exec_children": "running programs that start other programs",
-        "traced_disk": "a traced block device",
-        "upload": "an upload channel",
-    }
-    for name, asked in wanted.items():
-        if asked and name not in allowed:
-            return f"{kind} does not provide {words[name]}"
-    return None
+    def channel_refusal(self, channel: str) -> str:
+        have = ", ".join(self.upload_channels()) or "none"
+        return f"{self.kind} has no upload channel {channel!r} (it has: {have})"
 
 
 @dataclass
@@ -226,6 +286,7 @@ class ProcessGuest(Guest):
     finalizers: list[Callable[[], None]] = field(default_factory=list)
     collected: dict[str, Any] = field(default_factory=dict)
     pass_fds: tuple[int, ...] = ()  # host descriptors the process inherits (UML's serial pipes)
+    stdout_to_log: bool = False  # its stdout is only logged (its output is read elsewhere)
     exit_grace_s: float = 10.0  # how long a guest may live on after closing its output
     exited_ns: int | None = None
     _process: proc.Process | None = None
@@ -236,7 +297,8 @@ class ProcessGuest(Guest):
         (self.logdir / "command").write_text(" ".join(_quote(a) for a in self.argv) + "\n")
         try:
             self._process = proc.Process(self.argv, self.logdir / "stdout.log",
-                                         self.logdir / "stderr.log", pass_fds=self.pass_fds)
+                                         self.logdir / "stderr.log", pass_fds=self.pass_fds,
+                                         stdout_to_log=self.stdout_to_log)
         except proc.ProcessError as error:
             self._finalize()
             for directory in self.scratch:
@@ -245,7 +307,7 @@ class ProcessGuest(Guest):
 
     def records(self) -> Iterator[Record]:
         stream = RecordStream()
-        yield from stream.feed(self._observed(self._process.lines(self._current_deadline)))
+        yield from stream.feed(self._observed(self._lines()))
         remaining_s = (self.deadline_ns - proc.now_ns()) / 1e9
         grace_s = max(0.0, min(remaining_s, self.exit_grace_s))
         if self._process.wait(grace_s) is None:
@@ -253,6 +315,10 @@ class ProcessGuest(Guest):
                                    f"{grace_s:g} s")
         self.exited_ns = proc.now_ns()
         stream.finish()
+
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        """The output lines records come from, timestamped on arrival: stdout by default."""
+        return self._process.lines(self._current_deadline)
 
     def _current_deadline(self) -> int:
         """The deadline for the next read; console guests move it once booted."""

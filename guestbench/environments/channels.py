@@ -11,12 +11,13 @@ into a full-system guest (the upload workload, guestbench/workloads/transfer.py)
     hostfs         -                                    UML's hostfs: the file's folder,
                                                         mounted at /upload
 
-An environment calls qemu_channel or uml_channel with the job's Upload; adds the setup's
-VMM arguments, kernel arguments and modules; lets the VMM process inherit its pass_fds;
-adds agent_options(setup) (``--source`` and ``--dest``) to the agent's options; and runs
-the guest between ``feeder.start()`` and ``feeder.stop()`` (or inside ``with
-setup.feeder:``): start before the VMM (the socket must listen when QEMU connects), stop
-after the guest is gone, and stop also when the guest could not be started.
+This module is the mechanism every VMM shares; each kind's own module maps a channel onto
+its VMM (qemu_channel in qemu.py, uml_channel in uml.py; a kind's channel() method). The
+full-system base (fullsystem.py) adds the setup's VMM and kernel arguments, lets the VMM
+process inherit its pass_fds, adds agent_options(setup) (``--source`` and ``--dest``) to
+the agent's options, and runs the guest between ``feeder.start()`` and ``feeder.stop()``:
+start before the VMM (the socket must listen when QEMU connects), stop after the guest is
+gone, and stop also when the guest could not be started.
 
 Stream channels (serial, virtio-serial) speak one rule: the agent makes its end raw and
 writes READY_TOKEN; the host then sends the file's bytes, exactly, and keeps the line
@@ -44,9 +45,6 @@ NINEP_MSIZE = 512000                  # 9p bytes per request: the most its virti
 SERIAL_INDEX = 1                      # ttyS1: COM2 at 0x2f8, IRQ 3; ttyS0 is the console
 UML_SERIAL_LINE = 1                   # UML's ssl1, the guest's ttyS1
 
-QEMU_CHANNELS = ("serial", "virtio-serial", "9p")
-UML_CHANNELS = ("serial", "hostfs")
-QEMU_MACHINES = ("microvm", "pc", "q35")
 
 DEST_NAME = "upload.out"              # the file written on the guest's scratch filesystem
 HIGH_FD = 100                         # the VMM's pipe descriptors start here (see PipeFeeder)
@@ -353,136 +351,27 @@ class ChannelSetup:
     pass_fds: tuple[int, ...] = ()      # host descriptors the VMM process must inherit
 
 
-def qemu_refusal(channel: str, machine: str) -> str | None:
-    """Why QEMU on this machine type has no such channel (the run is unsupported), or None."""
-    if machine not in QEMU_MACHINES:
-        return (f"upload channels are set up for QEMU machines {', '.join(QEMU_MACHINES)}, "
-                f"not {machine!r}")
-    if channel == "hostfs":
-        return ("channel hostfs is User-Mode Linux's; under QEMU use 9p (the same idea: a host "
-                "folder mounted in the guest)")
-    if channel not in QEMU_CHANNELS:
-        return f"unknown upload channel {channel!r} (QEMU has {', '.join(QEMU_CHANNELS)})"
-    return None
-
-
-def uml_refusal(channel: str) -> str | None:
-    """Why User-Mode Linux has no such channel (the run is unsupported), or None."""
-    if channel in ("virtio-serial", "9p"):
-        return (f"channel {channel} is QEMU's; User-Mode Linux has "
-                f"{' and '.join(UML_CHANNELS)} (hostfs is its 9p)")
-    if channel not in UML_CHANNELS:
-        return f"unknown upload channel {channel!r} (UML has {', '.join(UML_CHANNELS)})"
-    return None
-
-
-def qemu_modules(channel: str, machine: str) -> tuple[str, ...]:
-    """The guest kernel modules the channel needs (modprobe names; dependencies follow), for
-    an image built before any job: the same as qemu_channel(...).modules."""
-    transport = "virtio_mmio" if machine == "microvm" else "virtio_pci"
-    return {"serial": (), "virtio-serial": (transport, "virtio_console"),
-            "9p": (transport, "9pnet_virtio", "9p")}.get(channel, ())
-
-
 def agent_options(setup: ChannelSetup, scratch: str = "/scratch") -> list[str]:
     """The options the environment adds to the agent's: where the bytes come from and the
     file they go to on the scratch filesystem (absolute: the upload workload does not chdir)."""
     return ["--source", setup.guest_source, "--dest", f"{scratch}/{DEST_NAME}"]
 
 
-def qemu_channel(channel: str, source: Path, machine: str, workdir: Path) -> ChannelSetup:
-    """The channel under qemu-system-x86_64 on this machine type; workdir (a short path, no
-    commas: QEMU's option syntax) holds the stream channels' socket.
-
-    ChannelError names the fix for a channel QEMU does not have here.
-    """
-    refusal = qemu_refusal(channel, machine)
-    if refusal:
-        raise ChannelError(refusal)
-    _check_source(source)
-    modules = qemu_modules(channel, machine)
-    bus = "device" if machine == "microvm" else "pci"
-    if channel in ("serial", "virtio-serial"):
-        feeder = SocketFeeder(source, _socket_path(workdir))
-        chardev = ("-chardev", f"socket,id={CHARDEV_ID},path={feeder.path}")
-        if channel == "serial":
-            # -device isa-serial exists on every x86 machine type with an ISA bus, microvm
-            # included (its -serial makes only ttyS0); index 1 is COM2 (0x2f8, IRQ 3), which
-            # the guest's 8250 driver finds by its legacy probe.
-            return ChannelSetup(
-                channel, vmm_args=(*chardev, "-device", f"isa-serial,chardev={CHARDEV_ID},"
-                                                        f"index={SERIAL_INDEX}"),
-                kernel_args=(), modules=(), guest_source=f"/dev/ttyS{SERIAL_INDEX}",
-                feeder=feeder)
-        return ChannelSetup(
-            channel,
-            vmm_args=(*chardev, "-device", f"virtio-serial-{bus},id=gbuploadbus,max_ports=2",
-                      "-device", f"virtserialport,bus=gbuploadbus.0,nr=1,chardev={CHARDEV_ID},"
-                                 f"name={PORT_NAME}"),
-            kernel_args=(), modules=modules,
-            # vportNpM numbers follow the probe order: the agent finds the port by its name
-            # when no udev made this link
-            guest_source=f"/dev/virtio-ports/{PORT_NAME}", feeder=feeder)
-    folder = source.parent
-    _check_option_value(folder, "share")
-    mount = GuestMount("9p", NINEP_TAG, MOUNTPOINT,
-                       f"ro,trans=virtio,version=9p2000.L,msize={NINEP_MSIZE}")
-    return ChannelSetup(
-        channel,
-        vmm_args=("-fsdev", f"local,id={NINEP_TAG},path={folder},security_model=none,"
-                            "readonly=on",
-                  "-device", f"virtio-9p-{bus},fsdev={NINEP_TAG},mount_tag={NINEP_TAG}"),
-        kernel_args=(mount.kernel_word(),), modules=modules,
-        guest_source=f"{MOUNTPOINT}/{source.name}", mount=mount)
-
-
-def uml_channel(channel: str, source: Path, workdir: Path) -> ChannelSetup:
-    """The channel under User-Mode Linux (linux.uml: hostfs and serial lines are built in,
-    it loads no modules). workdir is unused today (pipes need no file).
-
-    The serial channel's setup holds host pipes from now on: the VMM must inherit
-    setup.pass_fds, and setup.feeder.stop() must run even if the guest never starts.
-    """
-    del workdir
-    refusal = uml_refusal(channel)
-    if refusal:
-        raise ChannelError(refusal)
-    _check_source(source)
-    if channel == "serial":
-        feeder = PipeFeeder(source)
-        # fd:IN,fd:OUT: UML reads the line's input from one descriptor, writes its output to
-        # the other (not ttys: UML leaves them as they are).
-        line = f"ssl{UML_SERIAL_LINE}=fd:{feeder.guest_in},fd:{feeder.guest_out}"
-        return ChannelSetup(
-            channel, vmm_args=(line,), kernel_args=(), modules=(),
-            guest_source=f"/dev/ttyS{UML_SERIAL_LINE}", feeder=feeder, pass_fds=feeder.pass_fds)
-    folder = source.parent
-    if any(char.isspace() for char in str(folder)):
-        raise ChannelError(f"hostfs cannot share {folder}: UML reads hostfs=FOLDER from its "
-                           "command line, where a space ends it (fix: an inputs folder "
-                           "without spaces)")
-    # hostfs=FOLDER roots every hostfs mount of the guest there: the guest sees only it.
-    mount = GuestMount("hostfs", "none", MOUNTPOINT, "ro")
-    return ChannelSetup(
-        channel, vmm_args=(f"hostfs={folder}",), kernel_args=(mount.kernel_word(),),
-        modules=(), guest_source=f"{MOUNTPOINT}/{source.name}", mount=mount)
-
-
-def _check_source(source: Path) -> None:
+def check_source(source: Path) -> None:
     if not source.is_file():
         raise ChannelError(f"the upload's source {source} is not a file")
 
 
-def _check_option_value(path: Path, what: str) -> None:
+def check_option_value(path: Path, what: str) -> None:
     # QEMU's option syntax: a comma in a value must be doubled; keep paths plain instead
     if "," in str(path):
         raise ChannelError(f"cannot {what} {path} with QEMU: a comma in the path would split "
                            "its option (fix: a folder without commas, e.g. TMPDIR=/tmp)")
 
 
-def _socket_path(workdir: Path) -> Path:
+def socket_path(workdir: Path) -> Path:
     path = workdir / "upload.sock"
-    _check_option_value(path, "make a socket at")
+    check_option_value(path, "make a socket at")
     if len(os.fsencode(path)) >= SUN_PATH_MAX:
         raise ChannelError(f"socket path {path} is longer than a Unix socket allows "
                            f"({SUN_PATH_MAX - 1} bytes; fix: a shorter TMPDIR)")

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Annotated
-
-from pydantic import AfterValidator, Field
 
 from guestbench import proc
 from guestbench.environments.guestdisk import GUEST_SCRATCH
 from guestbench.environments.base import (
-    EnvironmentSpec, GuestCrashed, GuestStartError, Job, JobNeeds, ProcessGuest)
+    GuestCrashed, GuestStartError, Job, JobNeeds, ProcessGuest)
+from guestbench.environments.consoles import Console
 from guestbench.protocol import PREFIX, Record
 
 # Printed by the image's /init as its first act (guestbench/images): the hand-over to userspace.
@@ -23,28 +22,6 @@ CONSOLE_TAIL_LINES = 6
 
 class BootTimeout(proc.DeadlineExceeded):
     """The guest did not reach userspace within its boot timeout."""
-
-
-def check_kernel_args(args: tuple[str, ...]) -> tuple[str, ...]:
-    """A plan's extra kernel arguments: one parameter each, and gb.* belongs to guestbench."""
-    for arg in args:
-        if not arg or any(bad in arg for bad in (" ", '"', "\n")):
-            raise ValueError(f"kernel argument {arg!r}: one parameter per list item, "
-                             "without spaces or quotes")
-        if arg.startswith("gb.") and not arg.startswith("gb.fault="):
-            raise ValueError(f"kernel argument {arg!r}: gb.* is guestbench's own (the job)")
-    return args
-
-
-def check_names(names: tuple[str, ...]) -> tuple[str, ...]:
-    """Program or module names: each one word, not empty."""
-    for name in names:
-        if not name or any(char.isspace() for char in name):
-            raise ValueError(f"{name!r} is not a program or module name (one word, not empty)")
-    return names
-
-
-Names = Annotated[tuple[str, ...], AfterValidator(check_names)]
 
 
 @dataclass(frozen=True)
@@ -77,40 +54,49 @@ def kernel_arguments(job: Job) -> list[str]:
     return mounts + ([f"gb.args={','.join(job.agent_args)}"] if job.agent_args else [])
 
 
-class GuestKernelSpec(EnvironmentSpec):
-    """Options every full-system guest has: what goes into its image and onto its command lines."""
-
-    memory_mib: int = Field(512, ge=32, le=1 << 20, strict=True,
-                            description="guest memory, MiB; STREAM's default arrays need ~400")
-    tools: Names = Field((), description="host programs put in the image with "
-                                                   "their shared libraries (e.g. fio)")
-    boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
-                                  description="limit from VMM start to userspace, apart from the run's")
-    kernel_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(
-        (), description="added to the guest kernel's command line")
-    extra_args: tuple[str, ...] = Field((), description="appended to the VMM's command line as is")
-
-
 @dataclass
 class ConsoleGuest(ProcessGuest):
-    """A VMM whose stdout is the guest's serial console.
+    """A VMM whose guest's serial console the host reads: its stdout, or another console
+    (consoles.py).
 
-    Each console line is timestamped on arrival (proc.Process) and kept whole in
-    stdout.log; records are parsed from it; the phases of the boot are taken
-    from what appears on it.
+    Each console line is timestamped on arrival and kept whole in the run's log; records
+    are parsed from it; the phases of the boot are taken from what appears on it. A guest
+    that runs its own program instead of the agent (agent=False: image = "none") gives no
+    records: its console is kept (console_text) for the workload to read, its boot phases
+    end at the line `ready` matches, and it has finished when `done` matches or it exits.
     """
 
     boot_timeout_s: float = 60.0
+    console: Console | None = None  # None: stdout
+    agent: bool = True
+    ready: re.Pattern | None = None
+    done: re.Pattern | None = None
     userspace_ns: int | None = None
     agent_ready_ns: int | None = None
     tail: deque = field(default_factory=lambda: deque(maxlen=CONSOLE_TAIL_LINES))
+    text: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.stdout_to_log = self.console is not None and self.console.stdout_to_log
         super().__post_init__()
         self.boot_deadline_ns = self._process.started_ns + int(self.boot_timeout_s * 1e9)
 
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        if self.console is None:
+            return super()._lines()
+        return self.console.lines(self._process, self._current_deadline)
+
+    def _teardown(self):
+        info = super()._teardown()
+        if self.console is not None:
+            self.console.close()
+        return info
+
     def records(self) -> Iterator[Record]:
         try:
+            if not self.agent:
+                yield from self._own_program()
+                return
             for record in super().records():
                 if record.type == "hello" and self.agent_ready_ns is None:
                     self.agent_ready_ns = record.host_arrival_ns
@@ -119,7 +105,8 @@ class ConsoleGuest(ProcessGuest):
             raise
         except proc.DeadlineExceeded:
             if self.userspace_ns is None and proc.now_ns() >= self.boot_deadline_ns:
-                raise BootTimeout(f"the guest did not reach userspace within its "
+                what = "reach userspace" if self.agent else "print its ready line"
+                raise BootTimeout(f"the guest did not {what} within its "
                                   f"{self.boot_timeout_s:g} s boot timeout; console: "
                                   f"{self.console_tail()}") from None
             raise
@@ -133,11 +120,32 @@ class ConsoleGuest(ProcessGuest):
         for arrival_ns, line in lines:
             if PREFIX not in line and line.strip():
                 self.tail.append(line.decode("utf-8", "replace").strip())
-            if self.userspace_ns is None and USERSPACE_MARKER in line:
+            if not self.agent:
+                self.text.append(line.decode("utf-8", "replace"))
+            if self.userspace_ns is None and self._booted(line):
                 self.userspace_ns = arrival_ns
             if PANIC_MARKER in line:
                 raise GuestCrashed(f"guest kernel panic; console: {self.console_tail()}")
             yield arrival_ns, line
+
+    def _booted(self, line: bytes) -> bool:
+        """The line that ends the boot: the image's /init, or the guest's own `ready`."""
+        if self.agent:
+            return USERSPACE_MARKER in line
+        return self.ready is None or bool(self.ready.search(line.decode("utf-8", "replace")))
+
+    def _own_program(self) -> Iterator[Record]:
+        """A guest running its own program: its console is read to the end, or to `done`."""
+        for _, line in self._observed(self._lines()):
+            if self.done is not None and self.done.search(line.decode("utf-8", "replace")):
+                self.exited_ns = proc.now_ns()
+                return
+        self.exited_ns = proc.now_ns()
+        yield from ()
+
+    def console_text(self) -> str:
+        """What a guest running its own program printed (agent=False)."""
+        return "\n".join(self.text)
 
     def console_tail(self) -> str:
         return " | ".join(self.tail)[-600:] or "(nothing)"
@@ -149,6 +157,8 @@ class ConsoleGuest(ProcessGuest):
 
     def boot_phases(self) -> dict[str, float]:
         start = self._process.started_ns
-        points = {"first_byte": self._process.first_byte_ns, "userspace": self.userspace_ns,
+        first_byte = self.console.first_byte_ns if self.console else self._process.first_byte_ns
+        booted = "userspace" if self.agent else "ready"
+        points = {"first_byte": first_byte, booted: self.userspace_ns,
                   "agent_ready": self.agent_ready_ns, "powered_off": self.exited_ns}
         return {name: (ns - start) / 1e6 for name, ns in points.items() if ns is not None}

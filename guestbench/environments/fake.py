@@ -34,7 +34,8 @@ class Fake(Environment):
 
     def __init__(self, spec: FakeSpec) -> None:
         super().__init__(spec)
-        self.capabilities = frozenset(spec.capabilities)
+        # a fake guest always 'runs the agent': it prints agent records
+        self.capabilities = frozenset(spec.capabilities) | {Capability.AGENT}
         self.started = 0
 
     def probe(self, host: Host) -> Availability:

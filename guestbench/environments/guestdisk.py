@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,60 +25,6 @@ MKFS_TIMEOUT_S = 120
 # while a workload is being measured; -m 0: no blocks reserved for root
 MKFS_OPTIONS = ("-q", "-F", "-t", "ext4", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0")
 SLACK_MIB = 64
-
-
-@dataclass(frozen=True)
-class Bus:
-    """How a disk bus is attached on a machine type, and the guest's name for its disks."""
-
-    device: str              # QEMU -device model
-    modules: tuple[str, ...]  # guest kernel modules (dependencies follow from modprobe)
-    guest_prefix: str        # /dev/vda, /dev/sda, ...
-    controller: str | None = None  # a -device that must exist once (SCSI host adapter)
-
-
-# Per machine type: microvm has only virtio-mmio transports and no IDE.
-BUSES: dict[tuple[str, str], Bus] = {
-    ("microvm", "virtio-blk"): Bus("virtio-blk-device", ("virtio_mmio", "virtio_blk"), "/dev/vd"),
-    ("microvm", "virtio-scsi"): Bus("scsi-hd", ("virtio_mmio", "virtio_scsi", "sd_mod"), "/dev/sd",
-                                    "virtio-scsi-device,id=scsi0"),
-    ("pc", "virtio-blk"): Bus("virtio-blk-pci", ("virtio_pci", "virtio_blk"), "/dev/vd"),
-    ("pc", "virtio-scsi"): Bus("scsi-hd", ("virtio_pci", "virtio_scsi", "sd_mod"), "/dev/sd",
-                               "virtio-scsi-pci,id=scsi0"),
-    ("pc", "ide"): Bus("ide-hd", ("ata_piix", "sd_mod"), "/dev/sd"),
-    ("q35", "virtio-blk"): Bus("virtio-blk-pci", ("virtio_pci", "virtio_blk"), "/dev/vd"),
-    ("q35", "virtio-scsi"): Bus("scsi-hd", ("virtio_pci", "virtio_scsi", "sd_mod"), "/dev/sd",
-                                "virtio-scsi-pci,id=scsi0"),
-    ("q35", "ide"): Bus("ide-hd", ("ahci", "sd_mod"), "/dev/sd"),
-}
-FILESYSTEM_MODULES = ("ext4",)
-
-
-def bus(machine: str, name: str) -> Bus:
-    try:
-        return BUSES[(machine, name)]
-    except KeyError:
-        have = sorted(b for m, b in BUSES if m == machine)
-        raise ValueError(f"disk_bus {name} does not exist on machine {machine} (it has: "
-                         f"{', '.join(have)}; ide needs machine = \"pc\" or \"q35\")") from None
-
-
-def qemu_disk_args(spec_bus: Bus, index: int, path: Path, fmt: str, cache: str) -> list[str]:
-    """-drive and -device for disk number index (0 = the scratch disk) on the bus."""
-    drive = f"if=none,id=disk{index},file={path},format={fmt},cache={cache}"
-    device = f"{spec_bus.device},drive=disk{index}"
-    if spec_bus.device == "scsi-hd":
-        device += f",bus=scsi0.0,channel=0,scsi-id={index},lun=0"
-    elif spec_bus.device == "ide-hd":
-        device += f",bus=ide.{index}"
-    args = ["-drive", drive, "-device", device]
-    if spec_bus.controller and index == 0:
-        args = ["-device", spec_bus.controller, *args]
-    return args
-
-
-def guest_device(spec_bus: Bus, index: int) -> str:
-    return f"{spec_bus.guest_prefix}{'abcdefgh'[index]}"
 
 
 def make_scratch_disk(folder: Path, needs: JobNeeds, size_mib: int, fmt: str = "raw") -> Path:

@@ -11,9 +11,8 @@ from pydantic import Field
 from guestbench import proc
 from guestbench.environments import scratch
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, JobNeeds, ProcessGuest,
-    needs_beyond_agent)
-from guestbench.environments.native import PROCESS_NEEDS
+    Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+from guestbench.environments.native import PROCESS_CAPABILITIES
 from guestbench.host import Host, which
 
 NAMESPACE_FLAGS = {"pid": "--pid", "mount": "--mount", "net": "--net", "ipc": "--ipc",
@@ -30,7 +29,7 @@ class NamespaceSpec(EnvironmentSpec):
 
 class Namespace(Environment):
     kind: ClassVar[str] = "namespace"
-    capabilities = frozenset({Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM})
+    capabilities = PROCESS_CAPABILITIES
     spec_model = NamespaceSpec
 
     def probe(self, host: Host) -> Availability:
@@ -44,9 +43,6 @@ class Namespace(Environment):
             return Availability.no(f"unshare failed: {result.stderr.strip()[:200]}"
                                    + ("" if os.geteuid() == 0 else " (needs root or user namespaces)"))
         return Availability.yes("namespaces: " + ",".join(self.spec.namespaces))
-
-    def refusal(self, needs: JobNeeds) -> str | None:
-        return needs_beyond_agent(needs, self.kind, PROCESS_NEEDS)
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         folder = scratch.make(job.needs)

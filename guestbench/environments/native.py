@@ -7,13 +7,14 @@ from typing import ClassVar, Literal
 
 from guestbench.environments import scratch
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, JobNeeds, ProcessGuest,
-    needs_beyond_agent)
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
 from guestbench.host import Host
 
 # What a process on the host kernel can be given: a scratch folder, the host's caches dropped,
 # and programs started by programs run where they would anyway.
-PROCESS_NEEDS = frozenset({"scratch", "drop_caches", "exec_children"})
+PROCESS_CAPABILITIES = frozenset({
+    Capability.AGENT, Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM,
+    Capability.DROP_CACHES, Capability.EXEC_CHILDREN})
 
 
 class NativeSpec(EnvironmentSpec):
@@ -22,14 +23,12 @@ class NativeSpec(EnvironmentSpec):
 
 class Native(Environment):
     kind: ClassVar[str] = "native"
-    capabilities = frozenset({Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM})
+    capabilities = PROCESS_CAPABILITIES
+    lacking = {Capability.PORT_IO: "native: guestbench does not touch the host's own I/O ports"}
     spec_model = NativeSpec
 
     def probe(self, host: Host) -> Availability:
         return Availability.yes("the host itself")
-
-    def refusal(self, needs: JobNeeds) -> str | None:
-        return needs_beyond_agent(needs, self.kind, PROCESS_NEEDS)
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         folder = scratch.make(job.needs)

@@ -14,9 +14,8 @@ from pydantic import Field, model_validator
 from guestbench import agent, proc
 from guestbench.environments import scratch
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, JobNeeds, ProcessGuest,
-    needs_beyond_agent)
-from guestbench.environments.native import PROCESS_NEEDS
+    Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+from guestbench.environments.native import PROCESS_CAPABILITIES
 from guestbench.host import Host, which
 
 PROBE_TIMEOUT_S = 10
@@ -46,8 +45,12 @@ class OciSpec(EnvironmentSpec):
 
 class Oci(Environment):
     kind: ClassVar[str] = "oci"
-    capabilities = frozenset({Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM})
+    capabilities = PROCESS_CAPABILITIES
     spec_model = OciSpec
+
+    @classmethod
+    def example_options(cls) -> dict:
+        return {"runtime": "runc"}
 
     def probe(self, host: Host) -> Availability:
         runtime = self.spec.runtime
@@ -74,9 +77,6 @@ class Oci(Environment):
             said = (result.stderr.strip().splitlines() or ["no message"])[-1][:200]
             return Availability.no(f"{runtime} cannot run a container here: {said}")
         return Availability.yes(f"{runtime}: {result.stdout.strip()}")
-
-    def refusal(self, needs: JobNeeds) -> str | None:
-        return needs_beyond_agent(needs, self.kind, PROCESS_NEEDS)
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         folder = scratch.make(job.needs)

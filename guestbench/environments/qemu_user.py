@@ -11,8 +11,8 @@ from pydantic import Field
 from guestbench import proc
 from guestbench.environments import scratch
 from guestbench.environments.base import (
-    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, JobNeeds, ProcessGuest,
-    needs_beyond_agent)
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+from guestbench.environments.native import PROCESS_CAPABILITIES
 from guestbench.host import Host, which
 
 EXEC_REASON = ("qemu-user translates one program: the programs it starts (make's gcc) would "
@@ -33,7 +33,8 @@ class QemuUserSpec(EnvironmentSpec):
 
 class QemuUser(Environment):
     kind: ClassVar[str] = "qemu-user"
-    capabilities = frozenset({Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM})
+    capabilities = PROCESS_CAPABILITIES - {Capability.EXEC_CHILDREN}
+    lacking = {Capability.EXEC_CHILDREN: EXEC_REASON}
     spec_model = QemuUserSpec
 
     def probe(self, host: Host) -> Availability:
@@ -45,11 +46,6 @@ class QemuUser(Environment):
             return Availability.no(f"{self.spec.binary} --version failed: {error}")
         first_line = (result.stdout.splitlines() or ["?"])[0]
         return Availability.yes(first_line)
-
-    def refusal(self, needs: JobNeeds) -> str | None:
-        if needs.exec_children:
-            return EXEC_REASON
-        return needs_beyond_agent(needs, self.kind, frozenset({"scratch", "drop_caches"}))
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         folder = scratch.make(job.needs)

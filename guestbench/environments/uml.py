@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import uuid
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from guestbench import images
-from guestbench.environments import channels, guestdisk, tracedisk
+from guestbench.environments import channels
+from guestbench.environments.base import Availability, Capability
 from guestbench.environments.devices import GuestDevices
-from guestbench.environments.base import (
-    Availability, Capability, Environment, Guest, Job, JobNeeds, needs_beyond_agent)
-from guestbench.environments.console import (
-    ConsoleGuest, GuestKernelSpec, guest_job, kernel_arguments)
-from guestbench.host import Host, which
-
+from guestbench.environments.fullsystem import AttachedDisk, FullSystem, FullSystemSpec
+from guestbench.host import which
 
 MAP_COUNT_FILE = Path("/proc/sys/vm/max_map_count")
 PAGE_MIB = 4096 / 2**20
+UML_DISKS = "/dev/ubd"  # ubd0 is /dev/ubda, ubd1 /dev/ubdb
+CHANNELS = ("serial", "hostfs")
 
 
 def _map_count_warning() -> str:
@@ -37,7 +33,7 @@ def _map_count_warning() -> str:
             "(STREAM's default arrays need ~400: sysctl -w vm.max_map_count=262144)")
 
 
-class UmlSpec(GuestKernelSpec):
+class UmlSpec(FullSystemSpec):
     """A User-Mode Linux kernel run as a host process."""
 
     kind: Literal["uml"] = "uml"
@@ -50,88 +46,86 @@ class UmlSpec(GuestKernelSpec):
                                       "workload's files)")
 
 
-UML_DISKS = "/dev/ubd"  # ubd0 is /dev/ubda, ubd1 /dev/ubdb
-
-
-class Uml(Environment):
+class Uml(FullSystem):
     kind: ClassVar[str] = "uml"
     # a UML guest's instructions run as a host process: an in/out instruction faults there
     capabilities = frozenset(Capability) - {Capability.PORT_IO}
+    lacking = {Capability.PORT_IO: "uml: the guest runs as a host process, where an I/O port "
+                                   "instruction faults"}
     spec_model = UmlSpec
 
-    def __init__(self, spec: UmlSpec) -> None:
-        super().__init__(spec)
-        self.image: images.Image | None = None
-
-    def probe(self, host: Host) -> Availability:
+    def vmm_probe(self) -> Availability:
         program = which(self.spec.binary)
         if program is None:
             return Availability.no(f"{self.spec.binary} not found (apt-get install user-mode-linux)")
-        try:
-            self.image = images.build(
-                Path(program), tools=tuple(dict.fromkeys((*self.spec.tools, *self.workload_tools))))
-        except images.ImageError as error:
-            return Availability.no(f"guest image: {error}")
-        return Availability.yes(f"{program}; image {self.image.id}{_map_count_warning()}")
+        return Availability.yes(f"{program}{_map_count_warning()}")
 
-    def refusal(self, needs: JobNeeds) -> str | None:
-        if needs.traced_disk and tracedisk.unavailable_reason():
-            return f"no traced disk here: {tracedisk.unavailable_reason()}"
-        if needs.upload is not None:
-            refused = channels.uml_refusal(needs.upload.channel)
-            if refused:
-                return refused
-        return needs_beyond_agent(needs, self.kind, frozenset(
-            {"scratch", "drop_caches", "exec_children", "traced_disk", "upload"}))
+    def kernel(self) -> Path:
+        # the UML kernel is the VMM itself (the probe found it)
+        return Path(which(self.spec.binary) or self.spec.binary)
 
-    def _devices(self, job: Job, scratch: Path, logdir: Path, devices: GuestDevices) -> Job:
-        """ubd0 the scratch disk, the next ubd the traced disk (a loop device), and the
-        upload channel; returns the job told where they are in the guest."""
-        needs = job.needs
+    def version_argv(self) -> list[str]:
+        return [str(self.kernel()), "--version"]
+
+    def facts(self) -> dict:
+        facts = super().facts()
+        if self.vmm_version:  # linux.uml --version prints its kernel release
+            facts["guest_kernel"] = self.vmm_version
+        return facts
+
+    def attach_disk(self, index: int, path: Path, fmt: str) -> AttachedDisk:
         flag = "s" if self.spec.disk_cache == "sync" else ""
-        mounts: list[str] = []
-        options: list[str] = []
-        index = 0
-        if needs.scratch or needs.scratch_files is not None:
-            image = guestdisk.make_scratch_disk(scratch, needs, self.spec.disk_mib)
-            devices.args.append(f"ubd{index}{flag}={image}")
-            mounts.append(f"gb.mount=ext4:{UML_DISKS}{'ab'[index]}:{guestdisk.GUEST_SCRATCH}:")
-            index += 1
-        if needs.traced_disk:
-            disk = devices.traced_disk(scratch, logdir)
-            devices.args.append(f"ubd{index}{flag}={disk.device}")
-            options += ["--device", f"{UML_DISKS}{'ab'[index]}"]
-        if needs.upload is not None:
-            setup = devices.channel(lambda: channels.uml_channel(
-                needs.upload.channel, needs.upload.source, scratch))
-            devices.args += setup.vmm_args
-            mounts += setup.kernel_args
-            options += channels.agent_options(setup, guestdisk.GUEST_SCRATCH)
-        return guest_job(job, needs, mounts=mounts, options=options)
+        return AttachedDisk((f"ubd{index}{flag}={path}",), f"{UML_DISKS}{'ab'[index]}")
 
-    def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
-        # UML keeps its pid file and management socket under uml_dir/umid: a scratch folder
-        scratch = Path(tempfile.mkdtemp(prefix="guestbench-uml-"))
-        devices = GuestDevices()
-        try:
-            job = self._devices(job, scratch, logdir, devices)
-            job_args = kernel_arguments(job)
-        except BaseException:
-            devices.finish()
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
-        disk_args = devices.args
-        argv = [
+    def upload_channels(self) -> tuple[str, ...]:
+        return CHANNELS
+
+    def channel_refusal(self, channel: str) -> str:
+        if channel in ("virtio-serial", "9p"):
+            return (f"channel {channel} is QEMU's; User-Mode Linux has "
+                    f"{' and '.join(CHANNELS)} (hostfs is its 9p)")
+        return f"unknown upload channel {channel!r} (UML has {', '.join(CHANNELS)})"
+
+    def channel(self, name: str, source: Path, workdir: Path) -> channels.ChannelSetup:
+        if name not in CHANNELS:
+            raise channels.ChannelError(self.channel_refusal(name))
+        return uml_channel(name, source)
+
+    def command_line(self, kernel_args: list[str], workdir: Path,
+                     devices: GuestDevices) -> list[str]:
+        # UML keeps its pid file and management socket under uml_dir/umid
+        return [
             str(self.image.kernel), f"mem={self.spec.memory_mib}M",
             f"initrd={self.image.initramfs}", f"umid=gb-{uuid.uuid4().hex[:8]}",
-            f"uml_dir={scratch}", *disk_args, "con=null", "con0=fd:0,fd:1", "console=tty0",
-            "quiet", "panic=-1", *self.spec.kernel_args, *job_args, *self.spec.extra_args,
+            f"uml_dir={workdir}", *devices.args, "con=null", "con0=fd:0,fd:1", "console=tty0",
+            "quiet", "panic=-1", *self.spec.kernel_args, *kernel_args, *self.spec.extra_args,
         ]
-        try:
-            return ConsoleGuest(argv, logdir, deadline_ns, scratch=[scratch],
-                                finalizers=devices.finalizers, collected=devices.collected,
-                                pass_fds=devices.pass_fds, boot_timeout_s=self.spec.boot_timeout_s)
-        except BaseException:  # no guest owns the scratch folder yet
-            devices.finish()
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
+
+
+def uml_channel(channel: str, source: Path) -> channels.ChannelSetup:
+    """The channel under User-Mode Linux (linux.uml: hostfs and serial lines are built in,
+    it loads no modules).
+
+    The serial channel's setup holds host pipes from now on: the VMM must inherit
+    setup.pass_fds, and setup.feeder.stop() must run even if the guest never starts.
+    """
+    channels.check_source(source)
+    if channel == "serial":
+        feeder = channels.PipeFeeder(source)
+        # fd:IN,fd:OUT: UML reads the line's input from one descriptor, writes its output to
+        # the other (not ttys: UML leaves them as they are).
+        line = f"ssl{channels.UML_SERIAL_LINE}=fd:{feeder.guest_in},fd:{feeder.guest_out}"
+        return channels.ChannelSetup(
+            channel, vmm_args=(line,), kernel_args=(), modules=(),
+            guest_source=f"/dev/ttyS{channels.UML_SERIAL_LINE}", feeder=feeder,
+            pass_fds=feeder.pass_fds)
+    folder = source.parent
+    if any(char.isspace() for char in str(folder)):
+        raise channels.ChannelError(f"hostfs cannot share {folder}: UML reads hostfs=FOLDER "
+                                    "from its command line, where a space ends it (fix: an "
+                                    "inputs folder without spaces)")
+    # hostfs=FOLDER roots every hostfs mount of the guest there: the guest sees only it.
+    mount = channels.GuestMount("hostfs", "none", channels.MOUNTPOINT, "ro")
+    return channels.ChannelSetup(
+        channel, vmm_args=(f"hostfs={folder}",), kernel_args=(mount.kernel_word(),),
+        modules=(), guest_source=f"{channels.MOUNTPOINT}/{source.name}", mount=mount)

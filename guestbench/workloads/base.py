@@ -66,6 +66,9 @@ class Workload:
     # the samples of an ok run, from what it gave (a tool's output); None: the agent's samples
     derive: Callable[[Params, RunOutput], list[Sample]] | None = field(default=None, kw_only=True)
 
+    # False for a workload that reads a guest's own output (no agent runs: image = "none")
+    uses_agent: bool = field(default=True, kw_only=True)
+
     # programs the environment must provide (full-system images include them)
     tools: tuple[str, ...] = field(default=(), kw_only=True)
     # the programs of a workload whose parameters name them (exec's argv); None: `tools`
@@ -78,6 +81,11 @@ class Workload:
     def resolve(self, given: dict[str, Any], host: Host) -> Params:
         """Validated parameters with every default filled in."""
         return self.params_model(**{**self.host_defaults(host), **given})
+
+    @property
+    def requires(self) -> frozenset[Capability]:
+        """Everything it needs from an environment, the agent included."""
+        return self.capabilities | ({Capability.AGENT} if self.uses_agent else set())
 
     def needed_tools(self, params: Params) -> tuple[str, ...]:
         """The host programs a run with these parameters needs (copied into guest images)."""

@@ -209,7 +209,8 @@ WORKLOADS = [
              "records written with fdatasync on a raw disk: how many a power cut at the host's "
              "storage would keep (1 = every acknowledged record)", DurabilityParams,
              lambda params: ["--count", str(params.records), AGENT_WORKLOAD],
-             frozenset({Capability.BLOCK_DEVICE}), quick=False, primary_metric="honoured",
+             frozenset({Capability.BLOCK_DEVICE, Capability.TRACED_DISK}), quick=False,
+             primary_metric="honoured",
              agent_name=AGENT_WORKLOAD,
              job_needs=lambda params, inputs: JobNeeds(traced_disk=True),
              derive=derive_fsync_honoured),

@@ -103,6 +103,7 @@ WORKLOADS = [
     Workload("upload", "transfer", "N MiB from the host into the guest through a channel "
              "(serial, virtio-serial, 9p, hostfs), written to the guest's disk, discarded, "
              "or generated in the guest", UploadParams, to_agent_args,
-             frozenset({Capability.BLOCK_DEVICE}), quick=False, primary_metric="bandwidth",
+             frozenset({Capability.BLOCK_DEVICE, Capability.UPLOAD}), quick=False,
+             primary_metric="bandwidth",
              job_needs=job_needs),
 ]

@@ -9,8 +9,23 @@ import pytest
 
 from guestbench import agent, environments, host
 
-# Process-level presets; full-system guests (qemu, uml) have tests/integration/test_full_system.py.
-PRESETS = [name for name, spec in environments.PRESETS.items() if spec["kind"] not in ("qemu", "uml")]
+# Process-level presets; full-system guests (each kind says whether it is one) have
+# tests/integration/test_full_system.py.
+PRESETS = [name for name, spec in environments.PRESETS.items()
+           if not environments.KINDS[spec["kind"]].full_system]
+FULL_SYSTEM_PRESETS = [name for name, spec in environments.PRESETS.items()
+                       if environments.KINDS[spec["kind"]].full_system]
+
+
+def prepared(host_facts, environment):
+    """The environment probed and prepared (its image built); skips with the reason if either
+    says it cannot run here."""
+    answer = environment.probe(host_facts)
+    if answer.available:
+        answer = environment.prepare(host_facts)
+    if not answer.available:
+        pytest.skip(f"{environment.spec.name} unavailable here: {answer.reason}")
+    return environment
 
 
 @pytest.fixture(scope="session")

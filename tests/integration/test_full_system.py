@@ -14,6 +14,8 @@ from guestbench import environments, proc
 from guestbench.environments.base import Job
 from guestbench.runner import Status, _watch
 
+from .conftest import FULL_SYSTEM_PRESETS, prepared
+
 pytestmark = pytest.mark.integration
 
 
@@ -21,11 +23,7 @@ def environment(host_facts, preset: str, **options):
     """The preset with options changed, probed; skips with the probe's reason if unavailable."""
     base = dict(environments.PRESETS[preset])
     spec = environments.spec_model(base["kind"])(name=preset, **{**base, **options})
-    env = environments.create(spec)
-    answer = env.probe(host_facts)
-    if not answer.available:
-        pytest.skip(f"{preset} unavailable here: {answer.reason}")
-    return env
+    return prepared(host_facts, environments.create(spec))
 
 
 def run(env, agent_path, tmp_path, args, timeout_s=120.0, workload=None):
@@ -96,7 +94,7 @@ def nothing_left_behind():
     yield
 
 
-@pytest.mark.parametrize("preset", ["qemu-tcg", "uml"])
+@pytest.mark.parametrize("preset", FULL_SYSTEM_PRESETS)
 def test_agent_runs_in_the_guest(preset, host_facts, agent_path, tmp_path, nothing_left_behind):
     env = environment(host_facts, preset)
     outcome, guest = run(env, agent_path, tmp_path, ["--min-time", "0.05", "getpid"])
@@ -108,7 +106,7 @@ def test_agent_runs_in_the_guest(preset, host_facts, agent_path, tmp_path, nothi
     assert "guestbench-init: userspace" in console and "agent exited with status 0" in console
 
 
-@pytest.mark.parametrize("preset", ["qemu-tcg", "uml"])
+@pytest.mark.parametrize("preset", FULL_SYSTEM_PRESETS)
 def test_guest_that_hangs_after_boot_is_killed(preset, host_facts, agent_path, tmp_path,
                                                nothing_left_behind):
     env = environment(host_facts, preset)
@@ -117,7 +115,7 @@ def test_guest_that_hangs_after_boot_is_killed(preset, host_facts, agent_path, t
     assert "userspace" in guest.boot_phases()  # it did boot; the agent hung
 
 
-@pytest.mark.parametrize("preset", ["qemu-tcg", "uml"])
+@pytest.mark.parametrize("preset", FULL_SYSTEM_PRESETS)
 def test_guest_kernel_panic_is_crashed_with_the_console(preset, host_facts, agent_path,
                                                         tmp_path, nothing_left_behind):
     env = environment(host_facts, preset, kernel_args=["gb.fault=exit-init"])
@@ -148,10 +146,14 @@ def test_missing_qemu_is_unavailable(host_facts):
     assert not answer.available and "qemu-system-nonexistent not found" in answer.reason
 
 
-def test_kvm_probe_answers_within_10_s(host_facts, agent_path):
+def test_kvm_prepare_answers_within_10_s(host_facts, agent_path):
+    """Where /dev/kvm exists, preparing qemu-kvm test-boots a guest: bounded, with a reason."""
+    env = environments.create(environments.preset_spec("qemu-kvm"))
+    if not env.probe(host_facts).available:
+        pytest.skip(f"qemu-kvm: {env.probe(host_facts).reason}")
     began = time.monotonic()
-    answer = environments.create(environments.preset_spec("qemu-kvm")).probe(host_facts)
-    assert time.monotonic() - began < 10.0
+    answer = env.prepare(host_facts)
+    assert time.monotonic() - began < 10.0 + 5.0  # the test boot's limit, plus the image
     assert answer.reason
 
 

@@ -25,7 +25,7 @@ def qemu_argv(image: images.Image, append: str) -> list[str]:
     from guestbench.environments import create, preset_spec
     qemu = create(preset_spec("qemu-tcg"))
     qemu.image = image
-    return qemu.command_line("tcg", append.split(), None, paused=False)
+    return qemu.command_line(append.split(), None, accel="tcg", paused=False)
 
 
 def uml_argv(image: images.Image, append: str) -> list[str]:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import images, proc
-from guestbench.environments import channels, guestdisk
-from guestbench.environments.qemu import host_tsc_khz
+from guestbench import agent, images, proc
+from guestbench.environments import channels, guestdisk, qemu
+from guestbench.environments.uml import uml_channel
 from guestbench.protocol import RecordStream, parse_line
 from guestbench.workloads import transfer
 
@@ -142,9 +142,9 @@ def _qemu_run(agent_path, tmp_path, channel, mode, size_mib, machine="microvm"):
     params = transfer.UploadParams(channel=channel, mode=mode, size_mib=size_mib)
     needs = transfer.job_needs(params, tmp_path / "inputs")
     scratch = Path(tempfile.mkdtemp(prefix="gb-upload-test-"))
-    setup = channels.qemu_channel(channel, needs.upload.source, machine, scratch)
-    bus = guestdisk.bus(machine, "virtio-blk")
-    modules = tuple(dict.fromkeys((*bus.modules, *guestdisk.FILESYSTEM_MODULES, *setup.modules)))
+    setup = qemu.qemu_channel(channel, needs.upload.source, machine, scratch)
+    bus = qemu.bus(machine, "virtio-blk")
+    modules = tuple(dict.fromkeys((*bus.modules, *qemu.FILESYSTEM_MODULES, *setup.modules)))
     try:
         image = images.build(kernel, modules=modules)
     except images.ImageError as error:
@@ -152,15 +152,15 @@ def _qemu_run(agent_path, tmp_path, channel, mode, size_mib, machine="microvm"):
         pytest.skip(f"guest image: {error}")
     disk = guestdisk.make_scratch_disk(scratch, needs, 64)
     args = [*channels.agent_options(setup), *transfer.to_agent_args(params), "upload"]
-    tsc = host_tsc_khz()
+    tsc = agent.host_tsc_khz()
     append = [*([f"tsc_early_khz={tsc}"] if tsc else []), "console=ttyS0", "quiet", "panic=-1",
-              "reboot=t", f"gb.mount=ext4:{guestdisk.guest_device(bus, 0)}:/scratch:",
+              "reboot=t", f"gb.mount=ext4:{qemu.guest_device(bus, 0)}:/scratch:",
               *setup.kernel_args, "gb.args=" + ",".join(args)]
     argv = ["qemu-system-x86_64", "-M", machine, "-accel", "tcg", "-m", "512", "-nodefaults",
             "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
             "-kernel", str(image.kernel), "-initrd", str(image.initramfs),
             "-append", " ".join(append),
-            *guestdisk.qemu_disk_args(bus, 0, disk, "raw", "writeback"), *setup.vmm_args]
+            *qemu.disk_args(bus, 0, disk, "raw", "writeback"), *setup.vmm_args]
     return _guest_run(argv, setup, tmp_path / "logs", scratch), setup
 
 
@@ -171,7 +171,7 @@ def _uml_run(agent_path, tmp_path, channel, mode, size_mib):
     params = transfer.UploadParams(channel=channel, mode=mode, size_mib=size_mib)
     needs = transfer.job_needs(params, tmp_path / "inputs")
     scratch = Path(tempfile.mkdtemp(prefix="gb-upload-test-"))
-    setup = channels.uml_channel(channel, needs.upload.source, scratch)
+    setup = uml_channel(channel, needs.upload.source)
     try:
         image = images.build(Path(program))
     except images.ImageError as error:

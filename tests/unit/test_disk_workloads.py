@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from guestbench.environments import guestdisk
+from guestbench.environments import guestdisk, qemu
 from guestbench.environments.qemu import QemuSpec
 from guestbench.workloads import CATALOGUE
 from guestbench.workloads.base import OutputError, RunOutput
@@ -177,14 +177,14 @@ def test_disk_bus_must_exist_on_the_machine():
 
 def test_qemu_disk_arguments_per_bus(tmp_path):
     image = tmp_path / "d.qcow2"
-    scsi = guestdisk.bus("microvm", "virtio-scsi")
-    args = guestdisk.qemu_disk_args(scsi, 0, image, "qcow2", "none")
+    scsi = qemu.bus("microvm", "virtio-scsi")
+    args = qemu.disk_args(scsi, 0, image, "qcow2", "none")
     assert args[:2] == ["-device", "virtio-scsi-device,id=scsi0"]
     assert f"if=none,id=disk0,file={image},format=qcow2,cache=none" in args
-    assert guestdisk.guest_device(scsi, 1) == "/dev/sdb"
-    ide = guestdisk.qemu_disk_args(guestdisk.bus("pc", "ide"), 1, image, "raw", "unsafe")
+    assert qemu.guest_device(scsi, 1) == "/dev/sdb"
+    ide = qemu.disk_args(qemu.bus("pc", "ide"), 1, image, "raw", "unsafe")
     assert "ide-hd,drive=disk1,bus=ide.1" in ide
-    assert guestdisk.guest_device(guestdisk.bus("q35", "virtio-blk"), 0) == "/dev/vda"
+    assert qemu.guest_device(qemu.bus("q35", "virtio-blk"), 0) == "/dev/vda"
 
 
 def test_scratch_disk_is_ext4_holding_the_files(tmp_path):

@@ -314,6 +314,6 @@ def test_the_workload_runs_fsync_records_on_a_traced_disk() -> None:
         "fsync_honoured", "fsync_records", 30)
     assert workload.agent_args(params) == ["--count", "30", "fsync_records"]
     assert workload.job_needs(params, None).traced_disk
-    assert workload.capabilities == frozenset({Capability.BLOCK_DEVICE})
+    assert workload.capabilities == frozenset({Capability.BLOCK_DEVICE, Capability.TRACED_DISK})
     with pytest.raises(ValueError):
         workload.params_model(records=0)

@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from guestbench import environments
 from guestbench.environments import channels
-from guestbench.environments.base import Capability, Upload
+from guestbench.environments.base import Capability, JobNeeds, Upload
+from guestbench.environments.qemu import qemu_channel
+from guestbench.environments.uml import uml_channel
 from guestbench.workloads import transfer
 from guestbench.workloads.base import InputError
 
@@ -34,7 +37,7 @@ def test_defaults_and_agent_arguments(host):
 
 def test_declaration():
     assert UPLOAD.name == "upload" and UPLOAD.family == "transfer"
-    assert UPLOAD.capabilities == frozenset({Capability.BLOCK_DEVICE})
+    assert UPLOAD.capabilities == frozenset({Capability.BLOCK_DEVICE, Capability.UPLOAD})
     assert UPLOAD.primary_metric == "bandwidth" and UPLOAD.agent_workload == "upload"
     assert set(transfer.CHANNELS) == {"serial", "virtio-serial", "9p", "hostfs"}
     assert set(transfer.MODES) == {"write", "no_write", "no_upload"}
@@ -104,7 +107,7 @@ def source(tmp_path) -> Path:
 
 
 def test_qemu_virtio_serial(source, tmp_path):
-    setup = channels.qemu_channel("virtio-serial", source, "microvm", tmp_path)
+    setup = qemu_channel("virtio-serial", source, "microvm", tmp_path)
     sock = tmp_path / "upload.sock"
     assert setup.vmm_args == (
         "-chardev", f"socket,id=gbupload,path={sock}",
@@ -115,20 +118,20 @@ def test_qemu_virtio_serial(source, tmp_path):
     assert setup.guest_source == "/dev/virtio-ports/org.guestbench.upload"
     assert setup.kernel_args == () and setup.mount is None
     assert isinstance(setup.feeder, channels.SocketFeeder)
-    pc = channels.qemu_channel("virtio-serial", source, "pc", tmp_path)
+    pc = qemu_channel("virtio-serial", source, "pc", tmp_path)
     assert "virtio-serial-pci,id=gbuploadbus,max_ports=2" in pc.vmm_args
     assert pc.modules == ("virtio_pci", "virtio_console")
 
 
 @pytest.mark.parametrize("machine", ["microvm", "pc", "q35"])
 def test_qemu_serial(source, tmp_path, machine):
-    setup = channels.qemu_channel("serial", source, machine, tmp_path)
+    setup = qemu_channel("serial", source, machine, tmp_path)
     assert setup.vmm_args[-2:] == ("-device", "isa-serial,chardev=gbupload,index=1")
     assert setup.guest_source == "/dev/ttyS1" and setup.modules == ()
 
 
 def test_qemu_9p(source, tmp_path):
-    setup = channels.qemu_channel("9p", source, "microvm", tmp_path)
+    setup = qemu_channel("9p", source, "microvm", tmp_path)
     assert setup.vmm_args == (
         "-fsdev", f"local,id=gbupload,path={source.parent},security_model=none,readonly=on",
         "-device", "virtio-9p-device,fsdev=gbupload,mount_tag=gbupload")
@@ -139,12 +142,12 @@ def test_qemu_9p(source, tmp_path):
     assert setup.kernel_args == (
         "gb.mount=9p:gbupload:/upload:ro,trans=virtio,version=9p2000.L,msize=512000",)
     assert type(setup.feeder) is channels.Feeder
-    assert "virtio-9p-pci,fsdev=gbupload,mount_tag=gbupload" in channels.qemu_channel(
+    assert "virtio-9p-pci,fsdev=gbupload,mount_tag=gbupload" in qemu_channel(
         "9p", source, "q35", tmp_path).vmm_args
 
 
 def test_uml_hostfs(source, tmp_path):
-    setup = channels.uml_channel("hostfs", source, tmp_path)
+    setup = uml_channel("hostfs", source)
     assert setup.vmm_args == (f"hostfs={source.parent}",)
     assert setup.kernel_args == ("gb.mount=hostfs:none:/upload:ro",)
     assert setup.modules == () and setup.guest_source == "/upload/upload.bin"
@@ -153,7 +156,7 @@ def test_uml_hostfs(source, tmp_path):
 
 
 def test_uml_serial(source, tmp_path):
-    setup = channels.uml_channel("serial", source, tmp_path)
+    setup = uml_channel("serial", source)
     try:
         feeder = setup.feeder
         assert isinstance(feeder, channels.PipeFeeder)
@@ -171,45 +174,52 @@ def test_uml_serial(source, tmp_path):
             os.fstat(fd)
 
 
-@pytest.mark.parametrize("kind, channel, machine, words", [
-    ("qemu", "hostfs", "microvm", "User-Mode Linux's; under QEMU use 9p"),
-    ("qemu", "usb", "microvm", "unknown upload channel 'usb'"),
-    ("qemu", "9p", "isapc", "not 'isapc'"),
-    ("uml", "virtio-serial", None, "QEMU's; User-Mode Linux has serial and hostfs"),
-    ("uml", "9p", None, "hostfs is its 9p"),
+@pytest.mark.parametrize("kind, channel, words", [
+    ("qemu", "hostfs", "User-Mode Linux's; under QEMU use 9p"),
+    ("qemu", "usb", "unknown upload channel 'usb'"),
+    ("uml", "virtio-serial", "QEMU's; User-Mode Linux has serial and hostfs"),
+    ("uml", "9p", "hostfs is its 9p"),
 ])
-def test_unsupported_channels(source, tmp_path, kind, channel, machine, words):
-    if kind == "qemu":
-        assert words in channels.qemu_refusal(channel, machine)
-        with pytest.raises(channels.ChannelError, match=words.replace("(", r"\(")):
-            channels.qemu_channel(channel, source, machine, tmp_path)
-    else:
-        assert words in channels.uml_refusal(channel)
-        with pytest.raises(channels.ChannelError, match=words):
-            channels.uml_channel(channel, source, tmp_path)
+def test_unsupported_channels(source, tmp_path, kind, channel, words):
+    environment = environments.create(environments.preset_spec(
+        "qemu-tcg" if kind == "qemu" else "uml"))
+    needs = JobNeeds(scratch=True, upload=Upload(channel, source))
+    assert words in environment.refusal(UPLOAD.requires, needs)
+    with pytest.raises(channels.ChannelError, match=words.replace("(", r"\(")):
+        environment.channel(channel, source, tmp_path)
 
 
-def test_supported_channels_are_not_refused():
-    for machine in ("microvm", "pc", "q35"):
-        for channel in ("serial", "virtio-serial", "9p"):
-            assert channels.qemu_refusal(channel, machine) is None
-    assert channels.uml_refusal("serial") is None and channels.uml_refusal("hostfs") is None
+def test_supported_channels_are_not_refused(source):
+    for preset in ("qemu-tcg", "uml"):
+        environment = environments.create(environments.preset_spec(preset))
+        for channel in environment.upload_channels():
+            needs = JobNeeds(scratch=True, upload=Upload(channel, source))
+            assert environment.refusal(UPLOAD.requires, needs) is None
+    assert environments.create(environments.preset_spec("uml")).upload_channels() == (
+        "serial", "hostfs")
+
+
+def test_process_kinds_have_no_upload_channel(source):
+    native = environments.create(environments.preset_spec("native"))
+    needs = JobNeeds(scratch=True, upload=Upload("serial", source))
+    assert native.refusal(UPLOAD.requires, needs) == (
+        "native lacks block_device (a virtual disk)")
 
 
 def test_paths_that_cannot_travel(tmp_path):
     comma = transfer.source_file(1, tmp_path / "a,b")
     with pytest.raises(channels.ChannelError, match="comma"):
-        channels.qemu_channel("9p", comma, "microvm", tmp_path)
+        qemu_channel("9p", comma, "microvm", tmp_path)
     with pytest.raises(channels.ChannelError, match="comma"):
-        channels.qemu_channel("serial", comma, "microvm", tmp_path / "x,y")
+        qemu_channel("serial", comma, "microvm", tmp_path / "x,y")
     deep = tmp_path / ("d" * 120)
     with pytest.raises(channels.ChannelError, match="longer than a Unix socket allows"):
-        channels.qemu_channel("virtio-serial", comma, "microvm", deep)
+        qemu_channel("virtio-serial", comma, "microvm", deep)
     spaced = transfer.source_file(1, tmp_path / "a b")
     with pytest.raises(channels.ChannelError, match="space"):
-        channels.uml_channel("hostfs", spaced, tmp_path)
+        uml_channel("hostfs", spaced)
     with pytest.raises(channels.ChannelError, match="not a file"):
-        channels.qemu_channel("9p", tmp_path / "missing.bin", "microvm", tmp_path)
+        qemu_channel("9p", tmp_path / "missing.bin", "microvm", tmp_path)
 
 
 def test_guest_mount_words():
@@ -223,7 +233,7 @@ def test_guest_mount_words():
 
 
 def test_agent_options(source, tmp_path):
-    setup = channels.qemu_channel("9p", source, "microvm", tmp_path)
+    setup = qemu_channel("9p", source, "microvm", tmp_path)
     assert channels.agent_options(setup) == ["--source", "/upload/upload.bin",
                                              "--dest", "/scratch/upload.out"]
 
@@ -240,7 +250,7 @@ def _read_exactly(read, size: int) -> bytes:
 
 
 def test_socket_feeder_sends_the_file_once_asked(source, tmp_path):
-    setup = channels.qemu_channel("virtio-serial", source, "microvm", tmp_path)
+    setup = qemu_channel("virtio-serial", source, "microvm", tmp_path)
     feeder = setup.feeder
     with feeder:
         guest = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # what QEMU does
@@ -261,7 +271,7 @@ def test_socket_feeder_sends_the_file_once_asked(source, tmp_path):
 
 
 def test_socket_feeder_stops_when_nobody_came(source, tmp_path):
-    feeder = channels.qemu_channel("serial", source, "pc", tmp_path).feeder
+    feeder = qemu_channel("serial", source, "pc", tmp_path).feeder
     feeder.start()
     started = time.monotonic()
     feeder.stop()
@@ -272,7 +282,7 @@ def test_socket_feeder_stops_when_nobody_came(source, tmp_path):
 
 
 def test_socket_feeder_stops_while_the_guest_does_not_read(source, tmp_path):
-    feeder = channels.qemu_channel("serial", source, "microvm", tmp_path).feeder
+    feeder = qemu_channel("serial", source, "microvm", tmp_path).feeder
     feeder.start()
     guest = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     guest.connect(str(tmp_path / "upload.sock"))
@@ -287,7 +297,7 @@ def test_socket_feeder_stops_while_the_guest_does_not_read(source, tmp_path):
 
 
 def test_pipe_feeder_sends_once_asked(source, tmp_path):
-    setup = channels.uml_channel("serial", source, tmp_path)
+    setup = uml_channel("serial", source)
     feeder = setup.feeder
     guest_in, guest_out = setup.pass_fds  # what UML's ssl1=fd:IN,fd:OUT uses
     with feeder:
@@ -303,11 +313,11 @@ def test_pipe_feeder_sends_once_asked(source, tmp_path):
 
 
 def test_feeder_start_failures_are_channel_errors(source, tmp_path):
-    feeder = channels.qemu_channel("virtio-serial", source, "microvm", tmp_path / "gone").feeder
+    feeder = qemu_channel("virtio-serial", source, "microvm", tmp_path / "gone").feeder
     with pytest.raises(channels.ChannelError, match="host socket feeder"):
         feeder.start()
     feeder.stop()
-    pipes = channels.uml_channel("serial", source, tmp_path).feeder
+    pipes = uml_channel("serial", source).feeder
     pipes.stop()  # the guest never started: the pipes are closed all the same
     with pytest.raises(channels.ChannelError, match="closed by an earlier stop"):
         pipes.start()

@@ -1,0 +1,232 @@
+"""The base of every full-system kind: image, job hand-over, devices, console, teardown.
+
+A VMM kind (qemu, uml, command) subclasses FullSystem and supplies only what is its own:
+a fast probe of its program, the kernel it boots, its command line, and how a disk and
+an upload channel are attached to it (VmmMapping). Everything else is here, once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from abc import abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+from pydantic import AfterValidator, Field
+
+from guestbench import images, proc
+from guestbench.environments import channels, guestdisk, tracedisk
+from guestbench.environments.base import (
+    Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
+    JobNeeds)
+from guestbench.environments.console import ConsoleGuest, guest_job, kernel_arguments
+from guestbench.environments.devices import GuestDevices
+from guestbench.host import Host
+
+VERSION_TIMEOUT_S = 5.0
+
+
+def check_kernel_args(args: tuple[str, ...]) -> tuple[str, ...]:
+    """A plan's extra kernel arguments: one parameter each, and gb.* belongs to guestbench."""
+    for arg in args:
+        if not arg or any(bad in arg for bad in (" ", '"', "\n")):
+            raise ValueError(f"kernel argument {arg!r}: one parameter per list item, "
+                             "without spaces or quotes")
+        if arg.startswith("gb.") and not arg.startswith("gb.fault="):
+            raise ValueError(f"kernel argument {arg!r}: gb.* is guestbench's own (the job)")
+    return args
+
+
+def check_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Program or module names: each one word, not empty."""
+    for name in names:
+        if not name or any(char.isspace() for char in name):
+            raise ValueError(f"{name!r} is not a program or module name (one word, not empty)")
+    return names
+
+
+Names = Annotated[tuple[str, ...], AfterValidator(check_names)]
+
+
+class FullSystemSpec(EnvironmentSpec):
+    """Options every full-system guest has: what goes into its image and onto its command lines."""
+
+    memory_mib: int = Field(512, ge=32, le=1 << 20, strict=True,
+                            description="guest memory, MiB; STREAM's default arrays need ~400")
+    tools: Names = Field((), description="host programs put in the image with "
+                                         "their shared libraries (e.g. fio)")
+    boot_timeout_s: float = Field(60.0, gt=0, le=3600, strict=True,
+                                  description="limit from VMM start to userspace, apart from the run's")
+    kernel_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(
+        (), description="added to the guest kernel's command line")
+    extra_args: tuple[str, ...] = Field((), description="appended to the VMM's command line as is")
+
+
+@dataclass(frozen=True)
+class AttachedDisk:
+    """One disk as a VMM kind attached it: its arguments and the guest's name for it."""
+
+    vmm_args: tuple[str, ...]
+    guest_device: str
+
+
+class FullSystem(Environment):
+    """A guest kernel booted by a VMM process whose console carries the agent's records."""
+
+    full_system: ClassVar[bool] = True
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)
+    guest_class: ClassVar[type[ConsoleGuest]] = ConsoleGuest
+    disk_format: str = "raw"  # of the scratch disk; qemu's spec may say qcow2
+
+    def __init__(self, spec: FullSystemSpec) -> None:
+        super().__init__(spec)
+        self.image: images.Image | None = None
+        self.vmm_version: str | None = None
+
+    # -- what a VMM kind supplies ------------------------------------------------------
+    @abstractmethod
+    def vmm_probe(self) -> Availability:
+        """Whether the VMM can start here, from files and programs alone (fast, no boot)."""
+
+    @abstractmethod
+    def kernel(self) -> Path:
+        """The guest kernel file the image is built for (images.ImageError if none)."""
+
+    @abstractmethod
+    def command_line(self, kernel_args: list[str], workdir: Path,
+                     devices: GuestDevices) -> list[str]:
+        """The VMM's argv booting self.image with the job's kernel arguments and devices."""
+
+    def version_argv(self) -> list[str] | None:
+        """The command that prints the VMM's version (first line kept), or None."""
+        return None
+
+    def image_modules(self) -> tuple[str, ...]:
+        """Guest kernel modules the plan's workloads need (disk and channel drivers)."""
+        return ()
+
+    def attach_disk(self, index: int, path: Path, fmt: str) -> AttachedDisk:
+        """Disk number index (0 first) backed by path, in format fmt (raw or qcow2)."""
+        raise GuestStartError(f"{self.kind} attaches no disks")
+
+    def channel(self, name: str, source: Path, workdir: Path) -> channels.ChannelSetup:
+        """The upload channel `name` feeding source's bytes into the guest."""
+        raise channels.ChannelError(self.channel_refusal(name))
+
+    def ready(self, host: Host) -> Availability:
+        """A check that needs the built image (a test boot); default: none."""
+        return Availability.yes()
+
+    # -- the shared part ---------------------------------------------------------------
+    @property
+    def disk_mib(self) -> int:
+        return getattr(self.spec, "disk_mib", 1024)
+
+    def probe(self, host: Host) -> Availability:
+        answer = self.vmm_probe()
+        if not answer.available:
+            return answer
+        try:
+            kernel = self.kernel()
+            images.check_readable(kernel)
+        except images.ImageError as error:
+            return Availability.no(f"guest kernel: {error}")
+        return Availability.yes(f"{answer.reason}; kernel {kernel}".lstrip("; "))
+
+    def prepare(self, host: Host) -> Availability:
+        """Builds (or finds in the cache) the guest image, then the kind's own check."""
+        tools = tuple(dict.fromkeys((*self.spec.tools, *self.plan_needs.tools)))
+        try:
+            self.image = images.build(self.kernel(), modules=self.image_modules(), tools=tools)
+        except images.ImageError as error:
+            return Availability.no(f"guest image: {error}")
+        self.vmm_version = self._version()
+        answer = self.ready(host)
+        if not answer.available:
+            return answer
+        detail = f"image {self.image.id}; kernel {self.image.kernel_version}"
+        return Availability.yes(f"{answer.reason}; {detail}" if answer.reason else detail)
+
+    def facts(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {}
+        if self.vmm_version:
+            facts["vmm_version"] = self.vmm_version
+        if self.image is not None:
+            facts["guest_kernel"] = self.image.kernel_version
+            facts["image"] = self.image.id
+        return facts
+
+    def _version(self) -> str | None:
+        argv = self.version_argv()
+        if not argv:
+            return None
+        try:
+            result = proc.run(argv, timeout_s=VERSION_TIMEOUT_S)
+        except (proc.ProcessError, proc.DeadlineExceeded):
+            return None
+        lines = (result.stdout.strip() or result.stderr.strip()).splitlines()
+        return lines[0][:200] if lines else None
+
+    def needs_disk(self) -> bool:
+        return bool(self.plan_needs.capabilities & {
+            Capability.FILESYSTEM, Capability.BLOCK_DEVICE, Capability.TRACED_DISK})
+
+    def needs_channels(self) -> bool:
+        return Capability.UPLOAD in self.plan_needs.capabilities
+
+    def refusal(self, needed: frozenset[Capability], needs: JobNeeds = JobNeeds()) -> str | None:
+        refused = super().refusal(needed, needs)
+        if refused is None and needs.traced_disk:
+            reason = tracedisk.unavailable_reason()
+            if reason:
+                return f"no traced disk here: {reason}"
+        return refused
+
+    def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        # the VMM's sockets, disks and state live in a short private folder
+        workdir = Path(tempfile.mkdtemp(prefix=f"guestbench-{self.kind}-"))
+        devices = GuestDevices()
+        try:
+            job = self.attach(job, workdir, logdir, devices)
+            argv = self.command_line(kernel_arguments(job), workdir, devices)
+            return self.guest_class(argv, logdir, deadline_ns, scratch=[workdir],
+                                    finalizers=devices.finalizers, collected=devices.collected,
+                                    pass_fds=devices.pass_fds,
+                                    boot_timeout_s=self.spec.boot_timeout_s,
+                                    **self.guest_options(workdir))
+        except BaseException:  # no guest owns the folder and the devices yet
+            devices.finish()
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+
+    def guest_options(self, workdir: Path) -> dict[str, Any]:
+        """Keyword arguments the kind's guest class takes beyond ConsoleGuest's."""
+        return {}
+
+    def attach(self, job: Job, workdir: Path, logdir: Path, devices: GuestDevices) -> Job:
+        """Gives the guest what the job needs (a scratch disk, a traced disk, an upload
+        channel) through the kind's mapping; returns the job told where they are."""
+        needs = job.needs
+        mounts: list[str] = []
+        options: list[str] = []
+        index = 0
+        if needs.scratch or needs.scratch_files is not None:
+            image = guestdisk.make_scratch_disk(workdir, needs, self.disk_mib, self.disk_format)
+            disk = self.attach_disk(index, image, self.disk_format)
+            devices.args += disk.vmm_args
+            mounts.append(f"gb.mount=ext4:{disk.guest_device}:{guestdisk.GUEST_SCRATCH}:")
+            index += 1
+        if needs.traced_disk:
+            traced = devices.traced_disk(workdir, logdir)
+            disk = self.attach_disk(index, Path(traced.device), "raw")
+            devices.args += disk.vmm_args
+            options += ["--device", disk.guest_device]
+        if needs.upload is not None:
+            setup = devices.channel(lambda: self.channel(
+                needs.upload.channel, needs.upload.source, workdir))
+            devices.args += setup.vmm_args
+            mounts += setup.kernel_args
+            options += channels.agent_options(setup, guestdisk.GUEST_SCRATCH)
+        return guest_job(job, needs, mounts=mounts, options=options)

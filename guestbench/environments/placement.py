@@ -1,0 +1,55 @@
+"""Where a VMM's threads run: vCPU threads pinned one per host CPU, the others by placement.
+
+    same       every other VMM thread (main loop, I/O, RCU) on vCPU 0's host CPU
+    disjoint   every other VMM thread on a host CPU that runs no vCPU 0
+    none       left to the scheduler (nothing is pinned)
+
+QEMU names its vCPU threads through QMP (query-cpus-fast); any other VMM's are found by
+their names in /proc/PID/task/*/comm ("fc_vcpu 0", "vcpu0", "CPU 0/KVM").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from guestbench.environments.base import GuestStartError
+
+
+def pin_threads(vmm_pid: int, vcpu_threads: dict[int, int], placement: str) -> dict:
+    """Pin vCPU i to host CPU i (mod n) and every other VMM thread per the placement; returns
+    what was applied (kept as the run's placement.json)."""
+    cpus = sorted(os.sched_getaffinity(vmm_pid))
+    if placement == "disjoint" and len(cpus) < 2:
+        raise GuestStartError("placement disjoint needs 2 host CPUs")
+    vcpu_cpu = {index: cpus[index % len(cpus)] for index in vcpu_threads}
+    others_cpu = vcpu_cpu[0] if placement == "same" else next(c for c in cpus if c != vcpu_cpu[0])
+    others = [int(tid) for tid in os.listdir(f"/proc/{vmm_pid}/task")
+              if int(tid) not in vcpu_threads.values()]
+    for index, tid in vcpu_threads.items():
+        os.sched_setaffinity(tid, {vcpu_cpu[index]})
+    for tid in others:  # later threads inherit the mask of the thread that makes them
+        os.sched_setaffinity(tid, {others_cpu})
+    return {"placement": placement,
+            "vcpu_threads": {str(index): {"thread": tid, "host_cpu": vcpu_cpu[index]}
+                             for index, tid in vcpu_threads.items()},
+            "other_threads": {"threads": others, "host_cpu": others_cpu}}
+
+
+def vcpu_threads_by_name(vmm_pid: int, pattern: str) -> dict[int, int]:
+    """{vCPU index: thread id} of the VMM's threads whose name matches pattern, a regular
+    expression whose first group (or, failing that, the order found) is the vCPU index."""
+    compiled = re.compile(pattern)
+    found: dict[int, int] = {}
+    for task in sorted(Path(f"/proc/{vmm_pid}/task").iterdir(), key=lambda p: int(p.name)):
+        try:
+            name = (task / "comm").read_text().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+        match = compiled.search(name)
+        if match is None:
+            continue
+        index = int(match.group(1)) if compiled.groups and match.group(1) else len(found)
+        found[index] = int(task.name)
+    return found

@@ -1,0 +1,35 @@
+"""QEMU's machine protocol (QMP): one command per session, bounded in time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from guestbench.environments.base import GuestStartError
+
+QMP_CONNECT_S = 5.0
+QMP_QUIT_S = 2.0
+
+
+def qmp_execute(socket_path: Path, command: str, timeout_s: float = QMP_CONNECT_S):
+    """One QMP command in its own session (qemu.qmp's QMPClient), bounded as a whole.
+
+    GuestStartError for any failure: QEMU gone, refusing, or not answering in time.
+    """
+    import asyncio
+
+    from qemu.qmp import QMPClient, QMPError
+
+    async def session():
+        client = QMPClient("guestbench")
+        await client.connect(str(socket_path))
+        try:
+            return await client.execute(command)
+        finally:
+            await client.disconnect()
+
+    try:
+        return asyncio.run(asyncio.wait_for(session(), timeout_s))
+    except asyncio.TimeoutError:
+        raise GuestStartError(f"QMP {command}: no answer within {timeout_s:g} s") from None
+    except (QMPError, OSError, EOFError) as error:  # EOF: QEMU closed the socket (quit)
+        raise GuestStartError(f"QMP {command}: {error or type(error).__name__}") from None
