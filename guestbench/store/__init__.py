@@ -156,11 +156,14 @@ class Store:
                 status="running", host_checks=host_checks)).inserted_primary_key[0]
 
     def add_environment(self, campaign_id: int, name: str, kind: str, spec: dict[str, Any],
-                        available: bool, probe: str, position: int) -> int:
+                        available: bool, probe: str, position: int,
+                        facts: dict[str, Any] | None = None) -> int:
+        """facts: what ran, e.g. {"vmm_version": ..., "guest_kernel": ...}; None if unknown."""
         with self.engine.begin() as connection:
             return connection.execute(sa.insert(schema.environment).values(
                 campaign_id=campaign_id, name=name, kind=kind, spec=spec, available=available,
-                probe=probe, position=position)).inserted_primary_key[0]
+                probe=probe, position=position,
+                facts=sa.null() if facts is None else facts)).inserted_primary_key[0]
 
     def add_run(self, campaign_id: int, record: RunRecord) -> int:
         """One run and its samples, in one transaction: a run is stored whole or not at all."""

@@ -9,7 +9,8 @@ import sqlalchemy as sa
 #      campaign.baseline and campaign.log_dir, and schema_meta.
 #   2  campaign.host_checks (noise checks before and after the campaign) and
 #      cell_stop (why each cell stopped repeating).
-SCHEMA_VERSION = 2
+#   3  environment.facts (what ran: the VMM's version output, the guest kernel's version).
+SCHEMA_VERSION = 3
 
 metadata = sa.MetaData()
 
@@ -55,17 +56,31 @@ def _host_checks_column() -> sa.Column:
 
 campaign = sa.Table("campaign", metadata, *_campaign_columns(SCHEMA_VERSION))
 
-environment = sa.Table(
-    "environment", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaign.id"), nullable=False, index=True),
-    sa.Column("name", sa.String(128), nullable=False),
-    sa.Column("kind", sa.String(32), nullable=False),
-    sa.Column("spec", sa.JSON, nullable=False),
-    sa.Column("available", sa.Boolean, nullable=False),
-    sa.Column("probe", sa.Text, nullable=False),  # the probe's one-line answer
-    sa.Column("position", sa.Integer, nullable=False),  # order in the plan = column order
-)
+def _environment_columns(version: int) -> list[sa.Column]:
+    """The environment table's columns as they were at a schema version (fresh objects each call)."""
+    columns = [
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaign.id"), nullable=False,
+                  index=True),
+        sa.Column("name", sa.String(128), nullable=False),
+        sa.Column("kind", sa.String(32), nullable=False),
+        sa.Column("spec", sa.JSON, nullable=False),
+        sa.Column("available", sa.Boolean, nullable=False),
+        sa.Column("probe", sa.Text, nullable=False),  # the probe's one-line answer
+        sa.Column("position", sa.Integer, nullable=False),  # order in the plan = column order
+    ]
+    if version >= 3:
+        columns.append(_environment_facts_column())
+    return columns
+
+
+def _environment_facts_column() -> sa.Column:
+    # {"vmm_version": first line of the VMM's --version, "guest_kernel": "6.1.0-41-amd64", ...};
+    # null when the environment recorded none (kinds without a VMM or guest kernel, old stores)
+    return sa.Column("facts", sa.JSON)
+
+
+environment = sa.Table("environment", metadata, *_environment_columns(SCHEMA_VERSION))
 
 run = sa.Table(
     "run", metadata,
@@ -113,9 +128,10 @@ cell_stop = sa.Table(
 def _create_version_1(connection: sa.Connection) -> None:
     """The first schema exactly as it was, so that every later migration applies to it."""
     version_1 = sa.MetaData()
-    for table in (schema_meta, host, environment, run, sample):
+    for table in (schema_meta, host, run, sample):
         table.to_metadata(version_1)
     sa.Table("campaign", version_1, *_campaign_columns(1))
+    sa.Table("environment", version_1, *_environment_columns(1))
     version_1.create_all(connection)
 
 
@@ -126,9 +142,16 @@ def _add_host_checks_and_cell_stop(connection: sa.Connection) -> None:
     cell_stop.create(connection)
 
 
+def _add_environment_facts(connection: sa.Connection) -> None:
+    column = _environment_facts_column()
+    column_type = column.type.compile(dialect=connection.dialect)
+    connection.execute(sa.text(f"ALTER TABLE environment ADD COLUMN {column.name} {column_type}"))
+
+
 # MIGRATIONS[n] takes a store at version n to n+1; version 0 is an empty database.
 # A migration must not change once released: a new schema gets a new migration.
 MIGRATIONS = {
     0: _create_version_1,
     1: _add_host_checks_and_cell_stop,
+    2: _add_environment_facts,
 }

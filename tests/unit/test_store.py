@@ -32,20 +32,22 @@ def a_run(environment_id: int, repetition: int = 0, status: str = "ok", reason: 
                      flags=("unstable",) if status == "ok" else ())
 
 
-def test_open_creates_schema_version_2(store_url: str, tmp_path: Path) -> None:
+def test_open_creates_schema_version_3(store_url: str, tmp_path: Path) -> None:
     assert not (tmp_path / "results.sqlite").exists()
     store = gb_store.open(store_url)
     assert (tmp_path / "results.sqlite").is_file()
-    assert SCHEMA_VERSION == 2
-    assert store.version() == 2
+    assert SCHEMA_VERSION == 3
+    assert store.version() == 3
     tables = set(sa.inspect(store.engine).get_table_names())
     assert {"schema_meta", "host", "campaign", "environment", "run", "sample",
             "cell_stop"} <= tables
     columns = {column["name"] for column in sa.inspect(store.engine).get_columns("campaign")}
     assert "host_checks" in columns
+    columns = {column["name"] for column in sa.inspect(store.engine).get_columns("environment")}
+    assert "facts" in columns
     with sqlite3.connect(tmp_path / "results.sqlite") as raw:
         rows = raw.execute("select key, value from schema_meta").fetchall()
-    assert rows == [("schema_version", "2")]
+    assert rows == [("schema_version", "3")]
     assert store.campaigns() == []
 
 
@@ -273,7 +275,7 @@ def version_1_store(url: str) -> None:
     engine.dispose()
 
 
-def test_version_1_store_migrates_to_2_keeping_everything(store_url: str, tmp_path: Path) -> None:
+def test_version_1_store_migrates_to_the_current_keeping_everything(store_url: str, tmp_path: Path) -> None:
     version_1_store(store_url)
     engine = sa.create_engine(store_url)
     inspector = sa.inspect(engine)
@@ -282,7 +284,7 @@ def test_version_1_store_migrates_to_2_keeping_everything(store_url: str, tmp_pa
     engine.dispose()
 
     store = gb_store.open(store_url)
-    assert store.version() == 2
+    assert store.version() == SCHEMA_VERSION
     old = store.campaign("old")
     assert (old["id"], old["status"], old["plan"], old["host_checks"]) == (
         1, "finished", {"source": "x"}, None)
@@ -296,5 +298,73 @@ def test_version_1_store_migrates_to_2_keeping_everything(store_url: str, tmp_pa
     assert store.campaign(str(new))["host_checks"] == CHECKS
     assert store.cell_stops(1)[0]["reason"] == "fixed"
     with sqlite3.connect(tmp_path / "results.sqlite") as raw:
-        assert raw.execute("select value from schema_meta").fetchall() == [("2",)]
+        assert raw.execute("select value from schema_meta").fetchall() == [(str(SCHEMA_VERSION),)]
+    store.engine.dispose()
+
+
+# -- schema version 3: environment facts -----------------------------------------------
+
+QEMU_FACTS = {"vmm_version": "QEMU emulator version 8.2.2 (Debian 1:8.2.2+ds-0ubuntu1.4)",
+              "guest_kernel": "6.1.0-41-amd64"}
+
+
+def test_environment_facts_round_trip(store: gb_store.Store) -> None:
+    campaign_id = new_campaign(store)
+    qemu = store.add_environment(campaign_id, "qemu", "qemu", {"kernel": None}, True, "kvm", 0,
+                                 facts=QEMU_FACTS)
+    plain = store.add_environment(campaign_id, "native", "native", {}, True, "", 1)
+    empty = store.add_environment(campaign_id, "oci", "oci", {}, True, "", 2, facts={})
+    facts = {env["id"]: env["facts"] for env in store.environments(campaign_id)}
+    assert facts == {qemu: QEMU_FACTS, plain: None, empty: {}}
+    with store.engine.connect() as connection:  # "unknown" is SQL NULL, not the JSON text null
+        nulls = connection.execute(sa.text(
+            "select id from environment where facts is null")).scalars().all()
+    assert nulls == [plain]
+
+
+def version_2_store(url: str) -> None:
+    """A store as guestbench with schema 2 left it: environments without facts, a cell stop."""
+    version_1_store(url)
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        schema.MIGRATIONS[1](connection)
+        connection.execute(sa.text("update schema_meta set value = '2' "
+                                   "where key = 'schema_version'"))
+        connection.execute(sa.text(
+            "update campaign set host_checks = '{\"warnings\": [\"busy\"]}' where id = 1"))
+        connection.execute(sa.text(
+            "insert into environment (id, campaign_id, name, kind, spec, available, probe, "
+            "position) values (2, 1, 'qemu-kernelA', 'qemu', '{\"kernel\": \"/boot/A\"}', 1, "
+            "'kvm', 1)"))
+        connection.execute(sa.text(
+            "insert into cell_stop (campaign_id, environment_id, label, runs, ok_runs, reason, "
+            "half_width, target) values (1, 1, 'getpid', 2, 2, 'fixed', null, null)"))
+    engine.dispose()
+
+
+def test_version_2_store_migrates_to_3_keeping_everything(store_url: str, tmp_path: Path) -> None:
+    version_2_store(store_url)
+    engine = sa.create_engine(store_url)
+    assert "facts" not in {c["name"] for c in sa.inspect(engine).get_columns("environment")}
+    engine.dispose()
+
+    store = gb_store.open(store_url)
+    assert store.version() == 3
+    old = store.campaign("old")
+    assert (old["status"], old["plan"], old["host_checks"]) == (
+        "finished", {"source": "x"}, {"warnings": ["busy"]})
+    assert [(e["id"], e["name"], e["kind"], e["spec"], e["available"], e["probe"], e["position"],
+             e["facts"]) for e in store.environments(1)] == [
+        (1, "native", "native", {}, True, "the host", 0, None),
+        (2, "qemu-kernelA", "qemu", {"kernel": "/boot/A"}, True, "kvm", 1, None)]
+    assert [(r["repetition"], r["status"]) for r in store.runs(1)] == [(0, "ok"), (1, "ok")]
+    assert [s["value"] for s in store.samples(1)] == [61.0, 62.0]
+    assert [(c["label"], c["reason"]) for c in store.cell_stops(1)] == [("getpid", "fixed")]
+
+    new = new_campaign(store, "new", "fp")
+    env = store.add_environment(new, "qemu", "qemu", {}, True, "kvm", 0, facts=QEMU_FACTS)
+    assert [e["facts"] for e in store.environments(new)] == [QEMU_FACTS]
+    assert env > 2
+    with sqlite3.connect(tmp_path / "results.sqlite") as raw:
+        assert raw.execute("select value from schema_meta").fetchall() == [("3",)]
     store.engine.dispose()
