@@ -190,14 +190,17 @@ def _environments_section(report: Report) -> Section:
     for env in report.environments:
         spec = json.dumps(env.get("spec"), indent=2, sort_keys=True, default=str)
         available = "yes" if env.get("available") else "no"
+        facts = "<br>".join(f"{_e(key)}: {_e(value)}" for key, value in
+                            (env.get("facts") or {}).items()) or "-"
         rows.append(
             f'<tr><th scope="row">{_e(env["name"])}</th><td>{_e(env["kind"])}</td>'
             f'<td class="{"status-ok" if env.get("available") else "status-bad"}">{available}'
-            f'</td><td>{_e(env.get("probe", ""))}</td><td><details><summary>spec</summary>'
-            f"<pre>{_e(spec)}</pre></details></td></tr>")
+            f'</td><td>{_e(env.get("probe", ""))}</td><td>{facts}</td>'
+            f"<td><details><summary>spec</summary><pre>{_e(spec)}</pre></details></td></tr>")
     return Section("environments", "Environments", (
         "<table><thead><tr><th>name</th><th>kind</th><th>available</th><th>probe answer</th>"
-        f"<th>resolved spec</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"))
+        "<th>what ran (VMM, guest kernel)</th><th>resolved spec</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"))
 
 
 def _plan_section(report: Report) -> Section:

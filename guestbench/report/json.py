@@ -10,7 +10,8 @@ from guestbench import __version__
 from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR, UNSTABLE_CV
 from guestbench.report.model import Report
 
-# Bump on any change of shape; docs/results.md keeps the history.
+# Bump when a key is removed, renamed or changes meaning; a new key is added without a
+# bump (readers ignore keys they do not know). docs/results.md keeps the history.
 JSON_SCHEMA_VERSION = 2
 
 
@@ -38,7 +39,8 @@ def document(report: Report) -> dict[str, Any]:
                        "unstable_cv": UNSTABLE_CV, "outlier_iqr": OUTLIER_IQR},
         "environments": [
             {"name": env["name"], "kind": env["kind"], "spec": env["spec"],
-             "available": env["available"], "probe": env["probe"]}
+             "available": env["available"], "probe": env["probe"],
+             "facts": env.get("facts") or {}}
             for env in report.environments],
         "runs": [
             {"id": run["id"], "environment": run["environment"], "workload": run["workload"],

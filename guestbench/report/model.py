@@ -334,12 +334,16 @@ def interval_note(report: Report) -> str:
 
 
 def tables(report: Report) -> list[Table]:
-    """The terminal's set: measured, normalised (with geometric means), boot, clock, host."""
+    """The terminal's set: measured, normalised (with geometric means), versions, boot, clock,
+    host."""
+    from guestbench.report.versions import version_tables  # it builds on this module
+
     footnotes = Footnotes()
     out = [measured_table(report, footnotes)]
     ratio = ratio_table(report, footnotes)
     if ratio is not None:
         out.append(ratio)
+    out += version_tables(report, footnotes)
     for extra in (boot_table(report), clock_table(report), host_table(report)):
         if extra is not None:
             out.append(extra)

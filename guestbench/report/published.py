@@ -1,4 +1,5 @@
-"""The tables people publish: basic costs, STREAM, % of baseline, scaling, boot, per-cell statistics."""
+"""The tables people publish: basic costs, STREAM, % of baseline, scaling, versions, boot,
+per-cell statistics."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 from guestbench.analysis.summary import Cell, higher_is_better
-from guestbench.report import published_io
+from guestbench.report import published_io, versions
 from guestbench.report.model import (
     empty_text,
     Footnotes, Report, Table, boot_table, clock_table, decorate, format_interval, format_percent,
@@ -24,7 +25,7 @@ def tables(report: Report) -> list[Table]:
     out: list[Table] = [measured_table(report, footnotes)]
     out += [table for table in (ratio_table(report, footnotes),) if table]
     for build in (basic_table, stream_tables, percent_table, scaling_tables,
-                  published_io.tables):
+                  versions.version_tables, published_io.tables):
         made = build(report, footnotes)
         out += made if isinstance(made, list) else [made] if made else []
     out += [table for table in (boot_table(report),) if table]
