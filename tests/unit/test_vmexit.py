@@ -85,5 +85,5 @@ def test_port_read_is_unsupported_without_port_io(build_plan, run_plan, store) -
     assert runs["noports", "cpuid"]["status"] == Status.OK
     refused = runs["noports", "port_read"]
     assert refused["status"] == Status.UNSUPPORTED
-    assert refused["reason"] == "fake lacks port_io"
+    assert refused["reason"].startswith("fake lacks port_io")
     assert runs["ports", "port_read"]["status"] == Status.OK
