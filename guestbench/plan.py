@@ -116,7 +116,10 @@ class WorkloadCase:
 
     @property
     def workload(self) -> workloads.Workload:
-        return workloads.CATALOGUE[self.name]
+        workload = workloads.CATALOGUE[self.name]
+        # a workload whose parameters name its metrics (exec) has its primary metric there
+        own = getattr(self.params, "primary_metric", None)
+        return dataclasses.replace(workload, primary_metric=own) if own else workload
 
     @property
     def adaptive(self) -> bool:
@@ -307,8 +310,9 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
             raise PlanError(f"{source}: {where}.name: {what} "
                             f"(fix: use one of {', '.join(workloads.CATALOGUE)})")
         workload = workloads.CATALOGUE[name]
-        repeat = _workload_repeat(table, workload, source, where)
+        repeat = _workload_repeat(table, source, where)
         only = _workload_environments(table, source, where)
+        base_label = _workload_label(table, name, source, where)
         swept = [key for key, value in table.items() if _is_sweep(value, workload.params_model, key)]
         for combination in _sweep(table, workload.params_model, source, where):
             try:
@@ -316,12 +320,30 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
             except ValidationError as error:
                 raise PlanError(_explain(source, error, prefix=where,
                                          model=workload.params_model)) from None
-            label = name + "".join(f"[{key}={combination[key]}]" for key in swept)
-            cases.append(WorkloadCase(name, params, label, repeat, only))
+            label = base_label + "".join(f"[{key}={combination[key]}]" for key in swept)
+            case = WorkloadCase(name, params, label, repeat, only)
+            if repeat == AUTO and case.workload.primary_metric is None:
+                raise PlanError(f"{source}: {where}.repeat: \"auto\" judges a workload's "
+                                f"primary metric and {name} has none (fix: give a whole number)")
+            cases.append(case)
     _no_duplicates([case.label for case in cases], source, "workload", "name",
                    fix="give one [[workload]] table per workload and sweep with a list, "
-                       "e.g. array_mib = [32, 128]")
+                       "e.g. array_mib = [32, 128]; or tell tables of one workload apart "
+                       'with label = "..."')
     return cases
+
+
+def _workload_label(table: dict[str, Any], name: str, source: str, where: str) -> str:
+    """Takes the table's own `label` (no parameter either): the row's name in reports,
+    the workload's name by default; two exec tables need one each."""
+    if "label" not in table:
+        return name
+    label = table.pop("label")
+    if not isinstance(label, str) or not re.match(IDENTIFIER, label):
+        raise PlanError(f"{source}: {where}.label: {label!r} is not a plain identifier "
+                        "(fix: a letter, then letters, digits, _ . -, e.g. label = "
+                        '"sysbench-cpu")')
+    return label
 
 
 def _workload_environments(table: dict[str, Any], source: str,
@@ -349,19 +371,14 @@ def _check_environment_patterns(cases: list[WorkloadCase], specs: list[Environme
                                 "or a pattern like \"qemu-tcg*\")")
 
 
-def _workload_repeat(table: dict[str, Any], workload: workloads.Workload, source: str,
-                     where: str) -> int | str | None:
+def _workload_repeat(table: dict[str, Any], source: str, where: str) -> int | str | None:
     """Takes the table's own `repeat` out of it (it is no parameter) and checks it."""
     if "repeat" not in table:
         return None
     try:
-        repeat = WorkloadRepeat.model_validate({"repeat": table.pop("repeat")}).repeat
+        return WorkloadRepeat.model_validate({"repeat": table.pop("repeat")}).repeat
     except ValidationError as error:
         raise PlanError(_explain(source, error, prefix=where)) from None
-    if repeat == AUTO and workload.primary_metric is None:
-        raise PlanError(f"{source}: {where}.repeat: \"auto\" judges a workload's primary metric "
-                        f"and {workload.name} has none (fix: give a whole number)")
-    return repeat
 
 
 def _is_sweep(value: Any, model: type[BaseModel], key: str) -> bool:
@@ -450,7 +467,9 @@ def _explain(source: str, error: ValidationError, prefix: str = "", flag: bool =
     """
     errors = sorted(error.errors(), key=lambda item: item["type"] != "extra_forbidden")
     first = errors[0]
-    fix = _FIXES.get(first["type"], "see docs/plan-format.md for this field")
+    # a validator's own error (a metric's regex) may carry its fix in its context
+    fix = (first.get("ctx") or {}).get("fix") or _FIXES.get(
+        first["type"], "see docs/plan-format.md for this field")
     if first["type"] == "extra_forbidden" and model is not None:
         allowed = _allowed_keys(model, first["loc"])
         fix = f"{fix}; allowed here: {allowed}" if allowed else fix
@@ -472,6 +491,8 @@ def _allowed_keys(model: type[BaseModel], loc: tuple) -> str:
     for item in loc[:-1]:
         field = model.model_fields.get(item) if isinstance(item, str) else None
         annotation = field.annotation if field else None
+        if typing.get_origin(annotation) in (tuple, list):  # a list of tables (exec's metrics)
+            annotation = typing.get_args(annotation)[0]
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             model = annotation
     return ", ".join(model.model_fields)

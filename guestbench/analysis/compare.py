@@ -92,7 +92,7 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
     cells = []
     for (x, y), sa, sb, ratio, pvalue in zip(pairs, a_stats, b_stats, ratios, pvalues):
         ratio = ratio or Interval(float("nan"))
-        verdict = judge(ratio, pvalue, x.unit, threshold, alpha)
+        verdict = judge(ratio, pvalue, x.unit, threshold, alpha, x.declared_higher)
         notes = _threshold_note(ratio, pvalue, verdict, threshold, alpha) + _notes(x, y, sa, sb, alpha)
         cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
                                     pvalue, verdict, notes, x, y))
@@ -100,13 +100,14 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
 
 
 def judge(ratio: Interval, pvalue: float | None, unit: str, threshold: float,
-          alpha: float) -> str:
+          alpha: float, declared_higher: bool | None = None) -> str:
     """faster/slower needs both: significance (p < alpha) and a change beyond the threshold.
 
     "Beyond" means the ratio's whole interval, not only its point estimate: a
     +6.6% change whose interval reaches back to +2.3% is not shown to exceed a
     5% noise threshold. (An A/A check here, the same plan run twice, gave
-    exactly that for one cell with a point-estimate rule.)
+    exactly that for one cell with a point-estimate rule.) A direction the metric
+    declared (exec's `better`) decides which way is slower; else its unit does.
     """
     if pvalue is None or pvalue >= alpha or math.isnan(ratio.value):
         return SAME
@@ -118,7 +119,7 @@ def judge(ratio: Interval, pvalue: float | None, unit: str, threshold: float,
         larger = False
     else:
         return SAME
-    return SLOWER if larger != higher_is_better(unit) else FASTER
+    return SLOWER if larger != higher_is_better(unit, declared_higher) else FASTER
 
 
 def _threshold_note(ratio: Interval, pvalue: float | None, verdict: str, threshold: float,

@@ -17,8 +17,21 @@ HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "IOPS", "ops/s", "f
 CONTEXT_METRICS = frozenset({"iterations", "array_mib", "clock_ratio"})
 
 
-def higher_is_better(unit: str) -> bool:
-    return unit in HIGHER_IS_BETTER_UNITS
+def higher_is_better(unit: str, declared: bool | None = None) -> bool:
+    """Whether a larger number is better: as declared for the metric if it was (exec's
+    `better`), else by its unit."""
+    return declared if declared is not None else unit in HIGHER_IS_BETTER_UNITS
+
+
+def declared_directions(params: dict[str, Any] | None) -> dict[str, bool]:
+    """{metric: higher is better} that a run's stored parameters declare: a workload whose
+    parameters name its metrics (exec) lists them as metrics = [{name, better}, ...]."""
+    declared = (params or {}).get("metrics")
+    if not isinstance(declared, list):
+        return {}
+    return {metric["name"]: metric["better"] == "higher" for metric in declared
+            if isinstance(metric, dict) and isinstance(metric.get("name"), str)
+            and metric.get("better") in ("higher", "lower")}
 
 
 @dataclass
@@ -34,6 +47,11 @@ class Cell:
     runs: int = 0
     run_ids: list[int] = field(default_factory=list)  # every run of this cell, ok or not
     stats: CellStats | None = None  # filled by analyse()
+    declared_higher: bool | None = None  # the direction its workload declared; None: by unit
+
+    @property
+    def higher_is_better(self) -> bool:
+        return higher_is_better(self.unit, self.declared_higher)
 
     @property
     def n(self) -> int:
@@ -82,7 +100,8 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
               samples: Iterable[dict[str, Any]], include_context: bool = False) -> Results:
     """Group raw runs and samples into cells.
 
-    runs: dicts with id, environment, label, status, reason.
+    runs: dicts with id, environment, label, status, reason; params (optional) may declare
+    the metrics' directions (declared_directions).
     samples: dicts with run_id, metric, unit, value.
     """
     runs = list(runs)
@@ -102,7 +121,13 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
     rows += [(label, "", "") for label in labels if not metrics[label]]
     order = {label: index for index, label in enumerate(labels)}
     rows.sort(key=lambda row: order[row[0]])
-    cells = {(label, metric): {env: Cell(env, label, metric, unit) for env in environments}
+    declared: dict[str, dict[str, bool]] = {}
+    for run in runs:
+        if run["label"] not in declared:
+            declared[run["label"]] = declared_directions(run.get("params"))
+    cells = {(label, metric): {env: Cell(env, label, metric, unit,
+                                         declared_higher=declared[label].get(metric))
+                               for env in environments}
              for label, metric, unit in rows}
     rows_of_label: dict[str, list[dict[str, Cell]]] = defaultdict(list)
     for (label, _metric), row in cells.items():

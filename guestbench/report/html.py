@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES, breakdown
-from guestbench.analysis.summary import Cell, higher_is_better
+from guestbench.analysis.summary import Cell
 from guestbench.report import model, published, svg
 from guestbench.report.model import STATUS_MARKS, Footnotes, Report, Table, format_value
 
@@ -245,7 +245,7 @@ def _workload_plot(report: Report, label: str, metric: str, caption: str) -> str
         low = described.ci_low / divisor if described and described.ci_low is not None else None
         high = described.ci_high / divisor if described and described.ci_high is not None else None
         bars.append(svg.Bar(cell.environment, cell.median / divisor, low, high))
-    better = ", higher is better" if higher_is_better(cells[0].unit) else ""
+    better = ", higher is better" if cells[0].higher_is_better else ""
     return svg.bars(caption, unit, bars, better)
 
 

@@ -10,8 +10,7 @@ from guestbench.analysis import stats
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
 from guestbench.analysis.stats import CellStats, Interval
-from guestbench.analysis.summary import (CONTEXT_METRICS, Cell, Results, analyse,
-                                         higher_is_better, summarise)
+from guestbench.analysis.summary import CONTEXT_METRICS, Cell, Results, analyse, summarise
 from guestbench.store import Store, StoreError
 
 
@@ -116,7 +115,7 @@ def _ratios(results: Results, baseline: str | None) -> dict[tuple[str, str, str]
 def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
     """(base, other) so that median(other)/median(base) > 1 means slower, whatever the unit."""
     assert base.stats is not None and cell.stats is not None
-    if higher_is_better(cell.unit):
+    if cell.higher_is_better:  # the metric's declared direction, else its unit's
         return cell.stats, base.stats
     return base.stats, cell.stats
 
@@ -392,7 +391,7 @@ def ratio_table(report: Report, footnotes: Footnotes) -> Table | None:
         base = row.get(baseline)
         if not metric or not base or not base.values:
             continue  # nothing to divide by: e.g. boot rows against native
-        table.add([label, metric + (" (higher is better)" if higher_is_better(unit) else ""), *(
+        table.add([label, metric + (" (higher is better)" if base.higher_is_better else ""), *(
             _ratio_text(row[env], base, footnotes, report.ratios.get((label, metric, env)))
             for env in results.environments)], [(env, label) for env in results.environments])
     if report.geomeans:

@@ -8,7 +8,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from guestbench.analysis.summary import Cell, higher_is_better
+from guestbench.analysis.summary import Cell
 from guestbench.report import published_io, versions
 from guestbench.report.model import (
     empty_text,
@@ -163,7 +163,7 @@ def _percent_text(base: Cell, cell: Cell, footnotes: Footnotes) -> str:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if not base.median or not cell.median:
         return "-"
-    share = cell.median / base.median if higher_is_better(cell.unit) else base.median / cell.median
+    share = cell.median / base.median if cell.higher_is_better else base.median / cell.median
     return decorate(f"{share * 100:.3g}", cell, footnotes)
 
 
@@ -210,7 +210,7 @@ def scaling_tables(report: Report, footnotes: Footnotes) -> list[Table]:
                       [], label_columns=1, name=f"scaling-{label}",
                       note="'same': the VMM and the first vCPU share a host CPU; 'disjoint': "
                            "each on its own. + means a larger number than the reference: "
-                           + ("faster for this throughput metric." if higher_is_better(base.unit)
+                           + ("faster for this throughput metric." if base.higher_is_better
                               else "slower for this time metric."))
         for group, members in groups.items():
             table.add([group, *(_scaling_text(row_cells[members[combo]], base, footnotes)
