@@ -77,6 +77,14 @@ def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
     return Completed(tuple(argv), child.returncode, out, err, time.monotonic() - start)
 
 
+def signal_group(pgid: int, signum: int) -> None:
+    """Send a signal to a process group this module started; gone already is fine."""
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)

@@ -39,6 +39,7 @@ class Capability(enum.Enum):
     TRACED_DISK = "traced_disk"    # an unformatted disk whose writes and flushes are recorded
     UPLOAD = "upload"              # a channel moves a host file in (which ones: upload_channels)
     AGENT = "agent"                # guestbench's agent runs there (not a guest of its own)
+    GUEST_PROGRAM = "guest_program"  # the guest runs its own program and prints its results
 
     @property
     def words(self) -> str:
@@ -57,6 +58,7 @@ _CAPABILITY_WORDS = {
     Capability.TRACED_DISK: "a traced block device",
     Capability.UPLOAD: "an upload channel",
     Capability.AGENT: "guestbench's agent (the guest runs its own program: image = \"none\")",
+    Capability.GUEST_PROGRAM: "a guest running its own program (image = \"none\")",
 }
 
 

@@ -86,12 +86,6 @@ class ConsoleGuest(ProcessGuest):
             return super()._lines()
         return self.console.lines(self._process, self._current_deadline)
 
-    def _teardown(self):
-        info = super()._teardown()
-        if self.console is not None:
-            self.console.close()
-        return info
-
     def records(self) -> Iterator[Record]:
         try:
             if not self.agent:

@@ -96,6 +96,7 @@ class _ReadConsole(Console):
             yield proc.now_ns(), pending
 
     def close(self) -> None:
+        """Safe to call again."""
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from guestbench.environments import channels, guestdisk, tracedisk
 from guestbench.environments.base import GuestStartError
+from guestbench.environments.consoles import Console
 
 TRACED_DISK_MIB = 64
 
@@ -20,6 +21,14 @@ class GuestDevices:
     finalizers: list = field(default_factory=list)
     collected: dict = field(default_factory=dict)
     pass_fds: tuple = ()  # descriptors the VMM inherits (UML's serial line)
+    disks: list = field(default_factory=list)  # host paths of the disks attached, in order
+    console: "Console | None" = None  # where the guest's console is, when not the VMM's stdout
+
+    def open_console(self, console: "Console") -> "Console":
+        """A console other than stdout; closed with the rest, after the VMM is gone."""
+        self.console = console
+        self.finalizers.append(console.close)
+        return console
 
     def traced_disk(self, folder: Path, logdir: Path) -> "tracedisk.TracedDisk":
         try:

@@ -22,6 +22,7 @@ from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
     JobNeeds)
 from guestbench.environments.console import ConsoleGuest, guest_job, kernel_arguments
+from guestbench.environments.consoles import CONSOLES
 from guestbench.environments.devices import GuestDevices
 from guestbench.host import Host
 
@@ -119,6 +120,10 @@ class FullSystem(Environment):
         """A check that needs the built image (a test boot); default: none."""
         return Availability.yes()
 
+    def console_kind(self) -> str:
+        """Where the VMM puts the guest's console (consoles.CONSOLES); default its stdout."""
+        return "stdio"
+
     # -- the shared part ---------------------------------------------------------------
     @property
     def disk_mib(self) -> int:
@@ -189,13 +194,15 @@ class FullSystem(Environment):
         workdir = Path(tempfile.mkdtemp(prefix=f"guestbench-{self.kind}-"))
         devices = GuestDevices()
         try:
+            if self.console_kind() != "stdio":
+                devices.open_console(CONSOLES[self.console_kind()](workdir, logdir))
             job = self.attach(job, workdir, logdir, devices)
             argv = self.command_line(kernel_arguments(job), workdir, devices)
             return self.guest_class(argv, logdir, deadline_ns, scratch=[workdir],
                                     finalizers=devices.finalizers, collected=devices.collected,
                                     pass_fds=devices.pass_fds,
                                     boot_timeout_s=self.spec.boot_timeout_s,
-                                    **self.guest_options(workdir))
+                                    console=devices.console, **self.guest_options(workdir))
         except BaseException:  # no guest owns the folder and the devices yet
             devices.finish()
             shutil.rmtree(workdir, ignore_errors=True)
@@ -215,12 +222,14 @@ class FullSystem(Environment):
         if needs.scratch or needs.scratch_files is not None:
             image = guestdisk.make_scratch_disk(workdir, needs, self.disk_mib, self.disk_format)
             disk = self.attach_disk(index, image, self.disk_format)
+            devices.disks.append(image)
             devices.args += disk.vmm_args
             mounts.append(f"gb.mount=ext4:{disk.guest_device}:{guestdisk.GUEST_SCRATCH}:")
             index += 1
         if needs.traced_disk:
             traced = devices.traced_disk(workdir, logdir)
             disk = self.attach_disk(index, Path(traced.device), "raw")
+            devices.disks.append(Path(traced.device))
             devices.args += disk.vmm_args
             options += ["--device", disk.guest_device]
         if needs.upload is not None:
