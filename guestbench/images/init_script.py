@@ -61,10 +61,13 @@ case "$fault" in
 esac
 
 # The agent's arguments are comma-separated on the kernel command line (a space would
-# end the parameter): split on commas only.
+# end the parameter): split on commas only, and expand no * ? [ (set -f): they are a
+# program's arguments (exec's argv), not file name patterns.
+set -f
 IFS=,
 set -- $args
 unset IFS
+set +f
 /bin/gbagent "$@"
 echo "guestbench-init: agent exited with status $?"
 
