@@ -212,7 +212,7 @@ class Runner:
             column.row_id = self.store.add_environment(
                 self.campaign_id, column.spec.name, column.spec.kind,
                 column.spec.model_dump(mode="json"), column.availability.available,
-                column.availability.reason, position)
+                column.availability.reason, position, facts=column.environment.facts() or None)
             if not column.availability.available:
                 self.progress.unavailable(column.spec.name, column.availability.reason)
 

@@ -109,7 +109,15 @@ def judge(ratio: Interval, pvalue: float | None, unit: str, threshold: float,
     exactly that for one cell with a point-estimate rule.) A direction the metric
     declared (exec's `better`) decides which way is slower; else its unit does.
     """
-    if pvalue is None or pvalue >= alpha or math.isnan(ratio.value):
+    if pvalue is None or pvalue >= alpha:
+        return SAME
+    return beyond_threshold(ratio, unit, threshold, declared_higher)
+
+
+def beyond_threshold(ratio: Interval, unit: str, threshold: float,
+                     declared_higher: bool | None = None) -> str:
+    """slower or faster when the ratio's whole interval is beyond the threshold, else same."""
+    if math.isnan(ratio.value):
         return SAME
     low = ratio.low if ratio.low is not None else ratio.value
     high = ratio.high if ratio.high is not None else ratio.value

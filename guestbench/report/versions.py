@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from guestbench.analysis import stats
-from guestbench.analysis.compare import ALPHA, FASTER, SAME, SLOWER, THRESHOLD, judge
+from guestbench.analysis.compare import FASTER, SAME, SLOWER, THRESHOLD, beyond_threshold
 from guestbench.analysis.stats import Interval
-from guestbench.analysis.summary import Cell, higher_is_better
+from guestbench.analysis.summary import Cell
 from guestbench.report.model import (Footnotes, Report, Table, decorate, empty_text,
                                      format_value, problem_text, row_scale)
 
@@ -124,7 +124,7 @@ def version_table(report: Report, group: VersionGroup, footnotes: Footnotes) -> 
         if not any(cell.runs for cell in cells):
             continue  # the workload left these environments out
         unit, divisor = row_scale(cells[0].unit, cells)
-        better = ", higher is better" if higher_is_better(cells[0].unit) else ""
+        better = ", higher is better" if cells[0].higher_is_better else ""
         table.add([label, f"{metric} ({unit}{better})",
                    _median_text(cells[0], footnotes, divisor),
                    *(_change_text(cell, cells[0], footnotes) for cell in cells[1:])],
@@ -169,7 +169,7 @@ def verdict(ratio: Interval, cell: Cell) -> str:
     table has no p-value, so a change counts only when its whole interval is beyond."""
     if ratio.low is None or ratio.high is None:
         return SAME
-    return judge(ratio, 0.0, cell.unit, THRESHOLD, ALPHA)  # 0.0: past the p-value's half
+    return beyond_threshold(ratio, cell.unit, THRESHOLD, cell.declared_higher)
 
 
 def format_change(fraction: float) -> str:
