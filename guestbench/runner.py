@@ -394,7 +394,9 @@ def _derived(outcome: Outcome, workload, params, seen: "_Seen", artifacts: dict)
         derived = workload.derive(params, output)
     except OutputError as error:
         return Outcome(Status.FAILED, f"{workload.name}: {error}", [], outcome.flags)
-    context = [sample for sample in outcome.samples if sample[0] == "clock_ratio"]
+    # kept beside the derived ones: the clock check, and the boot phases the host measured
+    context = [sample for sample in outcome.samples
+               if sample[0] == "clock_ratio" or (workload.boot_phases and sample[0].startswith("boot_"))]
     return Outcome(Status.OK, "", [*derived, *context], outcome.flags)
 
 

@@ -1,5 +1,8 @@
 """Any program as a workload: `exec` runs argv and reads its samples from the output.
 
+`guest_program` reads the same metrics from the console of a guest that runs its own
+program instead of the agent (a command environment with image = "none").
+
 The program runs through the agent's exec workload (as fio and dbench do): the agent
 starts it directly with execvp (no shell: no quoting, globbing, pipes or variables),
 waits for it, and sends its stdout and stderr to the host, where each metric's regular
@@ -93,6 +96,24 @@ def derive(params: ExecParams, run: RunOutput) -> list[Sample]:
     return parse_metrics(params.metrics, {"stdout": run.stdout, "stderr": run.stderr})
 
 
+class GuestProgramParams(Params):
+    metrics: tuple[Metric, ...] = Field(
+        strict=False,
+        description="the numbers read from the guest's console, one [[workload.metrics]] table "
+                    "each; the first is the primary metric")
+
+    _distinct = field_validator("metrics")(ExecParams._distinct.__func__)
+
+    @property
+    def primary_metric(self) -> str:
+        return self.metrics[0].name
+
+
+def derive_console(params: GuestProgramParams, run: RunOutput) -> list[Sample]:
+    """The declared metrics, read from the console of a guest that ran its own program."""
+    return parse_metrics(params.metrics, run.stdout)
+
+
 WORKLOADS = [
     Workload("exec", "tool", "any program, run without a shell; its samples are numbers "
              "read from its output by the plan's regular expressions", ExecParams, agent_args,
@@ -100,4 +121,10 @@ WORKLOADS = [
              # the first of the plan's metrics: WorkloadCase.workload fills it in per case
              primary_metric=None, agent_name="exec", job_needs=job_needs, derive=derive,
              tools_of=lambda params: (params.argv[0],)),
+    Workload("guest_program", "tool", "a guest's own program (a unikernel's benchmark, another "
+             "OS): its samples are numbers read from the console by the plan's regular "
+             "expressions; boot phases to its first byte and its ready line",
+             GuestProgramParams, lambda params: [], frozenset({Capability.GUEST_PROGRAM}),
+             quick=False, uses_agent=False, boot_phases=True, primary_metric=None,
+             derive=derive_console),
 ]

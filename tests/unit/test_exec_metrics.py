@@ -333,3 +333,23 @@ def test_percent_of_native_uses_the_declared_direction(store) -> None:
     ratios = {row[0]: row[1] for row in tables["ratios"].rows}
     assert ratios["exec-higher"] == "score (higher is better)"
     assert ratios["exec-lower"] == "score"
+
+
+def test_guest_program_reads_its_metrics_from_the_console() -> None:
+    workload = CATALOGUE["guest_program"]
+    params = workload.resolve({"metrics": [
+        {"name": "getpid", "regex": r"^getpid: (?P<value>\d+) cycles", "unit": "cycles",
+         "better": "lower"}]}, Host({}))
+    assert not workload.uses_agent and workload.boot_phases
+    console = "Booting...\ngetpid: 321 cycles\nhalting"
+    run = RunOutput(samples=[], stdout=console, stderr="", records=[], artifacts={})
+    assert workload.derive(params, run) == [("getpid", "cycles", 321.0)]
+    with pytest.raises(OutputError, match="metric getpid"):
+        workload.derive(params, RunOutput([], "Booting...\n", "", [], {}))
+
+
+def test_guest_program_without_metrics_is_a_plan_error(write_plan, host: Host) -> None:
+    path = write_plan('[[environment]]\npreset = "native"\n[[workload]]\nname = "guest_program"\n'
+                      'metrics = []\n')
+    with pytest.raises(PlanError, match=r"workload\[0\]\.metrics: .*no metric"):
+        load(path, host)
