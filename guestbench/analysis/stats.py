@@ -24,7 +24,7 @@ MIN_RESAMPLES = 200
 # the same report, so two reports of one campaign never disagree.
 SEED = 20261121
 
-# Flags (DESIGN.md): thresholds, each with why.
+# Flags (docs/statistics.md): thresholds, each with why.
 UNSTABLE_CV = 0.10  # pyperf's warning threshold: stdev above 10% of the mean
 OUTLIER_IQR = 1.5  # Tukey's fences: beyond 1.5 interquartile ranges of the quartiles
 # Quartiles of fewer values are too unsteady to fence with: at 5-6 runs the

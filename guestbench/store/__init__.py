@@ -56,7 +56,7 @@ class CellStop:
     target: float | None  # None for a fixed repeat
 
 
-def open(url: str = DEFAULT_URL, create: bool = True) -> "Store":  # noqa: A001 - DESIGN.md's name
+def open(url: str = DEFAULT_URL, create: bool = True) -> "Store":  # noqa: A001 - the store's documented entry point
     """Open the store at a SQLAlchemy URL, migrating it; with create=False it must exist."""
     store = Store(check(url, create))
     try:

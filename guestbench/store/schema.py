@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 # Version history (bump SCHEMA_VERSION and append a migration for every change):
-#   1  campaign, host, environment, run, sample as in DESIGN.md, plus
+#   1  campaign, host, environment, run, sample (docs/results.md), plus
 #      campaign.baseline and campaign.log_dir, and schema_meta.
 #   2  campaign.host_checks (noise checks before and after the campaign) and
 #      cell_stop (why each cell stopped repeating).
