@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from guestbench.environments.base import Environment, EnvironmentSpec
+from guestbench.environments.command import Command
 from guestbench.environments.fake import Fake
 from guestbench.environments.namespace import Namespace
 from guestbench.environments.native import Native
@@ -14,7 +15,7 @@ from guestbench.environments.qemu_user import QemuUser
 from guestbench.environments.uml import Uml
 
 KINDS: dict[str, type[Environment]] = {
-    cls.kind: cls for cls in (Native, Namespace, Oci, QemuUser, Qemu, Uml, Fake)
+    cls.kind: cls for cls in (Native, Namespace, Oci, QemuUser, Qemu, Uml, Command, Fake)
 }
 
 # Kinds a plan can name. `fake` invents its numbers: only the test suite enables it.

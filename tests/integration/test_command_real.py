@@ -1,0 +1,171 @@
+"""The command kind for real: QEMU and UML started from argv templates written here, over
+each console kind, placed by thread names; a guest of its own read through its console."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from guestbench import environments
+from guestbench.runner import Status
+
+from .conftest import prepared
+from .test_cli import guestbench
+from .test_full_system import run
+
+pytestmark = pytest.mark.integration
+
+QEMU_PC = ["qemu-system-x86_64", "-M", "pc", "-accel", "tcg", "-m", "{memory_mib}",
+           "-smp", "{vcpus}", "-nodefaults", "-no-user-config", "-display", "none",
+           "-no-reboot", "-kernel", "{kernel}", "-initrd", "{initrd}", "-append", "{cmdline}"]
+SERIAL = {"stdio": ["-serial", "stdio"],
+          "file": ["-serial", "file:{console_path}"],
+          "unix": ["-serial", "unix:{console_path},server=on,wait=off"],
+          "pty": ["-serial", "{console_path}"]}
+UML = ["linux.uml", "mem={memory_mib}M", "initrd={initrd}", "uml_dir={workdir}", "umid=gb",
+       "con=null", "con0=fd:0,fd:1", "{cmdline}"]
+
+
+def command(host_facts, **options):
+    spec = environments.spec_model("command")(name="cmd", kind="command", **options)
+    return prepared(host_facts, environments.create(spec))
+
+
+@pytest.mark.parametrize("console", list(SERIAL))
+def test_qemu_from_a_template_over_each_console(console, host_facts, agent_path, tmp_path):
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("qemu-system-x86_64 not installed (apt-get install qemu-system-x86)")
+    env = command(host_facts, argv=[*QEMU_PC, *SERIAL[console]], console=console,
+                  version_argv=["qemu-system-x86_64", "--version"])
+    assert env.facts()["vmm_version"].startswith("QEMU emulator version")
+    outcome, guest = run(env, agent_path, tmp_path, ["--min-time", "0.02", "getpid"])
+    assert outcome.status == Status.OK, outcome.reason
+    phases = guest.boot_phases()
+    assert 0 < phases["first_byte"] <= phases["userspace"] <= phases["agent_ready"]
+    log = tmp_path / "logs" / ("stdout.log" if console == "stdio" else "console.log")
+    assert "agent exited with status 0" in log.read_text(errors="replace")
+
+
+def test_uml_from_a_template(host_facts, agent_path, tmp_path):
+    if shutil.which("linux.uml") is None:
+        pytest.skip("linux.uml not installed (apt-get install user-mode-linux)")
+    env = command(host_facts, argv=UML, kernel=shutil.which("linux.uml"),
+                  kernel_args=["console=tty0"], port_io=False)
+    outcome, guest = run(env, agent_path, tmp_path, ["--min-time", "0.02", "getpid"])
+    assert outcome.status == Status.OK, outcome.reason
+    assert "powered_off" in guest.boot_phases()
+
+
+def test_placement_by_thread_names(host_facts, agent_path, tmp_path):
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("qemu-system-x86_64 not installed")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("placement disjoint needs 2 host CPUs")
+    # QEMU names its threads ("CPU 0/TCG") only when asked to
+    env = command(host_facts, argv=[*QEMU_PC, *SERIAL["stdio"], "-name", "gb,debug-threads=on"],
+                  placement="disjoint",
+                  vcpu_threads=r"^CPU (\d+)/")
+    outcome, _ = run(env, agent_path, tmp_path, ["--min-time", "0.02", "getpid"])
+    assert outcome.status == Status.OK, outcome.reason
+    applied = json.loads((tmp_path / "logs" / "placement.json").read_text())
+    assert applied["other_threads"]["host_cpu"] != applied["vcpu_threads"]["0"]["host_cpu"]
+
+
+OWN_INIT = """#!/bin/busybox sh
+/bin/busybox echo "bench: starting"
+/bin/busybox echo "getpid: 1234 cycles"
+/bin/busybox echo "sched_yield: 5678 cycles"
+/bin/busybox poweroff -f
+"""
+
+OWN_PLAN = """
+[campaign]
+name = "own"
+repeat = 2
+timeout_s = 60
+
+[[environment]]
+name = "own"
+kind = "command"
+image = "none"
+kernel = "{kernel}"
+kernel_args = ["console=ttyS0", "quiet", "panic=-1"]
+ready = "^bench: starting"
+argv = ["qemu-system-x86_64", "-M", "pc", "-accel", "tcg", "-m", "{{memory_mib}}",
+        "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
+        "-kernel", "{{kernel}}", "-initrd", "{initrd}", "-append", "{{cmdline}}"]
+
+[[workload]]
+name = "guest_program"
+label = "own-bench"
+
+[[workload.metrics]]
+name = "getpid"
+regex = '^getpid: (?P<value>\\d+) cycles'
+unit = "cycles"
+better = "lower"
+
+[[workload.metrics]]
+name = "sched_yield"
+regex = '^sched_yield: (?P<value>\\d+) cycles'
+unit = "cycles"
+better = "lower"
+
+[[workload]]
+name = "guest_program"
+label = "missing-line"
+
+[[workload.metrics]]
+name = "malloc"
+regex = '^malloc: (?P<value>\\d+) cycles'
+unit = "cycles"
+better = "lower"
+"""
+
+
+def own_initramfs(folder: Path) -> Path:
+    """A guest of its own: busybox and an /init that prints its benchmark's lines."""
+    root = folder / "root"
+    (root / "bin").mkdir(parents=True)
+    busybox = next(p for p in ("/bin/busybox", "/usr/bin/busybox") if Path(p).exists())
+    shutil.copy(busybox, root / "bin" / "busybox")
+    (root / "init").write_text(OWN_INIT)
+    (root / "init").chmod(0o755)
+    archive = folder / "own.cpio"
+    names = "\n".join(str(p.relative_to(root)) for p in sorted(root.rglob("*"))) + "\n"
+    with open(archive, "wb") as out:
+        subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], input=names.encode(), cwd=root,
+                       stdout=out, check=True, timeout=60)
+    return archive
+
+
+def test_a_guest_of_its_own_gives_samples_from_its_console(tmp_path, host_facts):
+    if shutil.which("qemu-system-x86_64") is None or shutil.which("cpio") is None:
+        pytest.skip("qemu-system-x86_64 or cpio not installed")
+    from guestbench import images
+    try:
+        kernel = images.default_kernel()
+    except images.ImageError as error:
+        pytest.skip(str(error))
+    plan = OWN_PLAN.format(kernel=kernel, initrd=own_initramfs(tmp_path))
+    (tmp_path / "plan.toml").write_text(plan)
+    result = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=300)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
+    runs = {}
+    for entry in document["runs"]:
+        runs.setdefault(entry["label"], []).append(entry)
+    for entry in runs["own-bench"]:
+        assert entry["status"] == "ok", entry["reason"]
+        samples = {s["metric"]: s["value"] for s in entry["samples"]}
+        assert samples["getpid"] == 1234 and samples["sched_yield"] == 5678
+        assert 0 < samples["boot_first_byte"] <= samples["boot_ready"]
+        assert samples["boot_ready"] <= samples["boot_powered_off"]
+    for entry in runs["missing-line"]:
+        assert entry["status"] == "failed"
+        assert "metric malloc: regex '^malloc: (?P<value>\\d+) cycles'" in entry["reason"]

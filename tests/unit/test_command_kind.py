@@ -1,0 +1,120 @@
+"""The command kind without starting anything: plan-time checks of its argv template, what
+it provides, and the command line it builds (placeholders, one {cmdline} argument)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guestbench import environments, images
+from guestbench.environments.base import Capability, JobNeeds
+from guestbench.environments.devices import GuestDevices
+from guestbench.plan import PlanError, load
+
+QEMU = ('argv = ["qemu-system-x86_64", "-M", "pc", "-m", "{memory_mib}", "-smp", "{vcpus}", '
+        '"-kernel", "{kernel}", "-initrd", "{initrd}", "-append", "{cmdline}", '
+        '"-serial", "stdio"]\n')
+
+
+def plan_of(environment_lines: str) -> str:
+    return (f'[[environment]]\nname = "vm"\nkind = "command"\n{environment_lines}'
+            '[[workload]]\nname = "getpid"\n')
+
+
+@pytest.mark.parametrize("lines, field, words", [
+    ('argv = ["vmm", "{kernal}", "{initrd}", "{cmdline}"]\n', "environment[0].argv",
+     "unknown placeholder {kernal}"),
+    ('argv = "qemu-system-x86_64 -kernel {kernel}"\n', "environment[0].argv", ""),
+    ('argv = ["vmm", 3]\n', "environment[0].argv[1]", ""),
+    ('argv = []\n', "environment[0].argv", ""),
+    ('argv = ["vmm", "{kernel}", "{cmdline}"]\n', "environment[0]", "must pass {initrd}"),
+    ('argv = ["vmm", "{kernel}", "{initrd}"]\n', "environment[0]", "must pass {cmdline}"),
+    (QEMU + 'files = { "vm.json" = "{\\"kernel\\": \\"{kernl}\\"}" }\n', "environment[0].files",
+     "unknown placeholder {kernl}"),
+    (QEMU + 'files = { "../vm.json" = "x" }\n', "environment[0].files", "plain file name"),
+    (QEMU + 'console = "file"\n', "environment[0]", "needs {console_path}"),
+    (QEMU + 'console = "serial"\n', "environment[0].console", ""),
+    ('image = "none"\nargv = ["vmm", "{kernel}"]\n', "environment[0]", "needs kernel ="),
+    ('image = "none"\nkernel = "/k"\nargv = ["vmm", "{kernel}", "{initrd}"]\n',
+     "environment[0]", "cannot use {initrd}"),
+    (QEMU + 'placement = "same"\n', "environment[0]", "needs vcpu_threads"),
+    (QEMU + 'ready = "booted"\n', "environment[0]", "for image = \"none\""),
+    ('image = "none"\nkernel = "/k"\nargv = ["vmm", "{kernel}"]\nready = "(unclosed"\n',
+     "environment[0].ready", "not a regular expression"),
+    (QEMU + 'stop_signal = "SIGSTOP"\n', "environment[0].stop_signal", ""),
+    (QEMU + 'stop_argv = ["vmmctl", "{pidd}"]\n', "environment[0].stop_argv",
+     "unknown placeholder {pidd}"),
+    ('argv = ["vmm", "{pid}", "{initrd}", "{cmdline}"]\n', "environment[0]",
+     "{pid} exists only in stop_argv"),
+    (QEMU + 'kernel_format = "elf"\n', "environment[0].kernel_format", ""),
+    (QEMU + 'argvv = ["x"]\n', "environment[0].argvv", "allowed here"),
+])
+def test_bad_templates_are_plan_errors_naming_the_field(lines, field, words, write_plan, host):
+    with pytest.raises(PlanError) as caught:
+        load(write_plan(plan_of(lines)), host)
+    message = str(caught.value)
+    assert f"{field}:" in message and "(fix:" in message, message
+    assert words in message, message
+
+
+def test_a_good_template_loads(write_plan, host):
+    plan = load(write_plan(plan_of(QEMU + 'vcpus = 2\nrequires = ["/dev/null"]\n')), host)
+    assert plan.environments[0].kind == "command" and plan.environments[0].vcpus == 2
+
+
+def command(**options):
+    spec = environments.spec_model("command")(name="vm", kind="command", **{
+        "argv": ["vmm", "--kernel", "{kernel}", "--initrd={initrd}", "--cmdline", "{cmdline}",
+                 "--mem", "{memory_mib}M", '{"json": 1}'], **options})
+    return environments.create(spec)
+
+
+def test_command_line_fills_placeholders_and_keeps_the_cmdline_one_argument(tmp_path):
+    environment = command()
+    environment.image = images.Image("abc", Path("/k/bzImage"), "6.1", Path("/c/initrd.cpio"),
+                                     (), (), None)
+    argv = environment.command_line(["gb.args=--min-time,0.1,getpid"], tmp_path, GuestDevices())
+    assert argv == ["vmm", "--kernel", "/k/bzImage", "--initrd=/c/initrd.cpio", "--cmdline",
+                    "quiet panic=-1 console=ttyS0 gb.args=--min-time,0.1,getpid",
+                    "--mem", "512M", '{"json": 1}']
+
+
+def test_files_are_written_into_the_workdir_with_placeholders(tmp_path):
+    environment = command(files={"vm.json": '{"boot-source": {"kernel_image_path": "{kernel}", '
+                                            '"boot_args": "{cmdline}"}, "vcpus": {vcpus}}'})
+    environment.image = images.Image("abc", Path("/k/vmlinux"), "6.1", Path("/c/i.cpio"),
+                                     (), (), None)
+    environment.command_line(["gb.args=getpid"], tmp_path, GuestDevices())
+    assert (tmp_path / "vm.json").read_text() == (
+        '{"boot-source": {"kernel_image_path": "/k/vmlinux", '
+        '"boot_args": "quiet panic=-1 console=ttyS0 gb.args=getpid"}, "vcpus": 1}')
+
+
+def test_disk_placeholder_decides_the_scratch_disk():
+    without = command()
+    assert Capability.FILESYSTEM not in without.provides()
+    assert "{disk}" in without.refusal(frozenset(), JobNeeds(scratch=True))
+    with_disk = command(argv=["vmm", "{kernel}", "{initrd}", "{cmdline}", "--disk={disk}"])
+    assert Capability.FILESYSTEM in with_disk.provides()
+    assert with_disk.refusal(frozenset(), JobNeeds(scratch=True)) is None
+
+
+def test_image_none_runs_no_agent_only_its_own_program():
+    own = command(image="none", kernel="/k/unikernel", argv=["vmm", "{kernel}"])
+    assert own.provides() == {Capability.GUEST_KERNEL, Capability.GUEST_PROGRAM}
+    assert "agent" in own.refusal(frozenset({Capability.AGENT}))
+    assert Capability.GUEST_PROGRAM not in command().provides()
+
+
+def test_probe_names_a_missing_program_or_file(host):
+    missing = command(argv=["no-such-vmm-here", "{initrd}", "{cmdline}"]).probe(host)
+    assert not missing.available and "no-such-vmm-here not found" in missing.reason
+    needs = command(argv=["true", "{initrd}", "{cmdline}"], requires=["/no/such/device"])
+    answer = needs.probe(host)
+    assert not answer.available and "/no/such/device not found" in answer.reason
+
+
+def test_port_io_can_be_declared_absent():
+    assert Capability.PORT_IO in command().provides()
+    assert Capability.PORT_IO not in command(port_io=False).provides()
