@@ -409,6 +409,9 @@ def _sweep(table: dict[str, Any], model: type[BaseModel], source: str,
 
 
 def _plain(value: Any) -> str:
+    """A swept value as part of a name; a path by its file name (a kernel, a VMM binary)."""
+    if isinstance(value, str) and "/" in value.rstrip("/"):
+        value = value.rstrip("/").rsplit("/", 1)[1]
     text = "_".join(map(str, value)) if isinstance(value, list) else str(value)
     return re.sub(r"[^A-Za-z0-9_.]", "_", text)
 

@@ -656,3 +656,11 @@ def test_workload_environments_must_match(write_plan, host: Host, value, message
     with pytest.raises(PlanError, match=message) as caught:
         load(write_plan(workload(f'name = "getpid"\nenvironments = {value}')), host)
     assert "workload" in str(caught.value) and "fix:" in str(caught.value)
+
+
+def test_a_swept_path_names_the_environment_by_its_file_name(write_plan, host) -> None:
+    path = write_plan('[[environment]]\nname = "tcg"\npreset = "qemu-tcg"\n'
+                      'kernel = ["/boot/vmlinuz-6.1.0-1-amd64", "/k/vmlinuz-6.1.0-1-cloud-amd64"]\n'
+                      '[[workload]]\nname = "boot"\n')
+    names = [spec.name for spec in load(path, host).environments]
+    assert names == ["tcg-kernelvmlinuz_6.1.0_1_amd64", "tcg-kernelvmlinuz_6.1.0_1_cloud_amd64"]
