@@ -50,18 +50,37 @@ static const struct option_spec option_specs[] = {
 
 static char failure[256];
 
-int workload_fail(const char *fmt, ...)
-{
-	va_list ap;
+static int failure_unsupported;
 
-	va_start(ap, fmt);
+static int record_failure(const char *fmt, va_list ap)
+{
 	vsnprintf(failure, sizeof failure, fmt, ap);
-	va_end(ap);
 	/* The protocol promises a one-line message. */
 	for (char *p = failure; *p; p++) {
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
 	}
+	return -1;
+}
+
+int workload_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	record_failure(fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int workload_unsupported(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	record_failure(fmt, ap);
+	va_end(ap);
+	failure_unsupported = 1;
 	return -1;
 }
 
@@ -282,8 +301,10 @@ int main(int argc, char **argv)
 	proto_hello(argc - 1, argv + 1);
 	for (int i = 0; i < count; i++) {
 		failure[0] = '\0';
+		failure_unsupported = 0;
 		if (workloads[i]->run(workloads[i]->name, &opt) != 0) {
-			proto_error(workloads[i]->name, failure[0] ? failure : "failed");
+			proto_error(workloads[i]->name, failure[0] ? failure : "failed",
+				    failure_unsupported);
 			ok = 0;
 		}
 	}

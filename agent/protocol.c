@@ -321,11 +321,15 @@ void proto_output(const char *workload, const char *stream, const char *data, si
 	free(text);
 }
 
-void proto_error(const char *workload, const char *message)
+void proto_error(const char *workload, const char *message, int unsupported)
 {
 	begin("error");
 	field_str("workload", workload);
 	field_str("message", message);
+	if (unsupported) {
+		put_key(&record, "unsupported");
+		put_str(&record, "true");
+	}
 	emit();
 }
 

@@ -30,7 +30,8 @@ void proto_workload(const char *workload, const struct param *params, size_t cou
 void proto_sample(const char *workload, const char *metric, const char *unit, double value);
 /* Output of a command the agent ran, as text (NUL bytes become '?'). */
 void proto_output(const char *workload, const char *stream, const char *data, size_t len);
-void proto_error(const char *workload, const char *message);
+/* unsupported: the environment lacks what the workload needs (not a failure of it). */
+void proto_error(const char *workload, const char *message, int unsupported);
 void proto_end(int ok);
 /* Nonzero once a record could not be written out whole. */
 int proto_write_failed(void);

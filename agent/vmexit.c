@@ -140,7 +140,7 @@ static int run_rdtscp(const char *name, const struct options *opt)
 
 	proto_workload(name, params, 1);
 	if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(d & EDX_RDTSCP))
-		return workload_fail("this CPU does not offer rdtscp (CPUID 0x80000001 EDX bit 27 is clear);"
+		return workload_unsupported("this CPU does not offer rdtscp (CPUID 0x80000001 EDX bit 27 is clear);"
 				     " under QEMU choose a CPU model that has it, e.g. -cpu max");
 	return measure(name, opt, do_rdtscp_batch);
 }
@@ -166,7 +166,7 @@ static int run_port_read(const char *name, const struct options *opt)
 	proto_workload(name, params, 2);
 	if (ioperm(UNUSED_PORT, 1, 1) != 0) {
 		int err = errno;
-		return workload_fail("ioperm(0x%x) failed: %s: %s; port_read is for full-system guests (root, ioperm)",
+		return workload_unsupported("ioperm(0x%x) failed: %s: %s; port_read is for full-system guests (root, ioperm)",
 				     UNUSED_PORT, strerror(err), ioperm_hint(err));
 	}
 	int result = measure(name, opt, do_inb_batch);
@@ -182,7 +182,7 @@ static int not_x86(const char *name, const struct options *opt)
 
 	proto_workload(name, params, 1);
 	(void)measure;
-	return workload_fail("%s times an x86-64 instruction; this agent was built for another architecture", name);
+	return workload_unsupported("%s times an x86-64 instruction; this agent was built for another architecture", name);
 }
 
 #define run_cpuid not_x86

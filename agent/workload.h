@@ -49,5 +49,8 @@ extern const struct workload vmexit_workloads[];
 
 /* Records why the running workload failed (one line) and returns -1. */
 int workload_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same for an environment that lacks what the workload needs (a CPU feature, I/O
+ * ports): the host records the run as unsupported, not failed. */
+int workload_unsupported(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

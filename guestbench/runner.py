@@ -414,6 +414,7 @@ class _Seen:
 
     samples: list[tuple[str, str, float]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)  # what the environment lacked
     workloads: set[str] = field(default_factory=set)
     records: int = 0
     end_status: str | None = None
@@ -432,7 +433,8 @@ class _Seen:
             self.samples.append((body["metric"], body["unit"], float(body["value"])))
             self.workloads.add(body["workload"])
         elif record.type == "error":
-            self.errors.append(f"{body.get('workload', 'agent')}: {body['message']}")
+            said = f"{body.get('workload', 'agent')}: {body['message']}"
+            (self.unsupported if body.get("unsupported") is True else self.errors).append(said)
         elif record.type == "end":
             self.end_status = body["status"]
             self.end = record
@@ -441,8 +443,8 @@ class _Seen:
 
     def problem(self, workload: str, expect_samples: bool) -> str:
         """Why a complete, well-formed record stream still does not make an ok run."""
-        if self.errors:
-            return "; ".join(self.errors)
+        if self.errors or self.unsupported:
+            return "; ".join([*self.errors, *self.unsupported])
         if self.end_status != "ok":
             return f"the agent ended with status {self.end_status!r} and no error record"
         if self.workloads - {workload}:
@@ -471,6 +473,8 @@ def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool =
     except ProtocolError as error:
         return _broken(guest, seen, error)
     stop = guest.stop()
+    if seen.unsupported and not seen.errors:
+        return Outcome(Status.UNSUPPORTED, "; ".join(seen.unsupported))
     problem = seen.problem(workload, expect_samples)
     if problem:
         return Outcome(Status.FAILED, problem)

@@ -87,6 +87,7 @@ def test_port_read_without_privilege_fails_with_a_clear_error(agent_path):
     assert result.returncode == 1, result.stderr
     records = records_of(result.stdout)
     errors = [r.body["message"] for r in records if r.type == "error"]
+    assert [r.body.get("unsupported") for r in records if r.type == "error"] == [True]
     assert len(errors) == 1 and errors[0].startswith("ioperm(0xed) failed: ")
     assert "port_read is for full-system guests" in errors[0]
     assert records[-1].body["status"] == "failed"

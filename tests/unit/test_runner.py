@@ -366,3 +366,16 @@ def test_the_before_half_is_stored_while_the_campaign_runs(build_plan, run_plan,
     (during,) = seen
     assert (during["before"], during["after"], during["steal_pct"]) == (BUSY_VIRTUAL, None, None)
     assert len(during["warnings"]) == 2  # the start's: load and virtualised
+
+
+def test_an_unsupported_error_record_makes_the_run_unsupported() -> None:
+    from guestbench.protocol import Record
+    from guestbench.runner import _Seen
+
+    seen = _Seen()
+    seen.add(Record(0, "error", {"type": "error", "workload": "rdtscp", "unsupported": True,
+                                 "message": "this CPU does not offer rdtscp"}, 0))
+    assert seen.unsupported == ["rdtscp: this CPU does not offer rdtscp"] and not seen.errors
+    seen.add(Record(1, "error", {"type": "error", "workload": "rdtscp", "message": "boom"}, 0))
+    assert seen.errors == ["rdtscp: boom"]
+    assert "boom" in seen.problem("rdtscp", True)
