@@ -1,5 +1,6 @@
 /* calibrate.c: the warm-up and batch-doubling procedure of docs/agent-protocol.md. */
 #include "calibrate.h"
+#include "protocol.h"
 #include "workload.h"
 
 #include <inttypes.h>
@@ -43,4 +44,18 @@ int calibrate(batch_fn run, void *ctx, double min_time_s, struct batch *measured
 			return 0;
 		}
 	}
+}
+
+int measure_timed(const char *name, batch_fn run, void *ctx, double min_time_s)
+{
+	struct batch b;
+
+	if (calibrate(run, ctx, min_time_s, &b) != 0)
+		return -1;
+	proto_sample(name, "time_per_op", "ns", (double)b.ns / (double)b.ops);
+#if HAVE_TSC
+	proto_sample(name, "tsc_per_op", "cycles", (double)b.tsc / (double)b.ops);
+#endif
+	proto_sample(name, "iterations", "count", (double)b.ops);
+	return 0;
 }

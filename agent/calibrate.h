@@ -22,6 +22,10 @@ typedef int (*batch_fn)(void *ctx, uint64_t ops, struct batch *done);
 /* Warm up, then double the batch until one lasts min_time_s; that one is the result. */
 int calibrate(batch_fn run, void *ctx, double min_time_s, struct batch *measured);
 
+/* calibrate(), then the timing workloads' samples: time_per_op (ns), tsc_per_op (cycles,
+ * where there is a TSC) and iterations. Returns -1 after workload_fail(). */
+int measure_timed(const char *name, batch_fn run, void *ctx, double min_time_s);
+
 static inline void batch_add(struct batch *b, struct stamp begin, struct stamp end)
 {
 	b->ns += end.ns - begin.ns;

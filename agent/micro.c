@@ -40,30 +40,11 @@ static void touch_pages(char *p, size_t len, size_t stride)
 	escape(p);
 }
 
-static void report(const char *name, const struct batch *b)
-{
-	proto_sample(name, "time_per_op", "ns", (double)b->ns / (double)b->ops);
-#if HAVE_TSC
-	proto_sample(name, "tsc_per_op", "cycles", (double)b->tsc / (double)b->ops);
-#endif
-	proto_sample(name, "iterations", "count", (double)b->ops);
-}
-
 static void announce(const char *name, const struct options *opt)
 {
 	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s) };
 
 	proto_workload(name, params, 1);
-}
-
-static int measure(const char *name, const struct options *opt, batch_fn fn, void *ctx)
-{
-	struct batch b;
-
-	if (calibrate(fn, ctx, opt->min_time_s, &b) != 0)
-		return -1;
-	report(name, &b);
-	return 0;
 }
 
 /* ---- system calls ---- */
@@ -98,7 +79,7 @@ static int clock_gettime_batch(void *ctx, uint64_t ops, struct batch *b)
 static int run_raw_syscall(const char *name, const struct options *opt, long nr)
 {
 	announce(name, opt);
-	return measure(name, opt, raw_syscall_batch, &nr);
+	return measure_timed(name, raw_syscall_batch, &nr, opt->min_time_s);
 }
 
 static int run_getpid(const char *name, const struct options *opt)
@@ -120,7 +101,7 @@ static int run_sched_yield(const char *name, const struct options *opt)
 static int run_clock_gettime(const char *name, const struct options *opt)
 {
 	announce(name, opt);
-	return measure(name, opt, clock_gettime_batch, NULL);
+	return measure_timed(name, clock_gettime_batch, NULL, opt->min_time_s);
 }
 
 /* ---- memory ---- */
@@ -147,7 +128,7 @@ static int run_malloc_1mib(const char *name, const struct options *opt)
 	/* A fixed threshold also switches off glibc's adaptive one, which would reuse heap memory. */
 	if (mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1)
 		return workload_fail("mallopt(M_MMAP_THRESHOLD, %d) failed", MMAP_THRESHOLD);
-	return measure(name, opt, malloc_batch, NULL);
+	return measure_timed(name, malloc_batch, NULL, opt->min_time_s);
 }
 
 struct chunking {
@@ -205,7 +186,7 @@ static int run_first_write(const char *name, const struct options *opt)
 	};
 
 	proto_workload(name, params, 2);
-	return measure(name, opt, first_write_batch, &c);
+	return measure_timed(name, first_write_batch, &c, opt->min_time_s);
 }
 
 /* ---- CPU placement of pipe_switch ---- */
@@ -434,7 +415,7 @@ static int ping_pong(const char *name, const struct options *opt, const struct p
 	void (*old_handler)(int) = signal(SIGPIPE, SIG_IGN);
 	int result = await_echo_child(&pp, pin);
 	if (result == 0)
-		result = measure(name, opt, pipe_switch_batch, &pp);
+		result = measure_timed(name, pipe_switch_batch, &pp, opt->min_time_s);
 	if (stop_echo_child(&pp) != 0)
 		result = -1;
 	signal(SIGPIPE, old_handler);
@@ -479,7 +460,7 @@ static int run_fork_exit(const char *name, const struct options *opt)
 	/* Flushed once here rather than per fork, which would be timed. */
 	fflush(stdout);
 	fflush(stderr);
-	return measure(name, opt, fork_exit_batch, NULL);
+	return measure_timed(name, fork_exit_batch, NULL, opt->min_time_s);
 }
 
 const struct workload micro_workloads[] = {

@@ -34,26 +34,6 @@
 /* Results land here so that every operation's value is used. */
 static volatile uint32_t sink;
 
-/* The timing loop's samples, as micro.c reports them. */
-static void report(const char *name, const struct batch *b)
-{
-	proto_sample(name, "time_per_op", "ns", (double)b->ns / (double)b->ops);
-#if HAVE_TSC
-	proto_sample(name, "tsc_per_op", "cycles", (double)b->tsc / (double)b->ops);
-#endif
-	proto_sample(name, "iterations", "count", (double)b->ops);
-}
-
-static int measure(const char *name, const struct options *opt, batch_fn fn)
-{
-	struct batch b;
-
-	if (calibrate(fn, NULL, opt->min_time_s, &b) != 0)
-		return -1;
-	report(name, &b);
-	return 0;
-}
-
 #if HAVE_VMEXIT
 
 /*
@@ -121,7 +101,7 @@ static int run_cpuid(const char *name, const struct options *opt)
 	};
 
 	proto_workload(name, params, 2);
-	return measure(name, opt, do_cpuid_batch);
+	return measure_timed(name, do_cpuid_batch, NULL, opt->min_time_s);
 }
 
 static int run_rdtsc(const char *name, const struct options *opt)
@@ -129,7 +109,7 @@ static int run_rdtsc(const char *name, const struct options *opt)
 	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s) };
 
 	proto_workload(name, params, 1);
-	return measure(name, opt, do_rdtsc_batch);
+	return measure_timed(name, do_rdtsc_batch, NULL, opt->min_time_s);
 }
 
 /* rdtscp is an extended feature (qemu64, QEMU's default CPU model, lacks it): #UD would kill the agent. */
@@ -142,7 +122,7 @@ static int run_rdtscp(const char *name, const struct options *opt)
 	if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(d & EDX_RDTSCP))
 		return workload_unsupported("this CPU does not offer rdtscp (CPUID 0x80000001 EDX bit 27 is clear);"
 				     " under QEMU choose a CPU model that has it, e.g. -cpu max");
-	return measure(name, opt, do_rdtscp_batch);
+	return measure_timed(name, do_rdtscp_batch, NULL, opt->min_time_s);
 }
 
 /* Why ioperm() failed, in the words a user needs (one line, with the errno text before it). */
@@ -169,7 +149,7 @@ static int run_port_read(const char *name, const struct options *opt)
 		return workload_unsupported("ioperm(0x%x) failed: %s: %s; port_read is for full-system guests (root, ioperm)",
 				     UNUSED_PORT, strerror(err), ioperm_hint(err));
 	}
-	int result = measure(name, opt, do_inb_batch);
+	int result = measure_timed(name, do_inb_batch, NULL, opt->min_time_s);
 	ioperm(UNUSED_PORT, 1, 0);
 	return result;
 }
@@ -181,7 +161,6 @@ static int not_x86(const char *name, const struct options *opt)
 	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s) };
 
 	proto_workload(name, params, 1);
-	(void)measure;
 	return workload_unsupported("%s times an x86-64 instruction; this agent was built for another architecture", name);
 }
 

@@ -459,19 +459,11 @@ def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool =
     """Collect a guest's records and decide the run's status."""
     seen = seen if seen is not None else _Seen()
     try:
-        for record in guest.records():
-            seen.add(record)
-    except proc.DeadlineExceeded as error:
-        guest.stop()
-        if type(error) is not proc.DeadlineExceeded:  # a boot timeout, an exit that never came
-            return Outcome(Status.TIMEOUT, f"killed: {error}")
-        return Outcome(Status.TIMEOUT, _with(f"killed after the {timeout_s:g} s run timeout",
-                                             guest.diagnostics()))
-    except GuestCrashed as error:
-        guest.stop()
-        return Outcome(Status.CRASHED, str(error))
+        ended = _read_to_the_end(guest, timeout_s, seen.add)
     except ProtocolError as error:
         return _broken(guest, seen, error)
+    if ended is not None:
+        return ended
     stop = guest.stop()
     if seen.unsupported and not seen.errors:
         return Outcome(Status.UNSUPPORTED, "; ".join(seen.unsupported))
@@ -493,20 +485,27 @@ def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool =
 def _watch_own_program(guest: Guest, timeout_s: float) -> Outcome:
     """A guest that runs its own program (no agent): ok once its console ended in time;
     what it printed is the workload's to judge."""
+    ended = _read_to_the_end(guest, timeout_s, lambda record: None)
+    guest.stop()
+    return ended or Outcome(Status.OK)
+
+
+def _read_to_the_end(guest: Guest, timeout_s: float, take) -> Outcome | None:
+    """Every record of the guest given to take(); the outcome of a guest killed on its
+    deadline or crashed (stopped already), else None. ProtocolError passes through."""
     try:
-        for _ in guest.records():
-            pass
+        for record in guest.records():
+            take(record)
     except proc.DeadlineExceeded as error:
         guest.stop()
-        if type(error) is not proc.DeadlineExceeded:
+        if type(error) is not proc.DeadlineExceeded:  # a boot timeout, an exit that never came
             return Outcome(Status.TIMEOUT, f"killed: {error}")
         return Outcome(Status.TIMEOUT, _with(f"killed after the {timeout_s:g} s run timeout",
                                              guest.diagnostics()))
     except GuestCrashed as error:
         guest.stop()
         return Outcome(Status.CRASHED, str(error))
-    guest.stop()
-    return Outcome(Status.OK)
+    return None
 
 
 def _clock_ratio(first: Record | None, last: Record | None) -> float | None:
