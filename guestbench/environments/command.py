@@ -21,6 +21,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from guestbench import images, proc
+from guestbench.images import vmlinux
 from guestbench.environments import kvm
 from guestbench.environments.base import Availability, Capability, GuestStartError
 from guestbench.environments.console import ConsoleGuest
@@ -271,6 +272,10 @@ class Command(FullSystem):
         Capability.TRACED_DISK: "command: traced disks are not mapped for command VMMs",
     }
 
+    def __init__(self, spec: CommandSpec) -> None:
+        super().__init__(spec)
+        self.boot_kernel: Path | None = None  # the extracted vmlinux, kernel_format vmlinux
+
     def vmm_probe(self) -> Availability:
         missing = [need for need in (self.spec.argv[0], *self.spec.requires)
                    if not (Path(need).exists() if need.startswith("/") else which(need))]
@@ -300,7 +305,7 @@ class Command(FullSystem):
         answer = super().prepare(host)
         if answer.available and self.spec.kernel_format == "vmlinux":
             try:
-                self.boot_kernel = images.vmlinux.extract(self.image.kernel)
+                self.boot_kernel = vmlinux.extract(self.image.kernel)
             except (images.ImageError, OSError) as error:
                 return Availability.no(f"vmlinux from {self.image.kernel}: {error}")
         return answer
@@ -328,7 +333,7 @@ class Command(FullSystem):
                   "kernel": str(spec.kernel), "cmdline": " ".join(spec.kernel_args),
                   "initrd": "", "disk": str(devices.disks[0]) if devices.disks else ""}
         if spec.image == "guestbench":
-            values["kernel"] = str(getattr(self, "boot_kernel", self.image.kernel))
+            values["kernel"] = str(self.boot_kernel or self.image.kernel)
             values["initrd"] = str(self.image.initramfs)
             values["cmdline"] = " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args])
         values["name"] = workdir.name  # unique per run: a domain's, a VM's or a UML umid

@@ -169,3 +169,18 @@ def test_a_guest_of_its_own_gives_samples_from_its_console(tmp_path, host_facts)
     for entry in runs["missing-line"]:
         assert entry["status"] == "failed"
         assert "metric malloc: regex '^malloc: (?P<value>\\d+) cycles'" in entry["reason"]
+
+
+def test_an_extracted_vmlinux_boots_through_pvh(host_facts, agent_path, tmp_path):
+    """kernel_format = "vmlinux", as Firecracker and Cloud Hypervisor want it; QEMU boots the
+    ELF through its PVH entry, which lets this test run it without KVM."""
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("qemu-system-x86_64 not installed")
+    microvm = [*QEMU_PC, *SERIAL["stdio"]]
+    microvm[microvm.index("pc")] = "microvm"
+    env = command(host_facts, argv=microvm, kernel_format="vmlinux",
+                  kernel_args=["console=ttyS0", "reboot=t"])
+    assert env.boot_kernel.read_bytes()[:4] == b"\x7fELF"
+    outcome, guest = run(env, agent_path, tmp_path, ["--min-time", "0.02", "getpid"])
+    assert outcome.status == Status.OK, outcome.reason
+    assert "agent_ready" in guest.boot_phases()

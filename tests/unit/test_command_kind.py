@@ -118,3 +118,21 @@ def test_probe_names_a_missing_program_or_file(host):
 def test_port_io_can_be_declared_absent():
     assert Capability.PORT_IO in command().provides()
     assert Capability.PORT_IO not in command(port_io=False).provides()
+
+
+def test_a_vmlinux_kernel_is_extracted_from_the_bzimage_once(tmp_path, monkeypatch):
+    """A gzip'ed ELF inside a made-up bzImage: found, extracted, cached by content."""
+    import gzip
+
+    from guestbench.images import vmlinux
+    monkeypatch.setenv("GUESTBENCH_CACHE", str(tmp_path / "cache"))
+    elf = b"\x7fELF" + bytes(range(256)) * 64
+    bzimage = tmp_path / "bzImage"
+    bzimage.write_bytes(b"MZ" + b"\0" * 1000 + b"HdrS" + gzip.compress(elf) + b"\0" * 100)
+    first = vmlinux.extract(bzimage)
+    assert first.read_bytes() == elf and first.is_relative_to(tmp_path / "cache")
+    assert vmlinux.extract(bzimage) == first
+    not_a_kernel = tmp_path / "junk"
+    not_a_kernel.write_bytes(b"\0" * 4096)
+    with pytest.raises(images.ImageError, match="no compressed ELF kernel"):
+        vmlinux.extract(not_a_kernel)
