@@ -122,6 +122,13 @@ class CommandSpec(FullSystemSpec):
                                f"{STOP_GRACE_S:g} s later if it is still there")
     stop_argv: tuple[str, ...] = Field(
         (), description="a command run first at teardown instead (placeholders {workdir}, {pid})")
+    shutdown: Literal["poweroff", "reboot"] = Field(
+        "poweroff", description="how guestbench's image ends the guest: power off, or reset "
+                                "(reboot=k) for a VMM that exits on a reset and has no "
+                                "power-off device (Firecracker, kvmtool on x86)")
+    disk_argv: tuple[str, ...] = Field(
+        (), description="appended to argv only in runs that have a scratch disk: where "
+                        "{disk} goes (e.g. [\"--disk\", \"path={disk}\"])")
     port_io: bool = Field(True, description="the guest can run the port_read workload (false "
                                             "for a VMM whose guest has no I/O ports, e.g. UML)")
     placement: Literal["none", "same", "disjoint"] = Field(
@@ -134,7 +141,7 @@ class CommandSpec(FullSystemSpec):
     done: str | None = Field(None, description="image none: the console line after which the "
                                                "guest's program has finished (else: VMM exit)")
 
-    @field_validator("argv", "version_argv", "stop_argv")
+    @field_validator("argv", "disk_argv", "version_argv", "stop_argv")
     @classmethod
     def _known_placeholders(cls, argv: tuple[str, ...]) -> tuple[str, ...]:
         for arg in argv:
@@ -162,6 +169,12 @@ class CommandSpec(FullSystemSpec):
                 for name in placeholders_in(text)}
         if "pid" in used:
             raise _bad("{pid} exists only in stop_argv", "remove {pid} from argv")
+        if "disk" in used:
+            raise _bad("{disk} belongs in disk_argv: runs without a scratch disk leave it out",
+                       "move the disk's arguments to disk_argv = [...]")
+        if self.disk_argv and not any("disk" in placeholders_in(a) for a in self.disk_argv):
+            raise _bad("disk_argv does not pass {disk}", "add {disk} where the VMM takes the "
+                       "disk image's path")
         if self.image == "guestbench":
             for needed in ("initrd", "cmdline"):
                 if needed not in used:
@@ -172,7 +185,7 @@ class CommandSpec(FullSystemSpec):
             if self.kernel is None:
                 raise _bad("image = \"none\" needs kernel = the guest's own kernel file",
                            "add kernel = \"/path/to/your/kernel\"")
-            if used & {"initrd", "disk"}:
+            if "initrd" in used or self.disk_argv:
                 raise _bad("image = \"none\": argv cannot use {initrd} or {disk} (guestbench "
                            "makes neither for a guest of its own)",
                            "write your own initrd or disk path into argv as it is")
@@ -259,15 +272,15 @@ class Command(FullSystem):
             return frozenset({Capability.GUEST_KERNEL, Capability.GUEST_PROGRAM})
         has = set(Capability) - {Capability.GUEST_PROGRAM, Capability.UPLOAD,
                                  Capability.TRACED_DISK}
-        if not any("{disk}" in arg for arg in spec.argv):
+        if not spec.disk_argv:
             has -= {Capability.FILESYSTEM, Capability.BLOCK_DEVICE}
         if not spec.port_io:
             has.discard(Capability.PORT_IO)
         return frozenset(has)
 
     lacking = {
-        Capability.FILESYSTEM: "command: its argv has no {disk}, so the guest gets no scratch "
-                               "disk (fix: attach {disk} in argv)",
+        Capability.FILESYSTEM: "command: it has no disk_argv, so the guest gets no scratch "
+                               "disk (fix: disk_argv = the VMM's arguments for {disk})",
         Capability.UPLOAD: "command: upload channels are not mapped for command VMMs",
         Capability.TRACED_DISK: "command: traced disks are not mapped for command VMMs",
     }
@@ -335,11 +348,14 @@ class Command(FullSystem):
         if spec.image == "guestbench":
             values["kernel"] = str(self.boot_kernel or self.image.kernel)
             values["initrd"] = str(self.image.initramfs)
-            values["cmdline"] = " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args])
+            shutdown = ["gb.shutdown=reboot"] if spec.shutdown == "reboot" else []
+            values["cmdline"] = " ".join([*KERNEL_ARGS, *spec.kernel_args, *shutdown,
+                                          *kernel_args])
         values["name"] = workdir.name  # unique per run: a domain's, a VM's or a UML umid
         for name, text in spec.files.items():
             (workdir / name).write_text(fill(text, values))
-        return [fill(arg, values) for arg in spec.argv] + list(spec.extra_args)
+        disk = list(spec.disk_argv) if devices.disks else []
+        return [fill(arg, values) for arg in (*spec.argv, *disk)] + list(spec.extra_args)
 
     def guest_options(self, workdir: Path) -> dict[str, Any]:
         spec = self.spec

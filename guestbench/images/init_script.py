@@ -32,11 +32,13 @@ done < /guestbench/modules
 
 args=
 fault=
+shutdown=poweroff
 mounts=
 for word in $($bb cat /proc/cmdline 2>/dev/null); do
     case "$word" in
         gb.args=*) args=${word#gb.args=} ;;
         gb.fault=*) fault=${word#gb.fault=} ;;
+        gb.shutdown=*) shutdown=${word#gb.shutdown=} ;;
         gb.mount=*) mounts="$mounts ${word#gb.mount=}" ;;
     esac
 done
@@ -73,5 +75,10 @@ echo "guestbench-init: agent exited with status $?"
 
 # -f: there is no init system to ask. Should poweroff fail, the script ends and the
 # kernel panics, which the host sees as a crash rather than a hang.
+# gb.shutdown=reboot: for VMMs that end on a guest reset but have no power-off device
+# (Firecracker, kvmtool on x86: with reboot=k the reset reaches them).
+if [ "$shutdown" = reboot ]; then
+    $bb reboot -f
+fi
 $bb poweroff -f
 """

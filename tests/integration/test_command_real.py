@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import environments
-from guestbench.runner import Status
+from guestbench import environments, proc
+from guestbench.environments.base import Capability, Job, JobNeeds, PlanNeeds
+from guestbench.runner import Status, _watch
 
 from .conftest import prepared
 from .test_cli import guestbench
-from .test_full_system import run
+from .test_full_system import assert_gone, run
 
 pytestmark = pytest.mark.integration
 
@@ -184,3 +185,29 @@ def test_an_extracted_vmlinux_boots_through_pvh(host_facts, agent_path, tmp_path
     outcome, guest = run(env, agent_path, tmp_path, ["--min-time", "0.02", "getpid"])
     assert outcome.status == Status.OK, outcome.reason
     assert "agent_ready" in guest.boot_phases()
+
+
+def test_a_scratch_disk_through_disk_argv_and_a_reboot_shutdown(host_facts, agent_path,
+                                                                  tmp_path):
+    """disk_argv comes only with a run that has a disk; shutdown = "reboot" ends a VMM that
+    exits on a reset (QEMU with -no-reboot stands in for Firecracker and kvmtool here)."""
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("qemu-system-x86_64 not installed")
+    spec = environments.spec_model("command")(
+        name="cmd", kind="command", argv=[*QEMU_PC, *SERIAL["stdio"]], shutdown="reboot",
+        disk_argv=["-drive", "file={disk},format=raw,if=virtio"],
+        kernel_args=["console=ttyS0", "reboot=k"])
+    env = environments.create(spec)
+    # the plan's workloads use a disk: the image gets virtio_blk and ext4
+    env.plan_workloads(PlanNeeds(capabilities=frozenset({Capability.FILESYSTEM})))
+    prepared(host_facts, env)
+    job = Job("exec", agent_path, ("exec", "/bin/busybox", "touch", "written-on-the-disk"),
+              JobNeeds(scratch=True))
+    guest = env.start(job, tmp_path / "logs", proc.now_ns() + int(120e9))
+    with guest:
+        outcome = _watch(guest, 120, "exec")
+    assert_gone(guest)
+    assert outcome.status == Status.OK, outcome.reason
+    console = (tmp_path / "logs" / "stdout.log").read_text(errors="replace")
+    assert "reboot: Restarting system" in console
+    assert "-drive file=" in (tmp_path / "logs" / "command").read_text()

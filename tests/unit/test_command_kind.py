@@ -38,6 +38,10 @@ def plan_of(environment_lines: str) -> str:
     ('image = "none"\nargv = ["vmm", "{kernel}"]\n', "environment[0]", "needs kernel ="),
     ('image = "none"\nkernel = "/k"\nargv = ["vmm", "{kernel}", "{initrd}"]\n',
      "environment[0]", "cannot use {initrd}"),
+    ('argv = ["vmm", "{initrd}", "{cmdline}", "-drive", "file={disk}"]\n', "environment[0]",
+     "{disk} belongs in disk_argv"),
+    (QEMU + 'disk_argv = ["-drive", "file=x"]\n', "environment[0]", "does not pass {disk}"),
+    (QEMU + 'shutdown = "halt"\n', "environment[0].shutdown", ""),
     (QEMU + 'placement = "same"\n', "environment[0]", "needs vcpu_threads"),
     (QEMU + 'ready = "booted"\n', "environment[0]", "for image = \"none\""),
     ('image = "none"\nkernel = "/k"\nargv = ["vmm", "{kernel}"]\nready = "(unclosed"\n',
@@ -91,13 +95,26 @@ def test_files_are_written_into_the_workdir_with_placeholders(tmp_path):
         '"boot_args": "quiet panic=-1 console=ttyS0 gb.args=getpid"}, "vcpus": 1}')
 
 
-def test_disk_placeholder_decides_the_scratch_disk():
+def test_disk_argv_decides_the_scratch_disk_and_comes_only_with_one(tmp_path):
     without = command()
     assert Capability.FILESYSTEM not in without.provides()
-    assert "{disk}" in without.refusal(frozenset(), JobNeeds(scratch=True))
-    with_disk = command(argv=["vmm", "{kernel}", "{initrd}", "{cmdline}", "--disk={disk}"])
+    assert "disk_argv" in without.refusal(frozenset(), JobNeeds(scratch=True))
+    with_disk = command(disk_argv=["--disk", "path={disk}"])
     assert Capability.FILESYSTEM in with_disk.provides()
     assert with_disk.refusal(frozenset(), JobNeeds(scratch=True)) is None
+    with_disk.image = images.Image("abc", Path("/k/bz"), "6.1", Path("/c/i.cpio"), (), (), None)
+    assert "--disk" not in with_disk.command_line([], tmp_path, GuestDevices())
+    devices = GuestDevices(disks=[tmp_path / "scratch.raw"])
+    assert with_disk.command_line([], tmp_path, devices)[-2:] == [
+        "--disk", f"path={tmp_path / 'scratch.raw'}"]
+
+
+def test_reboot_shutdown_is_asked_on_the_kernel_command_line(tmp_path):
+    environment = command(shutdown="reboot", kernel_args=["console=ttyS0", "reboot=k"])
+    environment.image = images.Image("abc", Path("/k/bz"), "6.1", Path("/c/i.cpio"), (), (), None)
+    argv = environment.command_line(["gb.args=getpid"], tmp_path, GuestDevices())
+    assert argv[5] == "quiet panic=-1 console=ttyS0 reboot=k gb.shutdown=reboot gb.args=getpid"
+    assert "gb.shutdown=*) shutdown=" in images.INIT_SCRIPT
 
 
 def test_image_none_runs_no_agent_only_its_own_program():
