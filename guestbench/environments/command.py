@@ -109,8 +109,9 @@ class CommandSpec(FullSystemSpec):
                              description="the guest's name for the {disk} the VMM attaches")
     disk_mib: int = Field(1024, ge=64, le=1 << 22, strict=True,
                           description="size of the scratch disk, MiB")
-    disk_modules: Names = Field(("virtio_mmio", "virtio_blk", "virtio_pci"),
-                                description="guest modules the {disk} needs (its bus)")
+    disk_modules: Names = Field(("virtio_mmio", "virtio_blk", "virtio_pci", "ext4"),
+                                description="guest modules the {disk} needs: its bus and "
+                                            "ext4 (UML: none, they are built in)")
     requires: tuple[str, ...] = Field(
         (), description="programs (on PATH) and files (absolute paths, e.g. /dev/kvm) that must "
                         "exist; checked by the probe")
@@ -308,7 +309,7 @@ class Command(FullSystem):
     def image_modules(self) -> tuple[str, ...]:
         modules = list(self.spec.modules)
         if self.needs_disk() and Capability.FILESYSTEM in self.provides():
-            modules += [*self.spec.disk_modules, "ext4"]
+            modules += self.spec.disk_modules
         return tuple(dict.fromkeys(modules))
 
     def prepare(self, host) -> Availability:
