@@ -113,6 +113,7 @@ class JobNeeds:
     exec_children: bool = False        # the program runs other programs (make runs gcc)
     traced_disk: bool = False          # an unformatted disk whose writes and flushes are recorded
     upload: Upload | None = None
+    memory_mib: int = 0                # memory the workload touches (STREAM's three arrays)
 
     def capabilities(self) -> frozenset[Capability]:
         """What these needs ask of the environment, in the one vocabulary."""

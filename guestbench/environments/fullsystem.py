@@ -120,6 +120,15 @@ class FullSystem(Environment):
         """A check that needs the built image (a test boot); default: none."""
         return Availability.yes()
 
+    def memory_limit_mib(self) -> int:
+        """The most memory a workload can touch in this guest (a run needing more is sure
+        to fail, so it is refused before it starts)."""
+        return self.spec.memory_mib
+
+    def memory_refusal(self, needed_mib: int) -> str:
+        return (f"the workload touches {needed_mib} MiB and the guest has memory_mib = "
+                f"{self.spec.memory_mib} (fix: a larger memory_mib, or a smaller array_mib)")
+
     def console_kind(self) -> str:
         """Where the VMM puts the guest's console (consoles.CONSOLES); default its stdout."""
         return "stdio"
@@ -183,6 +192,8 @@ class FullSystem(Environment):
 
     def refusal(self, needed: frozenset[Capability], needs: JobNeeds = JobNeeds()) -> str | None:
         refused = super().refusal(needed, needs)
+        if refused is None and needs.memory_mib > self.memory_limit_mib():
+            return self.memory_refusal(needs.memory_mib)
         if refused is None and needs.traced_disk:
             reason = tracedisk.unavailable_reason()
             if reason:

@@ -20,17 +20,21 @@ UML_DISKS = "/dev/ubd"  # ubd0 is /dev/ubda, ubd1 /dev/ubdb
 CHANNELS = ("serial", "hostfs")
 
 
-def _map_count_warning() -> str:
-    """UML maps guest memory page by page on the host: vm.max_map_count bounds what it can touch."""
+def map_count_limit_mib() -> int | None:
+    """What a UML guest can touch at most: UML maps guest memory page by page on the host,
+    and vm.max_map_count bounds the mappings (65530 by default: ~255 MiB). None if unknown."""
     try:
-        limit = int(MAP_COUNT_FILE.read_text())
+        return int(int(MAP_COUNT_FILE.read_text()) * PAGE_MIB)
     except (OSError, ValueError):
+        return None
+
+
+def _map_count_warning() -> str:
+    usable_mib = map_count_limit_mib()
+    if usable_mib is None or usable_mib >= 1024:
         return ""
-    usable_mib = int(limit * PAGE_MIB)
-    if usable_mib >= 1024:
-        return ""
-    return (f"; note: vm.max_map_count={limit} lets a UML guest touch only ~{usable_mib} MiB "
-            "(STREAM's default arrays need ~400: sysctl -w vm.max_map_count=262144)")
+    return (f"; note: vm.max_map_count lets a UML guest touch only ~{usable_mib} MiB "
+            "(sysctl -w vm.max_map_count=262144 to raise it)")
 
 
 class UmlSpec(FullSystemSpec):
@@ -72,6 +76,18 @@ class Uml(FullSystem):
         if self.vmm_version:  # linux.uml --version prints its kernel release
             facts["guest_kernel"] = self.vmm_version
         return facts
+
+    def memory_limit_mib(self) -> int:
+        by_maps = map_count_limit_mib()
+        return min(self.spec.memory_mib, by_maps) if by_maps is not None else self.spec.memory_mib
+
+    def memory_refusal(self, needed_mib: int) -> str:
+        by_maps = map_count_limit_mib()
+        if by_maps is not None and by_maps < self.spec.memory_mib:
+            return (f"the workload touches {needed_mib} MiB and this host's vm.max_map_count "
+                    f"lets a UML guest map only ~{by_maps} MiB (fix: sysctl -w "
+                    "vm.max_map_count=262144, or a smaller array_mib)")
+        return super().memory_refusal(needed_mib)
 
     def attach_disk(self, index: int, path: Path, fmt: str) -> AttachedDisk:
         flag = "s" if self.spec.disk_cache == "sync" else ""

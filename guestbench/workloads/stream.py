@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from guestbench.environments.base import JobNeeds
 from guestbench.host import Host
 from guestbench.workloads.base import Params, Workload
 
@@ -35,9 +36,16 @@ def _args(params: StreamParams) -> list[str]:
     return ["--array-mib", str(params.array_mib), "--ntimes", str(params.ntimes)]
 
 
+def _needs(params: StreamParams, inputs) -> JobNeeds:
+    """The three arrays, all touched: an environment that cannot give that much memory
+    refuses the run before it starts, with the fix."""
+    return JobNeeds(memory_mib=3 * params.array_mib)
+
+
 def _stream(name: str, summary: str, quick: bool, primary_metric: str) -> Workload:
     return Workload(name, "stream", summary, StreamParams, _args, quick=quick,
-                    host_defaults=default_array_mib, primary_metric=primary_metric)
+                    host_defaults=default_array_mib, primary_metric=primary_metric,
+                    job_needs=_needs)
 
 
 # A single kernel reports `bandwidth`; all four in turn report `<kernel>_bandwidth`,
