@@ -204,7 +204,7 @@ def _plain_tables(loaded) -> str:
     from guestbench.report import terminal
     from guestbench.report import model
     buffer = io.StringIO()
-    drawn = model.tables(loaded)
+    drawn = terminal.fit(model.tables(loaded))
     terminal.render_tables(drawn, Console(file=buffer, width=terminal.width_for(drawn),
                                           color_system=None))
     return buffer.getvalue()
@@ -296,6 +296,7 @@ def _print_tables(drawn) -> None:
     from rich.console import Console
 
     from guestbench.report import terminal
+    drawn = terminal.fit(drawn)
     console = Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, terminal.width_for(drawn)))
