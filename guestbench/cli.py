@@ -56,9 +56,11 @@ def main() -> None:
 @click.option("--logs", "logs_dir", type=click.Path(path_type=Path),
               help="where run logs go  [default: guestbench-logs beside the SQLite file, else ./]")
 @click.option("--quiet", is_flag=True, help="no progress bar and no table")
+@click.option("--detail", is_flag=True, help="every metric and table at the end, not only the "
+                                             "summary")
 def run(plan_file: Path | None, env_names: str | None, workload_names: str | None,
         repeat: str | None, timeout_s: float | None, name: str | None, db: str,
-        logs_dir: Path | None, quiet: bool) -> None:
+        logs_dir: Path | None, quiet: bool, detail: bool) -> None:
     """Run PLAN_FILE (TOML), or the quick suite on every preset, and store every sample."""
     from guestbench import agent, host, plan, store
     from guestbench.runner import Interrupted, Runner
@@ -89,7 +91,7 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
     finally:
         signal.signal(signal.SIGTERM, previous)
     if not quiet:
-        _print_report(results, str(campaign_id), None, "table", False)
+        _print_report(results, str(campaign_id), None, "table", False, detail=detail)
     click.echo(f"campaign {campaign_id} stored in {db}; logs in {logs_root}", err=True)
     if plan_file is None and not env_names:
         from guestbench.environments import NOT_IN_DEFAULT_CAMPAIGN
@@ -158,9 +160,11 @@ def images_command() -> None:
                    "made relative to it)")
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="SQLAlchemy URL of the store")
 @click.option("--all-metrics", is_flag=True, help="also show iterations and array sizes")
+@click.option("--detail", is_flag=True, help="table format: every metric and table, not only "
+                                             "the summary")
 @click.option("--list", "list_campaigns", is_flag=True, help="list the stored campaigns")
 def report(campaign: str | None, baseline: str | None, output_format: str, output: Path | None,
-           db: str, all_metrics: bool, list_campaigns: bool) -> None:
+           db: str, all_metrics: bool, detail: bool, list_campaigns: bool) -> None:
     """Show CAMPAIGN (id or name; default: the latest) as tables or raw exports."""
     from guestbench import store
 
@@ -171,18 +175,21 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
                 click.echo(f"{row['id']:>5}  {row['created_at']:%Y-%m-%d %H:%M}  "
                            f"{row['status']:<11}  {row['name']}")
             return
-        _print_report(results, campaign, baseline, output_format, all_metrics, output)
+        _print_report(results, campaign, baseline, output_format, all_metrics, output, detail)
     except store.StoreError as error:
         raise BadInput(str(error)) from None
 
 
 def _print_report(results, campaign: str | None, baseline: str | None, output_format: str,
-                  all_metrics: bool, output: Path | None = None) -> None:
+                  all_metrics: bool, output: Path | None = None, detail: bool = False) -> None:
     from guestbench.report import model
 
     loaded = model.load(results, campaign, baseline, all_metrics)
     if output_format == "table" and output is None:
-        _print_tables(model.tables(loaded))
+        _print_tables(model.tables(loaded) if detail else model.summary_tables(loaded))
+        line = model.geomean_line(loaded)
+        if line and not detail:
+            click.echo(line)
         return
     if output_format == "html":
         from guestbench.report import html

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import statistics
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,25 +177,42 @@ FLAG_MEANINGS = {
 }
 
 
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
+
+
 class Footnotes:
-    """Numbers each distinct (environment, status or flag, reason) once; remembers marks used."""
+    """Numbers each distinct (environment, status or flag, reason) once; remembers marks used.
+
+    Reasons that differ only in their numbers (addresses, timestamps on a console) share
+    one footnote, which shows the first of them and how many others it stands for.
+    """
 
     def __init__(self) -> None:
         self._numbers: dict[tuple[str, str, str], int] = {}
+        self._shown: dict[tuple[str, str, str], str] = {}  # the first reason of each
+        self._alike: dict[tuple[str, str, str], set[str]] = {}
 
     def mark(self, cell: Cell) -> str:
         marks = []
         flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in cell.flag_names]
         for status, reason in [*cell.problems, *flagged]:
-            key = (cell.environment, status, reason)
+            key = (cell.environment, status, _NUMBERS.sub("#", reason or ""))
             number = self._numbers.setdefault(key, len(self._numbers) + 1)
+            self._shown.setdefault(key, reason)
+            self._alike.setdefault(key, set()).add(reason)
             if f"[{number}]" not in marks:
                 marks.append(f"[{number}]")
         return "".join(marks)
 
     def lines(self) -> list[str]:
-        lines = [f"[{number}] {env}: {_marked(status)}: {reason or 'no reason given'}"
-                 for (env, status, reason), number in self._numbers.items()]
+        lines = []
+        for key, number in self._numbers.items():
+            env, status, _ = key
+            others = len(self._alike[key]) - 1
+            also = f" (and {others} more reason{'s' if others > 1 else ''} differing only in " \
+                   "numbers)" if others else ""
+            lines.append(f"[{number}] {env}: {_marked(status)}: "
+                         f"{self._shown[key] or 'no reason given'}{also}")
         used = dict.fromkeys(status for _env, status, _reason in self._numbers
                              if status in STATUS_MARKS)
         if used:
@@ -230,6 +249,8 @@ def format_value(value: float) -> str:
 
 
 def format_ratio(ratio: float) -> str:
+    if ratio < 0.1:
+        return f"{ratio:.2g}x"  # 0.0014x, not 0.00x: TCG's cpuid against a nested host's
     if ratio >= 100:
         return f"{ratio:.0f}x"
     if ratio >= 10:
@@ -348,6 +369,63 @@ def tables(report: Report) -> list[Table]:
             out.append(extra)
     out[-1].footnotes = footnotes.lines()
     return out
+
+
+def summary_tables(report: Report) -> list[Table]:
+    """The terminal's first answer: one row per workload, its primary metric only; per
+    environment the median ±half its interval and, but for the baseline, the ratio to it;
+    then the geometric-mean slowdown. The full set is tables() (report --detail)."""
+    footnotes = Footnotes()
+    out = [summary_table(report, footnotes)]
+    out[-1].footnotes = footnotes.lines()
+    return out
+
+
+def summary_table(report: Report, footnotes: Footnotes) -> Table:
+    results, baseline = report.results, report.baseline
+    ratios = baseline_measured(report)
+    what = f"median ±95% CI, x {baseline}" if ratios else "median ±95% CI"
+    table = Table(title(report, f"Summary: {what}"), ["workload", "metric",
+                  *results.environments], [], name="summary",
+                  note="One row per workload: its primary metric. For ns, cycles and s a ratio "
+                       f"above 1 is slower than {baseline}; for rates a ratio below 1 is slower. "
+                       "Every metric, cycles, STREAM times and statistics: report --detail, or "
+                       "--format markdown|html|json." if ratios else
+                       "One row per workload: its primary metric. Every metric and statistic: "
+                       "report --detail, or --format markdown|html|json.")
+    for label, metric, unit in results.rows:
+        if metric != report.primary.get(label, ""):
+            continue  # not the primary metric; "" rows: labels whose runs gave no values
+        row = results.cells[(label, metric)]
+        shown_unit, divisor = row_scale(unit, list(row.values()))
+        base = row.get(baseline) if ratios else None
+        table.add([label, f"{metric} ({shown_unit})" if metric else "-", *(
+            _summary_text(row[env], base if env != baseline else None, footnotes, divisor)
+            for env in results.environments)], [(env, label) for env in results.environments])
+    if ratios and report.geomeans:
+        table.add(["geometric mean", "slowdown", *(
+            geomean_text(report, env) for env in results.environments)])
+    return table
+
+
+def _summary_text(cell: Cell, base: Cell | None, footnotes: Footnotes, divisor: float) -> str:
+    text = _measured_text(cell, footnotes, divisor, show_n=False)
+    if not cell.values or base is None or not base.values:
+        return text
+    ratio = cell.ratio_to(base)
+    return f"{text} {format_ratio(ratio)}" if ratio is not None else text
+
+
+def geomean_line(report: Report) -> str:
+    """The one line a run ends with: each environment's geometric-mean slowdown."""
+    if not baseline_measured(report) or not report.geomeans:
+        return ""
+    parts = [f"{env} {geomean_text(report, env)}" for env in report.results.environments
+             if env != report.baseline and env in report.geomeans]
+    if not parts:
+        return ""
+    return textwrap.fill(f"Slowdown against {report.baseline} (geometric mean of the primary "
+                         "metrics): " + ", ".join(parts), width=116, break_on_hyphens=False)
 
 
 def measured_table(report: Report, footnotes: Footnotes) -> Table:

@@ -28,7 +28,11 @@ def test_campaign_then_reports(tmp_path, available):
     run = guestbench("run", "--env", "native,qemu-user,crun", "--workload", "getpid,stream_triad",
                      "--repeat", "2", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "Measured" in run.stdout and "native" in run.stdout
+    assert "Summary" in run.stdout and "native" in run.stdout
+    assert "Slowdown against native (geometric mean" in run.stdout.rsplit("\n\n", 1)[-1]
+    assert max(len(line.encode()) for line in run.stdout.splitlines()) <= 120
+    detail = guestbench("report", "--detail", cwd=tmp_path)
+    assert "Measured: median" in detail.stdout and "Relative to native" in detail.stdout
     document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
     assert document["schema_version"] == 2
     by_env = {}

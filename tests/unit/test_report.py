@@ -417,3 +417,32 @@ def test_flags_travel_into_csv_and_json(store) -> None:
     assert {r["cell_flags"] for r in rows} == {"clock-drift unstable"}
     (cell,) = json.loads(json_report.render(loaded))["cells"]
     assert cell["flags"] == ["clock-drift", "unstable"]
+
+
+def test_summary_is_one_row_per_workload_with_ratios_and_a_geomean_line(
+        report: model.Report) -> None:
+    (summary,) = model.summary_tables(report)
+    labels = [row[0] for row in summary.rows]
+    assert len(labels) == len(set(labels)), "one row per workload"
+    assert labels[-1] == "geometric mean"
+    for label, metric, *_ in summary.rows[:-1]:
+        expected = report.primary.get(label)
+        assert (metric.split(" (")[0] == expected) if expected else metric == "-", label
+    text = " ".join(" ".join(row) for row in summary.rows)
+    assert "x" in text and "±" in text
+    line = model.geomean_line(report)
+    assert line.startswith(f"Slowdown against {report.baseline} (geometric mean")
+    assert all(len(part) <= 116 for part in line.splitlines())
+
+
+def test_footnotes_group_reasons_that_differ_only_in_numbers() -> None:
+    from guestbench.analysis.summary import Cell
+    footnotes = model.Footnotes()
+    cell = Cell("uml", "stream", "bandwidth", "MB/s", problems=[
+        ("failed", "ran out of memory at 0x4d53f000 after 12.5 s"),
+        ("failed", "ran out of memory at 0x4553e000 after 13 s"),
+        ("failed", "a different reason")])
+    assert footnotes.mark(cell) == "[1][2]"
+    lines = footnotes.lines()
+    assert lines[0].endswith("(and 1 more reason differing only in numbers)")
+    assert "0x4d53f000" in lines[0] and "a different reason" in lines[1]
