@@ -292,6 +292,81 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
         sys.exit(1)
 
 
+@main.command()
+@click.argument("plan_file", type=click.Path(path_type=Path))
+@click.option("--a", "a_options", multiple=True, metavar="KEY=VALUE",
+              help="option of every environment on side A (repeatable)")
+@click.option("--b", "b_options", multiple=True, metavar="KEY=VALUE",
+              help="option of every environment on side B (repeatable)")
+@click.option("--repeat", help="runs of every cell, or auto  [default: the plan's]")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="SQLAlchemy URL of the store")
+@click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(0, 10),
+              help="changes smaller than this share are noise")
+@click.option("--alpha", default=0.01, show_default=True, type=click.FloatRange(0, 1),
+              help="family-wise error rate of the verdicts (Holm over every cell)")
+@click.option("--fail-on-regression", is_flag=True, help="exit 1 if any cell is slower in B")
+def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
+       repeat: str | None, db: str, threshold: float, alpha: float,
+       fail_on_regression: bool) -> None:
+    """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
+    run interleaved (A B, B A, ...), then compared cell by cell."""
+    from guestbench import agent, host, plan, store
+    from guestbench.analysis import compare as comparing
+    from guestbench.report import comparison as rendering
+    from guestbench.runner import Interrupted, Runner
+
+    facts = host.collect()
+    try:
+        loaded = plan.load(plan_file, facts, plan.Overrides(repeat=plan.repeat_flag(repeat)))
+        the_plan = plan.ab_plan(loaded, plan.assignments(a_options, "--a"),
+                                plan.assignments(b_options, "--b"))
+        agent_path = agent.path()
+        store.check(db)
+        logs_root = _logs_folder(None, db)
+        results = store.open(db)
+    except (plan.PlanError, agent.AgentMissing, store.StoreError) as error:
+        raise BadInput(str(error)) from None
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with _progress(False) as progress:
+            campaign_id = Runner(the_plan, results, facts, logs_root, agent_path, progress).run()
+    except Interrupted as stop:
+        click.echo(f"guestbench: {stop}; finished runs are stored in {db}", err=True)
+        sys.exit(143 if stop.signal_name == "SIGTERM" else 130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    keys = tuple(dict.fromkeys([*plan.assignments(a_options, "--a"),
+                                *plan.assignments(b_options, "--b")]))
+    sides = _ab_sides(results, campaign_id)
+    result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=keys,
+                               correction="holm")
+    _print_tables(rendering.tables(result))
+    click.echo(f"A/B: {result.count(comparing.SLOWER)} slower, {result.count(comparing.FASTER)} "
+               f"faster, {result.count(comparing.SAME)} same of {len(result.cells)} cells "
+               f"(Holm-adjusted p < {alpha:g} and beyond ±{threshold:.0%}); campaign "
+               f"{campaign_id} in {db}")
+    if fail_on_regression and result.regressions:
+        sys.exit(1)
+
+
+def _ab_sides(opened, campaign_id: int):
+    """The A and B halves of an ab campaign, each with its environments' plain names."""
+    from guestbench.analysis import compare as comparing
+    campaign = opened.campaign(str(campaign_id))
+    environments = opened.environments(campaign_id)
+    runs, samples = opened.runs(campaign_id), list(opened.samples(campaign_id))
+    sides = []
+    for tag in ("a", "b"):
+        mine = [{**env, "name": env["name"].rsplit(".", 1)[0]} for env in environments
+                if env["name"].endswith(f".{tag}")]
+        ids = {env["id"] for env in mine}
+        side_runs = [dict(run) for run in runs if run["environment_id"] in ids]
+        run_ids = {run["id"] for run in side_runs}
+        sides.append(comparing.side(campaign, mine, side_runs,
+                                    [s for s in samples if s["run_id"] in run_ids]))
+    return sides
+
+
 def _side(opened, selector: str):
     from guestbench.analysis import compare as comparing
     campaign = opened.campaign(selector)

@@ -262,6 +262,8 @@ class Runner:
             open_cells = self._open_cells()
             if not open_cells:
                 return
+            if self.plan.interleave and repetition % 2:  # A/B: A B, then B A, ...
+                open_cells.reverse()
             for cell in open_cells:
                 self._one(cell, repetition)
                 reason = cell.stop_reason()

@@ -80,15 +80,24 @@ class Comparison:
 
 
 def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA,
-            ignore_spec: tuple[str, ...] = ()) -> Comparison:
-    """Pair cells whose environment spec and workload parameters match; judge each pair."""
+            ignore_spec: tuple[str, ...] = (), correction: str = "none") -> Comparison:
+    """Pair cells whose environment spec and workload parameters match; judge each pair.
+
+    correction "holm": the p-values are Holm-adjusted over the pairs, so that the chance of
+    any false verdict among them stays below alpha (docs/statistics.md).
+    """
     pairs, unpaired = pair_cells(a, b, ignore_spec)
     total = sum(len(x.values) + len(y.values) for x, y in pairs)
     resamples = stats.resamples_for(total)
     a_stats = stats.describe([x.values for x, _ in pairs], resamples)
     b_stats = stats.describe([y.values for _, y in pairs], resamples)
     ratios = [stats.ratio_interval(sa, sb) for sa, sb in zip(a_stats, b_stats)]
-    pvalues = stats.permutation_pvalues([(x.values, y.values) for x, y in pairs])
+    permutations = None
+    if correction == "holm":  # the smallest p-value must be able to pass alpha / pairs
+        permutations = max(stats.PERMUTATIONS, math.ceil(4 * max(len(pairs), 1) / alpha))
+    pvalues = stats.permutation_pvalues([(x.values, y.values) for x, y in pairs], permutations)
+    if correction == "holm":
+        pvalues = holm(pvalues)
     cells = []
     for (x, y), sa, sb, ratio, pvalue in zip(pairs, a_stats, b_stats, ratios, pvalues):
         ratio = ratio or Interval(float("nan"))
@@ -97,6 +106,18 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
         cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
                                     pvalue, verdict, notes, x, y))
     return Comparison(a, b, cells, unpaired, threshold, alpha, resamples)
+
+
+def holm(pvalues: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment: the k-th smallest of m p-values times (m - k + 1), kept
+    non-decreasing, at most 1. Cells without a p-value keep None and do not count."""
+    present = sorted((p, index) for index, p in enumerate(pvalues) if p is not None)
+    adjusted: list[float | None] = list(pvalues)
+    running = 0.0
+    for rank, (pvalue, index) in enumerate(present):
+        running = max(running, min(1.0, pvalue * (len(present) - rank)))
+        adjusted[index] = running
+    return adjusted
 
 
 def judge(ratio: Interval, pvalue: float | None, unit: str, threshold: float,

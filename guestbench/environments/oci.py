@@ -33,6 +33,9 @@ class OciSpec(EnvironmentSpec):
                           "runc and crun always get a new network namespace")
     runtime_args: tuple[str, ...] = Field(
         (), description="extra global arguments for the runtime, placed before 'run'")
+    cpu_quota: float | None = Field(
+        None, gt=0, le=1024, description="CPUs the container may use (CFS quota over a "
+                                        "100 ms period, e.g. 0.5); None: no limit")
 
     @model_validator(mode="after")
     def _gvisor_options_need_runsc(self) -> "OciSpec":
@@ -83,7 +86,8 @@ class Oci(Environment):
         args = job.with_agent_options("--cwd", CONTAINER_SCRATCH) if folder else job.agent_args
         try:
             bundle = _Bundle(job.agent_path, list(args), scratch=folder,
-                             host_programs="exec" in job.agent_args)
+                             host_programs="exec" in job.agent_args,
+                             cpu_quota=self.spec.cpu_quota)
         except BaseException:
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -118,6 +122,7 @@ def _quiet_run(argv: list[str]) -> None:
 
 
 CONTAINER_SCRATCH = "/scratch"
+CPU_PERIOD_US = 100_000
 # Debian's merged /usr: these top-level names are links into /usr on the host too
 USR_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
 
@@ -130,7 +135,7 @@ class _Bundle:
     """
 
     def __init__(self, agent_path: Path, agent_args: list[str], scratch: Path | None = None,
-                 host_programs: bool = False) -> None:
+                 host_programs: bool = False, cpu_quota: float | None = None) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="guestbench-oci-"))
         self.state = self.directory / "state"
         self.container_id = f"guestbench-{uuid.uuid4().hex[:12]}"
@@ -140,6 +145,9 @@ class _Bundle:
         self.state.mkdir()
         shutil.copy(agent_path, rootfs / "gbagent")
         config = _config(["/gbagent", *agent_args])
+        if cpu_quota is not None:
+            config["linux"]["resources"] = {"cpu": {"period": CPU_PERIOD_US,
+                                                    "quota": round(cpu_quota * CPU_PERIOD_US)}}
         if host_programs:
             (rootfs / "usr").mkdir()
             for name, target in USR_LINKS.items():
