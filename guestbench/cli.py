@@ -380,8 +380,9 @@ def _print_tables(drawn) -> None:
     from guestbench.report import terminal
     drawn = terminal.fit(drawn)
     console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, terminal.width_for(drawn)))
+    if not console.is_terminal:  # a file or a pipe: as wide as the tables, at most 120
+        console = Console(width=min(terminal.TEXT_WIDTH,
+                                    max(console.width, terminal.width_for(drawn))))
     terminal.render_tables(drawn, console)
 
 
