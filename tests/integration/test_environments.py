@@ -72,3 +72,14 @@ def test_hung_agent_is_killed_at_timeout_and_nothing_is_left(preset, available, 
         time.sleep(0.1)
     assert not set(agent_processes(agent_path)) - before, "an agent process outlived its run"
     assert not set(Path(tempfile.gettempdir()).glob("guestbench-oci-*")) - bundles_before
+
+
+def test_a_cpu_quota_reaches_the_container_and_it_runs(available, agent_path, tmp_path):
+    available("runc")
+    spec = environments.spec_model("oci")(name="quota", kind="oci", runtime="runc",
+                                          cpu_quota=0.5)
+    environment = environments.create(spec)
+    outcome = run_job(environment, agent_path, tmp_path / "logs", ["--min-time", "0.01", "getpid"])
+    assert outcome.status == "ok", outcome.reason
+    config = (tmp_path / "logs" / "config.json").read_text()
+    assert '"quota": 50000' in config and '"period": 100000' in config
