@@ -17,9 +17,10 @@ from typing import Any
 
 from guestbench import __version__, environments, proc
 from guestbench import host as host_checks
+from guestbench.batching import Part, job_arguments, part_of
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, GuestCrashed, GuestStartError, Job,
-    PlanNeeds)
+    JobNeeds, PlanNeeds)
 from guestbench.host import Host
 from guestbench.plan import AutoSection, Plan, WorkloadCase
 from guestbench.protocol import ProtocolError, Record
@@ -248,7 +249,8 @@ class Runner:
             columns.append(_Column(spec, environment, environment.probe(self.host)))
         for column in columns:
             if column.availability.available:
-                self.progress.preparing(column.spec.name)
+                if column.environment.full_system:  # the others have nothing to build
+                    self.progress.preparing(column.spec.name)
                 prepared = column.environment.prepare(self.host)
                 column.availability = prepared if not prepared.available else Availability.yes(
                     "; ".join(r for r in (column.availability.reason, prepared.reason) if r))
@@ -264,11 +266,93 @@ class Runner:
                 return
             if self.plan.interleave and repetition % 2:  # A/B: A B, then B A, ...
                 open_cells.reverse()
-            for cell in open_cells:
-                self._one(cell, repetition)
-                reason = cell.stop_reason()
-                if reason is not None:
-                    self._close(cell, reason)
+            for group, parts in self._groups(open_cells):
+                if parts:
+                    self._shared(group, parts, repetition)
+                else:
+                    self._one(group[0], repetition)
+                for cell in group:
+                    reason = cell.stop_reason()
+                    if reason is not None:
+                        self._close(cell, reason)
+
+    def _groups(self, cells: list[_Cell]) -> list[tuple[list[_Cell], list[Part]]]:
+        """Consecutive cells of one full-system environment whose workloads can share a
+        guest (batching.py), as one group with their parts; every other cell alone."""
+        groups: list[tuple[list[_Cell], list[Part]]] = []
+        for cell in cells:
+            part = self._part(cell)
+            last = groups[-1] if groups else None
+            if (part is not None and last is not None and last[1]
+                    and last[0][-1].column is cell.column
+                    and job_arguments([*last[1], part], 0) is not None):
+                last[0].append(cell)
+                last[1].append(part)
+            else:
+                groups.append(([cell], [part] if part is not None else []))
+        return [(group, parts if len(group) > 1 else []) for group, parts in groups]
+
+    def _part(self, cell: _Cell) -> Part | None:
+        column, case = cell.column, cell.case
+        if not column.environment.full_system or _refusal(column, case) is not None:
+            return None
+        workload = case.workload
+        if any(shutil.which(tool) is None for tool in workload.needed_tools(case.params)):
+            return None
+        try:
+            needs = workload.job_needs(case.params, self._inputs())
+        except InputError:
+            return None
+        if column.environment.refusal(workload.requires, needs) is not None:
+            return None
+        return part_of(case, needs)
+
+    def _shared(self, group: list[_Cell], parts: list[Part], repetition: int) -> None:
+        """One fresh guest runs every part of the group; each cell stores its own run."""
+        column = group[0].column
+        name = column.spec.name
+        logdir = self.campaign_logs / name / "shared" / f"rep{repetition}"
+        started_at = dt.datetime.now(dt.timezone.utc)
+        began = time.monotonic()
+        for cell in group:
+            self.progress.run_started(name, cell.case.label, repetition)
+        try:
+            outcomes = self._shared_outcomes(column, parts, repetition, logdir)
+        except KeyboardInterrupt as stop:
+            outcome = Outcome(Status.INTERRUPTED,
+                              f"campaign stopped by {str(stop) or 'SIGINT'} during this run")
+            for cell in group:
+                cell.add(outcome, self._store(cell, repetition, outcome, started_at, began,
+                                              str(logdir), len(group)))
+            raise
+        log_path = str(logdir) if logdir.exists() else None
+        for cell, part in zip(group, parts):
+            outcome = outcomes[part.name]
+            cell.add(outcome, self._store(cell, repetition, outcome, started_at, began,
+                                          log_path, len(group)))
+            self.progress.run_finished(name, cell.case.label, outcome)
+
+    def _shared_outcomes(self, column: _Column, parts: list[Part], repetition: int,
+                         logdir: Path) -> dict[str, Outcome]:
+        names = [part.name for part in parts]
+        args = job_arguments(parts, repetition)
+        job = Job("+".join(names), self.agent_path, tuple(args), JobNeeds())
+        # the run timeout holds for each workload: the shared guest gets it once per workload
+        timeout_s = self.plan.campaign.timeout_s * len(parts)
+        try:
+            guest = column.environment.start(job, logdir, proc.now_ns() + int(timeout_s * 1e9))
+        except GuestStartError as error:
+            return dict.fromkeys(names, Outcome(Status.INFRA, f"could not start: {error}"))
+        seen = _Seen()
+        with guest:
+            try:
+                ended = _read_to_the_end(guest, timeout_s, seen.add)
+            except ProtocolError as error:
+                ended = _broken(guest, seen, error)
+            stop = guest.stop()
+        if ended is not None:
+            return {name: Outcome(ended.status, ended.reason) for name in names}
+        return {name: _part_outcome(seen, name, stop.exit_code, guest) for name in names}
 
     def _open_cells(self) -> list[_Cell]:
         return [cell for cell in self.cells if cell.stopped is None]
@@ -301,9 +385,10 @@ class Runner:
         self.progress.run_finished(name, case.label, outcome)
 
     def _store(self, cell: _Cell, repetition: int, outcome: Outcome, started_at: dt.datetime,
-               began: float, log_path: str | None) -> float:
-        """Stores the run; returns its host seconds."""
-        host_seconds = time.monotonic() - began
+               began: float, log_path: str | None, sharing: int = 1) -> float:
+        """Stores the run; returns its host seconds (its share of a guest shared by
+        `sharing` workloads)."""
+        host_seconds = (time.monotonic() - began) / sharing
         self.store.add_run(self.campaign_id, RunRecord(
             environment_id=cell.column.row_id, workload=cell.case.name, label=cell.case.label,
             params=cell.case.params.model_dump(mode="json"), repetition=repetition,
@@ -417,6 +502,7 @@ class _Seen:
     samples: list[tuple[str, str, float]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)  # what the environment lacked
+    by_workload: dict[str, list] = field(default_factory=dict)  # samples per agent workload
     workloads: set[str] = field(default_factory=set)
     records: int = 0
     end_status: str | None = None
@@ -432,7 +518,9 @@ class _Seen:
         if record.type == "output":
             self.outputs.setdefault(body["stream"], []).append(body["text"])
         if record.type == "sample":
-            self.samples.append((body["metric"], body["unit"], float(body["value"])))
+            sample = (body["metric"], body["unit"], float(body["value"]))
+            self.samples.append(sample)
+            self.by_workload.setdefault(body["workload"], []).append(sample)
             self.workloads.add(body["workload"])
         elif record.type == "error":
             said = f"{body.get('workload', 'agent')}: {body['message']}"
@@ -508,6 +596,29 @@ def _read_to_the_end(guest: Guest, timeout_s: float, take) -> Outcome | None:
         guest.stop()
         return Outcome(Status.CRASHED, str(error))
     return None
+
+
+def _part_outcome(seen: "_Seen", name: str, exit_code: int | None, guest: Guest) -> Outcome:
+    """One workload's outcome from the records of a guest it shared with others."""
+    mine = [said for said in seen.errors if said.startswith(f"{name}: ")]
+    if mine:
+        return Outcome(Status.FAILED, "; ".join(mine))
+    unsupported = [said for said in seen.unsupported if said.startswith(f"{name}: ")]
+    if unsupported:
+        return Outcome(Status.UNSUPPORTED, "; ".join(unsupported))
+    samples = seen.by_workload.get(name, [])
+    if not samples:
+        if exit_code not in (0, None) and not seen.errors:
+            return Outcome(Status.FAILED, _with(f"agent exited with status {exit_code}",
+                                                guest.diagnostics()))
+        return Outcome(Status.FAILED, f"the agent reported no samples for {name}")
+    outcome = Outcome(Status.OK, "", list(samples))
+    ratio = _clock_ratio(seen.hello, seen.end)
+    if ratio is not None:
+        outcome.samples.append(("clock_ratio", "ratio", ratio))
+        if clock.drifted(ratio):
+            outcome.flags.append("clock-drift")
+    return outcome
 
 
 def _clock_ratio(first: Record | None, last: Record | None) -> float | None:

@@ -25,6 +25,8 @@ class FakeSpec(EnvironmentSpec):
     scale: float = Field(1.0, gt=0, description="multiplies every value it reports")
     capabilities: tuple[Capability, ...] = Field(
         tuple(Capability), description="capabilities the fake environment claims")
+    full_system: bool = Field(False, description="behave as a full-system kind (one guest "
+                                                 "per round may serve several workloads)")
 
 
 class Fake(Environment):
@@ -36,6 +38,7 @@ class Fake(Environment):
         super().__init__(spec)
         # a fake guest always 'runs the agent': it prints agent records
         self.capabilities = frozenset(spec.capabilities) | {Capability.AGENT}
+        self.full_system = spec.full_system
         self.started = 0
 
     def probe(self, host: Host) -> Availability:
@@ -60,15 +63,16 @@ class FakeGuest(Guest):
 
     def _lines(self) -> Iterator[bytes]:
         jitter = 1 + 0.01 * (self.ordinal % 5)
-        bodies = [
-            {"type": "hello", "t_ns": 0, "agent": "fake", "version": "0", "protocol": 1,
-             "tsc": True, "argv": list(self.job.agent_args)},
-            {"type": "workload", "t_ns": 1, "workload": self.job.workload, "params": {}},
-            {"type": "sample", "t_ns": 2, "workload": self.job.workload, "metric": "time_per_op",
-             "unit": "ns", "value": 100.0 * self.spec.scale * jitter},
-            {"type": "sample", "t_ns": 3, "workload": self.job.workload, "metric": "tsc_per_op",
-             "unit": "cycles", "value": 250.0 * self.spec.scale * jitter},
-        ]
+        bodies = [{"type": "hello", "t_ns": 0, "agent": "fake", "version": "0", "protocol": 1,
+                   "tsc": True, "argv": list(self.job.agent_args)}]
+        for workload in self.job.workload.split("+"):  # a guest shared by several workloads
+            bodies += [
+                {"type": "workload", "t_ns": 1, "workload": workload, "params": {}},
+                {"type": "sample", "t_ns": 2, "workload": workload, "metric": "time_per_op",
+                 "unit": "ns", "value": 100.0 * self.spec.scale * jitter},
+                {"type": "sample", "t_ns": 3, "workload": workload, "metric": "tsc_per_op",
+                 "unit": "cycles", "value": 250.0 * self.spec.scale * jitter},
+            ]
         if self.spec.behaviour == "error":
             bodies[2:] = [{"type": "error", "t_ns": 2, "workload": self.job.workload,
                            "message": "the fake workload was told to fail"}]
