@@ -50,11 +50,6 @@ class Report:
     def host_checks(self) -> dict[str, Any] | None:
         return self.campaign.get("host_checks")
 
-    def run(self, run_id: int) -> dict[str, Any]:
-        if not hasattr(self, "_runs_by_id"):
-            self._runs_by_id = {run["id"]: run for run in self.runs}
-        return self._runs_by_id[run_id]
-
 
 def load(store: Store, selector: str | None = None, baseline: str | None = None,
          all_metrics: bool = False, resamples: int | None = None) -> Report:
