@@ -62,8 +62,7 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
         repeat: str | None, timeout_s: float | None, name: str | None, db: str,
         logs_dir: Path | None, quiet: bool, detail: bool) -> None:
     """Run PLAN_FILE (TOML), or the quick suite on every preset, and store every sample."""
-    from guestbench import agent, host, plan, store
-    from guestbench.runner import Interrupted, Runner
+    from guestbench import host, plan
 
     facts = host.collect()
     try:
@@ -71,25 +70,9 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
                                    plan.repeat_flag(repeat), timeout_s, name)
         the_plan = (plan.load(plan_file, facts, overrides) if plan_file
                     else plan.from_flags(facts, overrides))
-        agent_path = agent.path()
-        store.check(db)
-        logs_root = _logs_folder(logs_dir, db)
-        results = store.open(db)
-    except (plan.PlanError, agent.AgentMissing, store.StoreError) as error:
+    except plan.PlanError as error:
         raise BadInput(str(error)) from None
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        with _progress(quiet) as progress:
-            campaign_id = Runner(the_plan, results, facts, logs_root, agent_path, progress).run()
-    except Interrupted as stop:
-        click.echo(f"guestbench: {stop}; finished runs are stored in {db} "
-                   f"(see 'guestbench report {stop.campaign_id}')", err=True)
-        sys.exit(143 if stop.signal_name == "SIGTERM" else 130)
-    except KeyboardInterrupt as stop:  # before the campaign existed: nothing was stored
-        click.echo(f"guestbench: stopped by {str(stop) or 'SIGINT'} before any run", err=True)
-        sys.exit(143 if str(stop) == "SIGTERM" else 130)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    results, logs_root, campaign_id = _campaign(the_plan, facts, db, logs_dir, quiet)
     if not quiet:
         _print_report(results, str(campaign_id), None, "table", False, detail=detail)
     click.echo(f"campaign {campaign_id} stored in {db}; logs in {logs_root}", err=True)
@@ -310,31 +293,18 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
        fail_on_regression: bool) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
-    from guestbench import agent, host, plan, store
+    from guestbench import host, plan
     from guestbench.analysis import compare as comparing
     from guestbench.report import comparison as rendering
-    from guestbench.runner import Interrupted, Runner
 
     facts = host.collect()
     try:
         loaded = plan.load(plan_file, facts, plan.Overrides(repeat=plan.repeat_flag(repeat)))
         the_plan = plan.ab_plan(loaded, plan.assignments(a_options, "--a"),
                                 plan.assignments(b_options, "--b"))
-        agent_path = agent.path()
-        store.check(db)
-        logs_root = _logs_folder(None, db)
-        results = store.open(db)
-    except (plan.PlanError, agent.AgentMissing, store.StoreError) as error:
+    except plan.PlanError as error:
         raise BadInput(str(error)) from None
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        with _progress(False) as progress:
-            campaign_id = Runner(the_plan, results, facts, logs_root, agent_path, progress).run()
-    except Interrupted as stop:
-        click.echo(f"guestbench: {stop}; finished runs are stored in {db}", err=True)
-        sys.exit(143 if stop.signal_name == "SIGTERM" else 130)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    results, _logs, campaign_id = _campaign(the_plan, facts, db, None, False)
     keys = tuple(dict.fromkeys([*plan.assignments(a_options, "--a"),
                                 *plan.assignments(b_options, "--b")]))
     sides = _ab_sides(results, campaign_id)
@@ -399,6 +369,35 @@ def _logs_folder(logs_dir: Path | None, db: str) -> Path:
         raise StoreError(f"--logs {str(logs_dir)!r}: cannot create the log folder "
                          f"({error.strerror}) (fix: name a folder you can write)") from None
     return logs_dir
+
+
+def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool):
+    """Runs a validated plan into the store at db: (store, logs folder, campaign id).
+    Ctrl-C or SIGTERM ends the process with 130 or 143, finished runs kept."""
+    from guestbench import agent, store
+    from guestbench.runner import Interrupted, Runner
+
+    try:
+        agent_path = agent.path()
+        store.check(db)
+        logs_root = _logs_folder(logs_dir, db)
+        results = store.open(db)
+    except (agent.AgentMissing, store.StoreError) as error:
+        raise BadInput(str(error)) from None
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with _progress(quiet) as progress:
+            campaign_id = Runner(the_plan, results, facts, logs_root, agent_path, progress).run()
+    except Interrupted as stop:
+        click.echo(f"guestbench: {stop}; finished runs are stored in {db} "
+                   f"(see 'guestbench report {stop.campaign_id}')", err=True)
+        sys.exit(143 if stop.signal_name == "SIGTERM" else 130)
+    except KeyboardInterrupt as stop:  # before the campaign existed: nothing was stored
+        click.echo(f"guestbench: stopped by {str(stop) or 'SIGINT'} before any run", err=True)
+        sys.exit(143 if str(stop) == "SIGTERM" else 130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return results, logs_root, campaign_id
 
 
 def _raise_interrupt(signum, frame) -> None:

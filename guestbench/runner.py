@@ -563,7 +563,12 @@ def _watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool =
     if stop.exit_code not in (0, None):
         return Outcome(Status.FAILED, _with(f"agent exited with status {stop.exit_code}",
                                             guest.diagnostics()))
-    outcome = Outcome(Status.OK, "", seen.samples)
+    return _ok(seen, seen.samples)
+
+
+def _ok(seen: "_Seen", samples: list) -> Outcome:
+    """An ok run's outcome: its samples and the clock check over the guest's records."""
+    outcome = Outcome(Status.OK, "", list(samples))
     ratio = _clock_ratio(seen.hello, seen.end)
     if ratio is not None:
         outcome.samples.append(("clock_ratio", "ratio", ratio))
@@ -612,13 +617,7 @@ def _part_outcome(seen: "_Seen", name: str, exit_code: int | None, guest: Guest)
             return Outcome(Status.FAILED, _with(f"agent exited with status {exit_code}",
                                                 guest.diagnostics()))
         return Outcome(Status.FAILED, f"the agent reported no samples for {name}")
-    outcome = Outcome(Status.OK, "", list(samples))
-    ratio = _clock_ratio(seen.hello, seen.end)
-    if ratio is not None:
-        outcome.samples.append(("clock_ratio", "ratio", ratio))
-        if clock.drifted(ratio):
-            outcome.flags.append("clock-drift")
-    return outcome
+    return _ok(seen, samples)
 
 
 def _clock_ratio(first: Record | None, last: Record | None) -> float | None:
