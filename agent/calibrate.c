@@ -46,16 +46,24 @@ int calibrate(batch_fn run, void *ctx, double min_time_s, struct batch *measured
 	}
 }
 
-int measure_timed(const char *name, batch_fn run, void *ctx, double min_time_s)
+int measure_timed(const char *name, batch_fn run, void *ctx, const struct options *opt)
 {
 	struct batch b;
+	uint64_t ops;
 
-	if (calibrate(run, ctx, min_time_s, &b) != 0)
+	if (calibrate(run, ctx, opt->min_time_s, &b) != 0)
 		return -1;
-	proto_sample(name, "time_per_op", "ns", (double)b.ns / (double)b.ops);
+	/* The calibrating batch only sized the others: every value is a batch of the same
+	 * size, timed after it, so that no value is the first of its kind in the process. */
+	ops = b.ops;
+	for (unsigned i = 0; i < opt->values; i++) {
+		if (run_batch(run, ctx, ops, &b) != 0)
+			return -1;
+		proto_sample(name, "time_per_op", "ns", (double)b.ns / (double)b.ops);
 #if HAVE_TSC
-	proto_sample(name, "tsc_per_op", "cycles", (double)b.tsc / (double)b.ops);
+		proto_sample(name, "tsc_per_op", "cycles", (double)b.tsc / (double)b.ops);
 #endif
+	}
 	proto_sample(name, "iterations", "count", (double)b.ops);
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "timing.h"
+#include "workload.h"
 
 /* What a batch did: operations performed and the time and TSC ticks it timed. */
 struct batch {
@@ -22,9 +23,11 @@ typedef int (*batch_fn)(void *ctx, uint64_t ops, struct batch *done);
 /* Warm up, then double the batch until one lasts min_time_s; that one is the result. */
 int calibrate(batch_fn run, void *ctx, double min_time_s, struct batch *measured);
 
-/* calibrate(), then the timing workloads' samples: time_per_op (ns), tsc_per_op (cycles,
- * where there is a TSC) and iterations. Returns -1 after workload_fail(). */
-int measure_timed(const char *name, batch_fn run, void *ctx, double min_time_s);
+/* calibrate() with opt->min_time_s, then opt->values batches of the calibrated size, each
+ * giving the timing workloads' samples: time_per_op (ns) and tsc_per_op (cycles, where
+ * there is a TSC); then iterations (operations per value) once. Returns -1 after
+ * workload_fail(). */
+int measure_timed(const char *name, batch_fn run, void *ctx, const struct options *opt);
 
 static inline void batch_add(struct batch *b, struct stamp begin, struct stamp end)
 {

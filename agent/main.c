@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: gbagent [--min-time S] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --list | --version"
+#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --list | --version"
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
 						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads };
@@ -30,6 +30,7 @@ struct option_spec {
 
 static const struct option_spec option_specs[] = {
 	{ "--min-time", SECONDS, 0, 0, 3600, "a number of seconds > 0 and <= 3600", "--min-time 0.1" },
+	{ "--values", COUNT, 1, 1, 1000, "a whole number from 1 to 1000", "--values 3" },
 	{ "--array-mib", COUNT, 1, 1, 65536, "a whole number of MiB from 1 to 65536", "--array-mib 80" },
 	{ "--ntimes", COUNT, 2, 1, 1000000, "a whole number from 2 to 1000000", "--ntimes 10" },
 	{ "--pages", COUNT, 1, 1, 1048576, "a whole number of pages from 1 to 1048576", "--pages 4096" },
@@ -173,6 +174,8 @@ static void store_value(struct options *opt, const char *name, double value)
 		opt->warmup_runs = (unsigned)value;
 	else if (strcmp(name, "--size-mib") == 0)
 		opt->size_mib = (unsigned)value;
+	else if (strcmp(name, "--values") == 0)
+		opt->values = (unsigned)value;
 	else if (strcmp(name, "--min-time") == 0)
 		opt->min_time_s = value;
 	else if (strcmp(name, "--array-mib") == 0)
@@ -215,7 +218,7 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	int used = 1;
 
 	if (!spec)
-		bad_usage("unknown option '%s' (options: --min-time, --array-mib, --ntimes, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --drop-caches, --list, --version)",
+		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --drop-caches, --list, --version)",
 			  argv[i]);
 	if (!value) {
 		if (i + 1 >= argc)
@@ -281,6 +284,7 @@ int main(int argc, char **argv)
 {
 	struct options opt = {
 		.min_time_s = 0.1,
+		.values = 1,
 		.array_mib = 0,
 		.ntimes = 10,
 		.pages = 4096,

@@ -42,9 +42,9 @@ static void touch_pages(char *p, size_t len, size_t stride)
 
 static void announce(const char *name, const struct options *opt)
 {
-	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s) };
+	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values) };
 
-	proto_workload(name, params, 1);
+	proto_workload(name, params, sizeof params / sizeof params[0]);
 }
 
 /* ---- system calls ---- */
@@ -79,7 +79,7 @@ static int clock_gettime_batch(void *ctx, uint64_t ops, struct batch *b)
 static int run_raw_syscall(const char *name, const struct options *opt, long nr)
 {
 	announce(name, opt);
-	return measure_timed(name, raw_syscall_batch, &nr, opt->min_time_s);
+	return measure_timed(name, raw_syscall_batch, &nr, opt);
 }
 
 static int run_getpid(const char *name, const struct options *opt)
@@ -101,7 +101,7 @@ static int run_sched_yield(const char *name, const struct options *opt)
 static int run_clock_gettime(const char *name, const struct options *opt)
 {
 	announce(name, opt);
-	return measure_timed(name, clock_gettime_batch, NULL, opt->min_time_s);
+	return measure_timed(name, clock_gettime_batch, NULL, opt);
 }
 
 /* ---- memory ---- */
@@ -128,7 +128,7 @@ static int run_malloc_1mib(const char *name, const struct options *opt)
 	/* A fixed threshold also switches off glibc's adaptive one, which would reuse heap memory. */
 	if (mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1)
 		return workload_fail("mallopt(M_MMAP_THRESHOLD, %d) failed", MMAP_THRESHOLD);
-	return measure_timed(name, malloc_batch, NULL, opt->min_time_s);
+	return measure_timed(name, malloc_batch, NULL, opt);
 }
 
 struct chunking {
@@ -176,7 +176,7 @@ static int first_write_batch(void *ctx, uint64_t ops, struct batch *b)
 static int run_first_write(const char *name, const struct options *opt)
 {
 	const struct param params[] = {
-		PARAM_NUM("min_time_s", opt->min_time_s),
+		PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values),
 		PARAM_NUM("pages_per_chunk", opt->pages),
 	};
 	long page_size = sysconf(_SC_PAGESIZE);
@@ -185,8 +185,8 @@ static int run_first_write(const char *name, const struct options *opt)
 		.page_size = page_size > 0 ? (size_t)page_size : 4096,
 	};
 
-	proto_workload(name, params, 2);
-	return measure_timed(name, first_write_batch, &c, opt->min_time_s);
+	proto_workload(name, params, sizeof params / sizeof params[0]);
+	return measure_timed(name, first_write_batch, &c, opt);
 }
 
 /* ---- CPU placement of pipe_switch ---- */
@@ -260,12 +260,12 @@ static int restore_affinity(const struct pinning *pin, int result)
 static void announce_placement(const char *name, const struct options *opt, const struct pinning *pin)
 {
 	const struct param params[] = {
-		PARAM_NUM("min_time_s", opt->min_time_s),
+		PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values),
 		PARAM_STR("placement", placement_names[opt->placement]),
 		PARAM_INTS("cpus", pin->cpus, pin->count),
 	};
 
-	proto_workload(name, params, 3);
+	proto_workload(name, params, sizeof params / sizeof params[0]);
 }
 
 /* ---- processes ---- */
@@ -415,7 +415,7 @@ static int ping_pong(const char *name, const struct options *opt, const struct p
 	void (*old_handler)(int) = signal(SIGPIPE, SIG_IGN);
 	int result = await_echo_child(&pp, pin);
 	if (result == 0)
-		result = measure_timed(name, pipe_switch_batch, &pp, opt->min_time_s);
+		result = measure_timed(name, pipe_switch_batch, &pp, opt);
 	if (stop_echo_child(&pp) != 0)
 		result = -1;
 	signal(SIGPIPE, old_handler);
@@ -460,7 +460,7 @@ static int run_fork_exit(const char *name, const struct options *opt)
 	/* Flushed once here rather than per fork, which would be timed. */
 	fflush(stdout);
 	fflush(stderr);
-	return measure_timed(name, fork_exit_batch, NULL, opt->min_time_s);
+	return measure_timed(name, fork_exit_batch, NULL, opt);
 }
 
 const struct workload micro_workloads[] = {

@@ -96,33 +96,33 @@ BATCH_OF(do_inb)
 static int run_cpuid(const char *name, const struct options *opt)
 {
 	const struct param params[] = {
-		PARAM_NUM("min_time_s", opt->min_time_s),
+		PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values),
 		PARAM_NUM("leaf", CPUID_LEAF),
 	};
 
-	proto_workload(name, params, 2);
-	return measure_timed(name, do_cpuid_batch, NULL, opt->min_time_s);
+	proto_workload(name, params, sizeof params / sizeof params[0]);
+	return measure_timed(name, do_cpuid_batch, NULL, opt);
 }
 
 static int run_rdtsc(const char *name, const struct options *opt)
 {
-	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s) };
+	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values) };
 
-	proto_workload(name, params, 1);
-	return measure_timed(name, do_rdtsc_batch, NULL, opt->min_time_s);
+	proto_workload(name, params, sizeof params / sizeof params[0]);
+	return measure_timed(name, do_rdtsc_batch, NULL, opt);
 }
 
 /* rdtscp is an extended feature (qemu64, QEMU's default CPU model, lacks it): #UD would kill the agent. */
 static int run_rdtscp(const char *name, const struct options *opt)
 {
-	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s) };
+	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values) };
 	unsigned a, b, c, d;
 
-	proto_workload(name, params, 1);
+	proto_workload(name, params, sizeof params / sizeof params[0]);
 	if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(d & EDX_RDTSCP))
 		return workload_unsupported("this CPU does not offer rdtscp (CPUID 0x80000001 EDX bit 27 is clear);"
 				     " under QEMU choose a CPU model that has it, e.g. -cpu max");
-	return measure_timed(name, do_rdtscp_batch, NULL, opt->min_time_s);
+	return measure_timed(name, do_rdtscp_batch, NULL, opt);
 }
 
 /* Why ioperm() failed, in the words a user needs (one line, with the errno text before it). */
@@ -139,17 +139,17 @@ static const char *ioperm_hint(int err)
 static int run_port_read(const char *name, const struct options *opt)
 {
 	const struct param params[] = {
-		PARAM_NUM("min_time_s", opt->min_time_s),
+		PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values),
 		PARAM_NUM("port", UNUSED_PORT),
 	};
 
-	proto_workload(name, params, 2);
+	proto_workload(name, params, sizeof params / sizeof params[0]);
 	if (ioperm(UNUSED_PORT, 1, 1) != 0) {
 		int err = errno;
 		return workload_unsupported("ioperm(0x%x) failed: %s: %s; port_read is for full-system guests (root, ioperm)",
 				     UNUSED_PORT, strerror(err), ioperm_hint(err));
 	}
-	int result = measure_timed(name, do_inb_batch, NULL, opt->min_time_s);
+	int result = measure_timed(name, do_inb_batch, NULL, opt);
 	ioperm(UNUSED_PORT, 1, 0);
 	return result;
 }
@@ -158,9 +158,9 @@ static int run_port_read(const char *name, const struct options *opt)
 
 static int not_x86(const char *name, const struct options *opt)
 {
-	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s) };
+	const struct param params[] = { PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values) };
 
-	proto_workload(name, params, 1);
+	proto_workload(name, params, sizeof params / sizeof params[0]);
 	return workload_unsupported("%s times an x86-64 instruction; this agent was built for another architecture", name);
 }
 

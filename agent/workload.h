@@ -11,6 +11,7 @@ extern const char *const placement_names[PLACEMENT_COUNT];
 /* Command-line options after parsing; every field is valid. */
 struct options {
 	double min_time_s;
+	unsigned values; /* timing workloads: measured batches per run, after calibration */
 	unsigned array_mib; /* 0: STREAM sizes its arrays from the cache size */
 	unsigned ntimes;
 	unsigned pages;

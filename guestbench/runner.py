@@ -91,7 +91,7 @@ class _Column:
     row_id: int = 0
 
 
-INTERVAL_MIN_VALUES = 3  # fewer values give the median no bootstrap interval
+INTERVAL_MIN_RUNS = 3  # fewer runs give the median no bootstrap interval
 
 
 @dataclass
@@ -107,6 +107,7 @@ class _Cell:
     host_seconds: float = 0.0
     last_status: str = ""
     primary_values: list[float] = field(default_factory=list)
+    primary_sizes: list[int] = field(default_factory=list)  # primary values of each ok run
     half_width: float | None = None
     stopped: str | None = None
 
@@ -117,7 +118,10 @@ class _Cell:
         if outcome.status == Status.OK:
             self.ok_runs += 1
             metric = self.case.workload.primary_metric
-            self.primary_values += [value for name, _, value in outcome.samples if name == metric]
+            found = [value for name, _, value in outcome.samples if name == metric]
+            if found:
+                self.primary_values += found
+                self.primary_sizes.append(len(found))
 
     def stop_reason(self) -> str | None:
         """Why the cell stops now, or None while it goes on."""
@@ -129,8 +133,9 @@ class _Cell:
         return _adaptive_stop(self, self.auto)
 
     def _measure(self) -> None:
-        if len(self.primary_values) >= INTERVAL_MIN_VALUES:
-            self.half_width = relative_half_width(self.primary_values)
+        if len(self.primary_sizes) >= INTERVAL_MIN_RUNS:
+            self.half_width = relative_half_width(self.primary_values,
+                                                  sizes=self.primary_sizes)
 
     def record(self) -> CellStop:
         if self.auto is None:
@@ -141,7 +146,7 @@ class _Cell:
 
 
 def _adaptive_stop(cell: _Cell, auto: AutoSection) -> str | None:
-    judged = len(cell.primary_values)
+    judged = len(cell.primary_sizes)  # runs, however many values each gave
     if judged >= auto.min_runs and cell.half_width is not None and cell.half_width <= auto.target:
         return StopReason.CONVERGED
     if cell.runs >= auto.min_runs and judged < 2:

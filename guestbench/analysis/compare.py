@@ -89,13 +89,14 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
     pairs, unpaired = pair_cells(a, b, ignore_spec)
     total = sum(len(x.values) + len(y.values) for x, y in pairs)
     resamples = stats.resamples_for(total)
-    a_stats = stats.describe([x.values for x, _ in pairs], resamples)
-    b_stats = stats.describe([y.values for _, y in pairs], resamples)
+    a_stats = stats.describe([x.values for x, _ in pairs], resamples, sizes=[x.sizes for x, _ in pairs])
+    b_stats = stats.describe([y.values for _, y in pairs], resamples, sizes=[y.sizes for _, y in pairs])
     ratios = [stats.ratio_interval(sa, sb) for sa, sb in zip(a_stats, b_stats)]
     permutations = None
     if correction == "holm":  # the smallest p-value must be able to pass alpha / pairs
         permutations = max(stats.PERMUTATIONS, math.ceil(4 * max(len(pairs), 1) / alpha))
-    pvalues = stats.permutation_pvalues([(x.values, y.values) for x, y in pairs], permutations)
+    pvalues = stats.permutation_pvalues([(run_units(x), run_units(y)) for x, y in pairs],
+                                        permutations)
     if correction == "holm":
         pvalues = holm(pvalues)
     cells = []
@@ -106,6 +107,19 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
         cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
                                     pvalue, verdict, notes, x, y))
     return Comparison(a, b, cells, unpaired, threshold, alpha, resamples)
+
+
+def run_units(cell: Cell) -> list[float]:
+    """One number per run, what the permutation test exchanges: values of one run are not
+    independent of each other, and exchanging them one by one would count each run several
+    times. A run's number is the geometric mean of its values (the test works on logs), or
+    their mean where some value is not positive."""
+    runs = cell.run_values()
+    if all(len(values) == 1 for values in runs):
+        return cell.values
+    if all(value > 0 for value in cell.values):
+        return [math.exp(sum(math.log(value) for value in values) / len(values)) for values in runs]
+    return [sum(values) / len(values) for values in runs]
 
 
 def holm(pvalues: list[float | None]) -> list[float | None]:
@@ -163,9 +177,9 @@ def _threshold_note(ratio: Interval, pvalue: float | None, verdict: str, thresho
 
 def _notes(x: Cell, y: Cell, sa: CellStats, sb: CellStats, alpha: float) -> list[str]:
     notes = []
-    if stats.smallest_pvalue(x.n, y.n) >= alpha:
-        notes.append(f"too few runs to show a change (n={x.n} and {y.n}; at least 5 each "
-                     f"are needed for p < {alpha:g})")
+    if stats.smallest_pvalue(x.n_runs, y.n_runs) >= alpha:
+        notes.append(f"too few runs to show a change ({x.n_runs} and {y.n_runs}; at least 5 "
+                     f"each are needed for p < {alpha:g})")
     for name, described, cell in (("A", sa, x), ("B", sb, y)):
         flags = list(dict.fromkeys([*cell.flags, *described.flags]))
         if flags:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -56,7 +57,7 @@ def fast_median(data: np.ndarray, axis: int = -1) -> np.ndarray:
 class CellStats:
     """What a cell's values say: location, spread, the median's interval and the flags."""
 
-    n: int
+    n: int  # values
     median: float
     mean: float
     minimum: float
@@ -67,6 +68,7 @@ class CellStats:
     ci_high: float | None
     outliers: int
     multimodal: bool
+    runs: int = 0  # fresh processes or guests the values came from; 0: one value per run
 
     @property
     def half_width(self) -> float | None:
@@ -101,19 +103,93 @@ def _batch(block_size: int) -> int:
 
 
 def describe(cells: Sequence[Sequence[float]], resamples: int | None = None,
-             confidence: float = CONFIDENCE) -> list[CellStats]:
-    """Statistics of many cells at once; cells of equal size share one vectorised bootstrap."""
+             confidence: float = CONFIDENCE,
+             sizes: Sequence[Sequence[int] | None] | None = None) -> list[CellStats]:
+    """Statistics of many cells at once; cells of equal size share one vectorised bootstrap.
+
+    sizes[i], where given, says how cell i's values split into runs (values per run, in
+    order): such a cell's interval comes from a two-level bootstrap (runs_bootstrap). A cell
+    whose runs gave one value each is the one-level case, whatever sizes says.
+    """
     arrays = [np.asarray(values, dtype=float) for values in cells]
+    splits = [_split(array.size, (sizes or [None] * len(arrays))[index])
+              for index, array in enumerate(arrays)]
     resamples = resamples or resamples_for(sum(array.size for array in arrays))
     described: list[CellStats | None] = [None] * len(arrays)
-    for indices in _same_sizes([(array.size,) for array in arrays]).values():
+    flat = [index for index, split in enumerate(splits) if split is None]
+    for indices in _same_sizes([(arrays[index].size,) for index in flat]).values():
+        indices = [flat[index] for index in indices]
         block = np.stack([arrays[index] for index in indices])
         if block.shape[1] == 0:
             raise ValueError("describe() needs at least one value per cell")
         low, high = _median_interval(block, resamples, confidence)
         for row, cell in enumerate(_block_stats(block, low, high)):
             described[indices[row]] = cell
+    for index, split in enumerate(splits):
+        if split is not None:
+            described[index] = _runs_stats(arrays[index], split, resamples, confidence)
     return described  # type: ignore[return-value]
+
+
+def _runs_stats(values: np.ndarray, sizes: list[int], resamples: int,
+                confidence: float) -> CellStats:
+    """A cell of several values per run: location (median, mean, min, max) over every value,
+    the median's interval by the two-level bootstrap, and the spread and its flags (stdev,
+    cv, outliers, modes) over the runs' own medians, the unit that is replicated: values of
+    one run cluster, and pooled they would pose as modes and outliers."""
+    low, high = runs_bootstrap(values, sizes, resamples, confidence)
+    whole = _block_stats(values[None, :], np.array([np.nan]), np.array([np.nan]))[0]
+    bounds = np.cumsum([0, *sizes])
+    medians = np.array([np.median(values[start:end]) for start, end in zip(bounds, bounds[1:])])
+    spread = _block_stats(medians[None, :], np.array([np.nan]), np.array([np.nan]))[0]
+    return dataclasses.replace(whole, stdev=spread.stdev, cv=spread.cv,
+                               ci_low=low, ci_high=high,
+                               outliers=spread.outliers, multimodal=spread.multimodal,
+                               runs=len(sizes))
+
+
+def _split(count: int, sizes: Sequence[int] | None) -> list[int] | None:
+    """The values per run, if the cell has several values in some run; else None."""
+    if sizes is None or all(size == 1 for size in sizes):
+        return None
+    if sum(sizes) != count or min(sizes) < 1:
+        raise ValueError(f"sizes {list(sizes)} do not split {count} values into runs")
+    return list(sizes)
+
+
+# The two-level (hierarchical) bootstrap, as for nested data: resample the runs with
+# replacement, then, within each chosen run, its values with replacement; the median of
+# the pooled draw is one replicate. The between-run spread enters through the first level,
+# so more values per run never narrow the interval below what the runs allow. Every
+# chosen run gives as many draws as the largest run, so runs weigh equally.
+RUNS_BOOTSTRAP_CHUNK = 4_000_000  # values drawn per vectorised step (~32 MB)
+
+
+def runs_bootstrap(values: np.ndarray, sizes: Sequence[int], resamples: int = RESAMPLES,
+                   confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
+    """Percentile interval of the median under a two-level bootstrap (runs, then values);
+    (None, None) with fewer than 3 runs, as a one-level interval needs 3 values."""
+    runs = len(sizes)
+    if runs < 3:
+        return None, None
+    values = np.asarray(values, dtype=float)
+    if np.ptp(values) == 0:
+        return float(values[0]), float(values[0])
+    lengths = np.asarray(sizes)
+    widest = int(lengths.max())
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    rng = _rng()
+    medians = np.empty(resamples)
+    step = max(1, RUNS_BOOTSTRAP_CHUNK // (runs * widest))
+    for first in range(0, resamples, step):
+        count = min(step, resamples - first)
+        chosen = rng.integers(0, runs, size=(count, runs))
+        within = (rng.random((count, runs, widest)) * lengths[chosen][..., None]).astype(np.int64)
+        drawn = values[starts[chosen][..., None] + within].reshape(count, runs * widest)
+        medians[first:first + count] = fast_median(drawn)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(medians, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def _same_sizes(shapes: Sequence[tuple[int, ...]]) -> dict[tuple[int, ...], list[int]]:
@@ -197,11 +273,13 @@ def median_ci(values: Sequence[float], confidence: float = CONFIDENCE,
     return described.ci_low, described.ci_high
 
 
-def relative_half_width(values: Sequence[float], confidence: float = CONFIDENCE) -> float | None:
-    """Half the width of the median's interval over the median (0.02 = +/-2%); None if unknown."""
+def relative_half_width(values: Sequence[float], confidence: float = CONFIDENCE,
+                        sizes: Sequence[int] | None = None) -> float | None:
+    """Half the width of the median's interval over the median (0.02 = +/-2%); None if unknown.
+    sizes: values per run, for values that come several to a run (describe)."""
     if len(values) < 3:
         return None
-    return describe([values], RESAMPLES, confidence)[0].half_width
+    return describe([values], RESAMPLES, confidence, [sizes])[0].half_width
 
 
 def is_multimodal(values: np.ndarray) -> bool:

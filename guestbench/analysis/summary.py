@@ -40,7 +40,8 @@ class Cell:
     label: str
     metric: str
     unit: str
-    values: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)  # grouped by run, in the runs' order
+    sizes: list[int] = field(default_factory=list)  # values of each ok run that gave any
     # every non-ok run of this environment and workload: (status, reason)
     problems: list[tuple[str, str]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # one entry per flag per ok run
@@ -56,6 +57,21 @@ class Cell:
     @property
     def n(self) -> int:
         return len(self.values)
+
+    @property
+    def n_runs(self) -> int:
+        """Runs that gave values: the unit of replication, whatever each gave."""
+        return len(self.sizes) if self.sizes else len(self.values)
+
+    def run_values(self) -> list[list[float]]:
+        """The values, one list per run."""
+        if not self.sizes:
+            return [[value] for value in self.values]
+        out, start = [], 0
+        for size in self.sizes:
+            out.append(self.values[start:start + size])
+            start += size
+        return out
 
     @property
     def median(self) -> float | None:
@@ -108,7 +124,8 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
     run_of = {run["id"]: run for run in runs}
     labels = list(dict.fromkeys(run["label"] for run in runs))
     metrics: dict[str, dict[str, str]] = {label: {} for label in labels}
-    values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    # (label, metric, environment) -> run id -> its values
+    values: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(dict)
     for sample in samples:  # one pass over the samples: they can number 500,000
         metric = sample["metric"]
         run = run_of.get(sample["run_id"])
@@ -116,7 +133,12 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
             continue
         metrics[run["label"]].setdefault(metric, sample["unit"])
         if run["status"] == "ok":  # a failed run's samples are never counted
-            values[(run["label"], metric, run["environment"])].append(sample["value"])
+            by_run = values[(run["label"], metric, run["environment"])]
+            found = by_run.get(run["id"])
+            if found is None:
+                by_run[run["id"]] = [sample["value"]]
+            else:
+                found.append(sample["value"])
     rows = [(label, metric, unit) for label in labels for metric, unit in metrics[label].items()]
     rows += [(label, "", "") for label in labels if not metrics[label]]
     order = {label: index for index, label in enumerate(labels)}
@@ -141,8 +163,10 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
                 cell.problems.append((run["status"], run["reason"]))
             else:
                 cell.flags += run.get("flags") or []
-    for (label, metric, env), found in values.items():
-        cells[(label, metric)][env].values = found
+    for (label, metric, env), by_run in values.items():
+        cell = cells[(label, metric)][env]
+        cell.values = [value for found in by_run.values() for value in found]
+        cell.sizes = [len(found) for found in by_run.values()]
     return Results(environments, rows, cells)
 
 
@@ -156,6 +180,6 @@ def analyse(results: Results, resamples: int | None = None) -> int:
     total = sum(cell.n for cell in measured)
     resamples = resamples or cell_stats.resamples_for(total)
     for cell, described in zip(measured, cell_stats.describe(
-            [cell.values for cell in measured], resamples)):
+            [cell.values for cell in measured], resamples, sizes=[cell.sizes for cell in measured])):
         cell.stats = described
     return resamples

@@ -14,8 +14,11 @@ TIME_PER_OP = "time_per_op"  # ns; what the agent's timing loop reports
 
 
 class TimingParams(Params):
-    min_time_s: float = Field(0.1, ge=1e-6, le=3600,
-                              description="a measured batch lasts at least this long")
+    min_time_s: float = Field(0.02, ge=1e-6, le=3600,
+                              description="each measured batch (value) lasts at least this long")
+    values: int = Field(3, ge=1, le=1000,
+                        description="measured batches per run, after warm-up and calibration; "
+                                    "the statistics resample runs, then values (docs/statistics.md)")
 
 
 class FirstWriteParams(TimingParams):
@@ -35,7 +38,7 @@ class HangParams(Params):
 
 
 def _timing_args(params: TimingParams) -> list[str]:
-    return ["--min-time", repr(params.min_time_s)]
+    return ["--min-time", repr(params.min_time_s), "--values", str(params.values)]
 
 
 def _pipe_switch_args(params: PipeSwitchParams) -> list[str]:

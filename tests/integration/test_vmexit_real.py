@@ -40,7 +40,7 @@ def test_instructions_give_timing_samples_natively(agent_path):
     records = records_of(result.stdout)
     assert records[-1].body["status"] == "ok"
     params = {r.body["workload"]: r.body["params"] for r in records if r.type == "workload"}
-    assert params["cpuid"] == {"min_time_s": 0.01, "leaf": 0}
+    assert params["cpuid"] == {"min_time_s": 0.01, "values": 1, "leaf": 0}
     samples: dict[str, dict[str, tuple[str, float]]] = {}
     for r in records:
         if r.type == "sample":

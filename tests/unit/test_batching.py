@@ -29,7 +29,7 @@ def test_what_cannot_share_a_guest(build_plan):
     plan = build_plan([{"name": "f", "kind": "fake"}],
                       [{"name": "getpid"}, {"name": "boot"}, {"name": "fio_seq_write"}])
     getpid, boot, fio = plan.workloads
-    assert part_of(getpid, JobNeeds()) == Part("getpid", ("--min-time", "0.1"))
+    assert part_of(getpid, JobNeeds()) == Part("getpid", ("--min-time", "0.02", "--values", "3"))
     assert part_of(boot, JobNeeds()) is None  # its phases are its own boot's
     assert part_of(fio, JobNeeds(scratch=True)) is None  # a tool, a disk, derived samples
     assert part_of(getpid, JobNeeds(scratch=True)) is None

@@ -248,7 +248,7 @@ def test_minimal_plan_gets_the_defaults(write_plan, host: Host) -> None:
     assert plan.baseline == "native"
     assert [spec.name for spec in plan.environments] == ["native"]
     assert [(case.name, case.label) for case in plan.workloads] == [("getpid", "getpid")]
-    assert plan.workloads[0].params.min_time_s == 0.1
+    assert (plan.workloads[0].params.min_time_s, plan.workloads[0].params.values) == (0.02, 3)
 
 
 def test_full_campaign_section(write_plan, host: Host) -> None:
@@ -575,7 +575,7 @@ def test_a_workload_repeat_beats_the_campaign_and_covers_its_sweep(write_plan, h
     assert repeats(plan) == {"getpid": AUTO, "stream_triad[array_mib=16]": 2,
                              "stream_triad[array_mib=32]": 2, "boot": 4}
     assert [case.params.model_dump() for case in plan.workloads][:2] == [
-        {"min_time_s": 0.1}, {"array_mib": 16, "ntimes": 10}]  # repeat is no parameter
+        {"min_time_s": 0.02, "values": 3}, {"array_mib": 16, "ntimes": 10}]  # repeat is no parameter
     assert [w["repeat"] for w in plan.as_dict()["workloads"]] == [AUTO, 2, 2, 4]
 
 

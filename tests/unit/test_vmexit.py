@@ -25,9 +25,9 @@ def test_catalogued_as_timing_workloads(name, host) -> None:
         "micro", TimingParams, TIME_PER_OP)
     assert workload.agent_workload == name and workload.produces_samples
     params = workload.resolve({}, host)
-    assert workload.agent_args(params) == ["--min-time", "0.1", name]
-    params = workload.resolve({"min_time_s": 0.01}, host)
-    assert workload.agent_args(params) == ["--min-time", "0.01", name]
+    assert workload.agent_args(params) == ["--min-time", "0.02", "--values", "3", name]
+    params = workload.resolve({"min_time_s": 0.01, "values": 1}, host)
+    assert workload.agent_args(params) == ["--min-time", "0.01", "--values", "1", name]
 
 
 def test_capabilities() -> None:
