@@ -17,8 +17,8 @@ from urllib.parse import quote
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.summary import Cell
-from guestbench.report import model, published, svg
-from guestbench.report.model import STATUS_MARKS, Footnotes, Report, Table, format_value
+from guestbench.report import model, svg, views
+from guestbench.report.model import STATUS_MARKS, Report, Table, format_value
 
 # The boot phases that follow each other without overlap, so they stack.
 BOOT_POINTS = (None, "clock_zero", "boot_userspace", "boot_agent_ready", "boot_powered_off")
@@ -94,17 +94,12 @@ def render(report: Report, base_dir: Path | None) -> str:
     """The whole page; log links are relative to base_dir (the page's folder) where they can be."""
     anchors = Anchors()
     runs = RunIndex(report, anchors)
-    drawn = published.tables(report)
+    drawn = views.tables(report, "published")
     tables = _tables_section("published", "Tables", drawn, runs, anchors)
     host_anchor = next((anchor for (anchor, _title), table in zip(tables.parts, drawn)
                         if table.name == "host"), None)
-    sections = [_plots_section(report, anchors), tables]
-    missing = _terminal_tables(report, drawn)
-    if missing:  # a published set without the measured and ratio tables: show the terminal's
-        sections.append(_tables_section("terminal", "Measured values and ratios (as the "
-                                        "terminal shows them)", missing, runs, anchors))
-    sections += [_environments_section(report), _host_section(report), _plan_section(report),
-                 _runs_section(report, runs, base_dir)]
+    sections = [_plots_section(report, anchors), tables, _environments_section(report),
+                _host_section(report), _plan_section(report), _runs_section(report, runs, base_dir)]
     campaign = report.campaign
     page_title = f"guestbench report: campaign {campaign['id']} '{campaign['name']}'"
     return "\n".join([
@@ -293,20 +288,6 @@ def _boot_no_data(report: Report, env: str, boot_labels: set[str]) -> str:
 
 
 # -- tables --------------------------------------------------------------------------
-
-def _terminal_tables(report: Report, drawn: list[Table]) -> list[Table]:
-    """The terminal's measured and ratio tables, when the published set lacks them; with
-    their own footnotes, numbered apart from the published tables' ones."""
-    if {"measured", "ratios"} & {table.name for table in drawn}:
-        return []
-    footnotes = Footnotes()
-    tables = [model.measured_table(report, footnotes)]
-    ratio = model.ratio_table(report, footnotes)
-    if ratio is not None:
-        tables.append(ratio)
-    tables[-1].footnotes = footnotes.lines()
-    return tables
-
 
 def _tables_section(group: str, heading: str, tables: list[Table], runs: "RunIndex",
                     anchors: Anchors) -> Section:

@@ -1,8 +1,8 @@
-"""Markdown tables, ready to paste into a write-up: the published set (report/published.py)."""
+"""Markdown tables, ready to paste into a write-up: the published view (report/views.py)."""
 
 from __future__ import annotations
 
-from guestbench.report import published
+from guestbench.report import views
 from guestbench.report.model import Report, Table
 
 
@@ -11,7 +11,7 @@ def _escape(text: str) -> str:
 
 
 def render(report: Report) -> str:
-    return render_tables(published.tables(report))
+    return render_tables(views.tables(report, "published"))
 
 
 def render_tables(tables: list[Table]) -> str:

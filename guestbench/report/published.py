@@ -1,5 +1,5 @@
-"""The tables people publish: basic costs, STREAM, % of baseline, scaling, versions, boot,
-per-cell statistics."""
+"""The tables people publish: basic costs, STREAM, % of baseline, scaling, per-cell
+statistics; report/views.py sets them among the others (measured, ratios, versions, boot)."""
 
 from __future__ import annotations
 
@@ -9,30 +9,11 @@ from collections import defaultdict
 from typing import Any
 
 from guestbench.analysis.summary import Cell
-from guestbench.report import published_io, versions
 from guestbench.report.model import (
-    empty_text,
-    Footnotes, Report, Table, boot_table, clock_table, decorate, format_interval, format_percent,
-    format_value, geomean_text, host_table, interval_note, measured_table, problem_text, ratio_table)
+    Footnotes, Report, Table, decorate, empty_text, format_interval, format_percent, format_value,
+    geomean_text, interval_note, problem_text)
 
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
-
-
-def tables(report: Report) -> list[Table]:
-    """The measured and ratio tables, then every published table that has data; one set of
-    footnotes, under the last table."""
-    footnotes = Footnotes()
-    out: list[Table] = [measured_table(report, footnotes)]
-    out += [table for table in (ratio_table(report, footnotes),) if table]
-    for build in (basic_table, stream_tables, percent_table, scaling_tables,
-                  versions.version_tables, published_io.tables):
-        made = build(report, footnotes)
-        out += made if isinstance(made, list) else [made] if made else []
-    out += [table for table in (boot_table(report),) if table]
-    out.append(statistics_table(report, footnotes))
-    out += [table for table in (clock_table(report), host_table(report)) if table]
-    out[-1].footnotes = footnotes.lines()
-    return out
 
 
 def _family(report: Report, label: str) -> str:
@@ -269,7 +250,7 @@ def _statistics_values(cell: Cell, footnotes: Footnotes) -> list[str]:
     interval = "-" if described.ci_low is None else \
         f"{format_value(described.ci_low)}-{format_value(described.ci_high)}"
     flags = decorate("", cell, footnotes).strip() or "-"
-    return [str(described.n), format_value(described.median), format_value(described.mean),
+    return [described.count_text, format_value(described.median), format_value(described.mean),
             format_value(described.minimum), format_value(described.maximum),
             "-" if described.stdev is None else format_value(described.stdev),
             "-" if described.cv is None else format_percent(described.cv), interval, flags]
@@ -285,4 +266,5 @@ def _stop_text(stop: dict[str, Any] | None) -> str:
     return text
 
 
-__all__ = ["tables", "format_interval"]
+__all__ = ["basic_table", "stream_tables", "percent_table", "scaling_tables",
+           "statistics_table", "format_interval"]

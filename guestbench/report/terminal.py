@@ -9,17 +9,13 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from guestbench.report.model import Report, Table, tables
+from guestbench.report.model import Table
 
 
 # At most this many bytes a line, counted as `awk '{ print length }'` counts them (mawk counts
 # bytes: a ± is two). Tables use ASCII rules for the same reason.
 MAX_WIDTH = 120
 TEXT_WIDTH = MAX_WIDTH - 4  # notes and footnotes, whose few marks may be multi-byte
-
-
-def width_needed(report: Report) -> int:
-    return width_for(tables(report))
 
 
 def width_for(drawn: list[Table]) -> int:
@@ -75,10 +71,6 @@ def _column_groups(table: Table, width: int) -> list[list[int]]:
         groups[-1].append(index)
         used += needed
     return groups if groups[0] else [[]]
-
-
-def render(report: Report, console: Console) -> None:
-    render_tables(tables(report), console)
 
 
 def render_tables(drawn: list[Table], console: Console) -> None:

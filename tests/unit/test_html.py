@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from guestbench.report import html, model, published
+from guestbench.report import html, model, views
 from guestbench.store import RunRecord
 
 EVIL = '<script>alert(1)</script> "quoted" & more'
@@ -177,8 +177,11 @@ def test_one_document_without_external_resources(page: str, dom: Node) -> None:
 
 
 def test_every_published_table_with_the_markdown_text(report, dom: Node) -> None:
-    drawn = {node.all("h3")[0].text(): node for node in dom.all("div", class_="table")}
-    for table in published.tables(report):
+    nodes = dom.all("div", class_="table")
+    published = views.tables(report, "published")
+    assert [node.all("h3")[0].text() for node in nodes] == [table.title for table in published]
+    drawn = {node.all("h3")[0].text(): node for node in nodes}
+    for table in published:
         assert table.title in drawn, table.title
         node = drawn[table.title]
         assert [th.text() for th in node.all("thead")[0].all("th")] == table.header
@@ -195,7 +198,7 @@ def test_every_sourced_value_links_to_its_runs(report, dom: Node) -> None:
     drawn = {node.all("h3")[0].text(): node for node in dom.all("div", class_="table")}
     ran = {(run["environment"], run["label"]) for run in report.runs}
     linked = 0
-    for table in published.tables(report):
+    for table in views.tables(report, "published"):
         rows = drawn[table.title].all("tbody")[0].all("tr")
         for row, sources in zip(rows, table.sources):
             values = row.all("td", class_="value")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from guestbench.report import model, published
+from guestbench.report import model, published, views
 from guestbench.store import RunRecord
 from tests.unit.test_report import FACTS, STARTED
 from tests.unit.test_stats import (HOGGED_SCHED_YIELD, NATIVE_FORK_EXIT_US, NATIVE_GETPID,
@@ -36,7 +36,7 @@ class Campaign:
 
     def tables(self, **load) -> dict[str, model.Table]:
         report = model.load(self.store, str(self.id), **load)
-        return {table.name: table for table in published.tables(report)}
+        return {table.name: table for table in views.tables(report, "published")}
 
 
 def micro(time_ns: float) -> list[tuple[str, str, float]]:
@@ -123,7 +123,7 @@ def test_each_flag_marks_its_cell_in_every_table_with_a_footnote(store, values, 
     for value in values:
         campaign.run("e", "pipe_switch", micro(value))
     report = model.load(store, str(campaign.id))
-    tables = published.tables(report)
+    tables = views.tables(report, "published")
     text = tables[0].rows[0][2]
     assert re.search(rf"[!,]{flag}\b", text), text
     numbers = re.findall(r"\[(\d+)\]", text)

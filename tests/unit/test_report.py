@@ -1,4 +1,5 @@
-"""report: the table model (values, ratios, footnotes) and the markdown/csv/json/terminal renderers."""
+"""report: the table model (values, ratios, footnotes), its views and the markdown/csv/json/terminal
+renderers."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rich.console import Console
 from guestbench.analysis.summary import Cell
 from guestbench.report import csv as csv_report
 from guestbench.report import json as json_report
-from guestbench.report import markdown, model, terminal
+from guestbench.report import markdown, model, terminal, views
 from guestbench.report.model import STATUS_MARKS, format_ratio, format_value, row_scale
 from guestbench.store import RunRecord, StoreError
 
@@ -92,6 +93,14 @@ def column(table: model.Table, name: str) -> str:
     return next(header for header in table.header if header.split(" ")[0] == name)
 
 
+def detail(report: model.Report) -> list[model.Table]:
+    return views.tables(report, "detail")
+
+
+def by_name(drawn: list[model.Table]) -> dict[str, model.Table]:
+    return {table.name: table for table in drawn}
+
+
 def footnote_for(text: str, footnotes: list[str]) -> list[str]:
     numbers = re.findall(r"\[(\d+)\]", text)
     assert numbers, f"no footnote mark in {text!r}"
@@ -100,18 +109,20 @@ def footnote_for(text: str, footnotes: list[str]) -> list[str]:
 
 # -- the table model ----------------------------------------------------------------
 
-def test_two_tables_with_a_baseline(report: model.Report) -> None:
-    measured, ratio = model.tables(report)
+def test_measured_and_ratio_tables_lead_with_a_baseline(report: model.Report) -> None:
+    drawn = detail(report)
+    measured, ratio = drawn[:2]
     assert measured.title.startswith("Measured: median ±95% CI")
     assert "'reported'" in measured.title and "Test CPU x4" in measured.title
     assert ratio.title == "Relative to base: ratio of medians [95% CI]"
     assert measured.header[:2] == ["workload", "metric"]
     assert [h.split(" ")[0] for h in measured.header[2:]] == ["base", "slow", "flaky", *FAILING]
-    assert measured.footnotes == [] and ratio.footnotes  # shared, printed once at the end
+    assert not any(table.footnotes for table in drawn[:-1])  # shared, printed once at the end
+    assert drawn[-1].footnotes
 
 
 def test_measured_values(report: model.Report) -> None:
-    measured = model.tables(report)[0]
+    measured = by_name(detail(report))["measured"]
     row = row_of(measured, "getpid", "time_per_op")
     assert row["metric"] == "time_per_op (ns)"
     assert row[column(measured, "base")] == "110 ±9.1%"  # bootstrap CI [100, 120]
@@ -126,39 +137,43 @@ def test_measured_values(report: model.Report) -> None:
 @pytest.mark.parametrize("environment", list(FAILING))
 def test_non_ok_cell_shows_status_and_footnote(report: model.Report, environment: str) -> None:
     status, reason = FAILING[environment]
-    for table in model.tables(report):
+    drawn = detail(report)
+    for name in ("measured", "ratios"):
+        table = by_name(drawn)[name]
         text = row_of(table, "getpid", "time_per_op")[column(table, environment)]
         assert text.strip() and text.strip() != "0"
         assert text.startswith(f"{STATUS_MARKS[status]} {status}"), text
         assert "x3" in text  # three repetitions, all with this status
-        (line,) = footnote_for(text, model.tables(report)[-1].footnotes)
+        (line,) = footnote_for(text, drawn[-1].footnotes)
         assert line.endswith(f"{environment}: {STATUS_MARKS[status]} {status}: {reason}")
 
 
 def test_partly_failed_cell_shows_value_and_problem(report: model.Report) -> None:
-    measured, ratio = model.tables(report)
+    drawn = detail(report)
+    measured, ratio = by_name(drawn)["measured"], by_name(drawn)["ratios"]
     text = row_of(measured, "getpid", "time_per_op")[column(measured, "flaky")]
     assert text.startswith("150 +✗ failed x2 [")  # one value: no interval, no (min-max)
     assert column(measured, "flaky") == "flaky n=1"
-    (line,) = footnote_for(text, ratio.footnotes)
+    (line,) = footnote_for(text, drawn[-1].footnotes)
     assert line.endswith("flaky: ✗ failed: garbled record")
     ratio_text = row_of(ratio, "getpid", "time_per_op")["flaky"]
     assert re.fullmatch(r"1\.36x \[\d+\]", ratio_text)  # n=1: no interval, a footnote
 
 
 def test_workload_without_any_sample_has_a_row(report: model.Report) -> None:
-    measured, ratio = model.tables(report)
+    drawn = detail(report)
+    measured, ratio = by_name(drawn)["measured"], by_name(drawn)["ratios"]
     row = row_of(measured, "pipe_switch", "-")
     assert row[column(measured, "base")].startswith("✗ failed x3 [")
     assert row[column(measured, "slow")].startswith("✗ failed x3 [")
-    (line,) = footnote_for(row[column(measured, "slow")], ratio.footnotes)
+    (line,) = footnote_for(row[column(measured, "slow")], drawn[-1].footnotes)
     assert line.endswith("slow: ✗ failed: pipe_switch: broken pipe")
     assert "not run" in row[column(measured, "bad")]  # never ran there: said, not blank
     assert not [r for r in ratio.rows if r[0] == "pipe_switch"]
 
 
 def test_ratio_table(report: model.Report) -> None:
-    ratio = model.tables(report)[1]
+    ratio = by_name(detail(report))["ratios"]
     row = row_of(ratio, "getpid", "time_per_op")
     assert row["base"].startswith("1.00x [0.")  # itself, resampled independently
     low, high = map(float, re.fullmatch(r"2\.00x \[(.*)-(.*)x\]", row["slow"]).groups())
@@ -171,30 +186,30 @@ def test_ratio_table(report: model.Report) -> None:
 
 
 def test_no_cell_is_blank_or_zero(report: model.Report) -> None:
-    for table in model.tables(report):
+    for table in detail(report):
         for row in table.rows:
             for cell in row:
                 assert cell.strip() and cell.strip() not in ("0", "0.0", "-0")
 
 
 def test_footnotes_are_numbered_once_per_reason(report: model.Report) -> None:
-    footnotes = [line for line in model.tables(report)[-1].footnotes if line.startswith("[")]
+    footnotes = [line for line in detail(report)[-1].footnotes if line.startswith("[")]
     assert [line.split("]")[0] + "]" for line in footnotes] == [
         f"[{n}]" for n in range(1, len(footnotes) + 1)]
     assert len(footnotes) == len(set(footnotes)) == len(FAILING) + 3  # + flaky, base, slow
 
 
-def test_without_baseline_only_the_measured_table(store) -> None:
+def test_without_baseline_no_table_against_it(store) -> None:
     populate(store, baseline=None)
-    loaded = model.load(store)
-    tables = model.tables(loaded)
-    assert len(tables) == 1
-    assert tables[0].footnotes  # the footnotes go under the only table
+    drawn = detail(model.load(store))
+    assert drawn[0].name == "measured"
+    assert not {"ratios", "percent"} & set(by_name(drawn))
+    assert drawn[-1].footnotes  # the footnotes go under the last table
 
 
 def test_load_with_another_baseline(store) -> None:
     populate(store)
-    ratio = model.tables(model.load(store, baseline="slow"))[1]
+    ratio = by_name(detail(model.load(store, baseline="slow")))["ratios"]
     assert ratio.title.startswith("Relative to slow")
     assert row_of(ratio, "getpid", "time_per_op")["base"].startswith("0.50x [")
     with pytest.raises(StoreError, match=r"--baseline: 'nope' is not an environment.*fix:"):
@@ -203,7 +218,7 @@ def test_load_with_another_baseline(store) -> None:
 
 def test_all_metrics_shows_context(store) -> None:
     populate(store)
-    measured = model.tables(model.load(store, all_metrics=True))[0]
+    measured = by_name(detail(model.load(store, all_metrics=True)))["measured"]
     assert row_of(measured, "getpid", "iterations")["metric"] == "iterations (count)"
 
 
@@ -271,7 +286,7 @@ def test_large_ns_values_are_shown_in_us(store) -> None:
         store.add_run(campaign_id, RunRecord(env, "fork_exit", "fork_exit", {}, repetition, "ok",
                                              "", STARTED, 0.1, None,
                                              (("time_per_op", "ns", value),)))
-    measured = model.tables(model.load(store))[0]
+    measured = by_name(detail(model.load(store)))["measured"]
     assert measured.rows == [["fork_exit", "time_per_op (us)", "155 (150-160)"]]  # n=2: no interval
 
 
@@ -369,8 +384,9 @@ def test_json_timestamps_carry_their_offset(report: model.Report) -> None:
 
 
 def test_terminal(report: model.Report) -> None:
-    console = Console(record=True, width=terminal.width_needed(report), color_system=None)
-    terminal.render(report, console)
+    drawn = terminal.fit(detail(report))
+    console = Console(record=True, width=terminal.width_for(drawn), color_system=None)
+    terminal.render_tables(drawn, console)
     text = console.export_text()
     assert "Measured: median ±95% CI" in text
     assert "110 ±9.1%" in text
@@ -380,11 +396,23 @@ def test_terminal(report: model.Report) -> None:
     assert "Marks: ✗ failed, ◷ timeout" in text
 
 
+def test_the_terminal_detail_and_the_published_view_are_one_list(report: model.Report) -> None:
+    names = [table.name for table in detail(report)]
+    assert names == [table.name for table in views.tables(report, "published")]
+    assert names[:2] == ["measured", "ratios"]
+    assert {"basic", "percent", "statistics"} <= set(names)  # what the summary's note promises
+    headings = [line.removeprefix("### ") for line in markdown.render(report).splitlines()
+                if line.startswith("### ")]
+    assert headings == [table.title for table in detail(report)]
+    with pytest.raises(ValueError, match="no table view 'wide'"):
+        views.tables(report, "wide")  # type: ignore[arg-type]
+
+
 def test_a_baseline_without_data_gives_a_note_not_a_wall_of_blanks(store) -> None:
     populate(store)
-    tables = model.tables(model.load(store, baseline="gone"))
-    assert len(tables) == 1
-    assert "the baseline gone has no successful run" in tables[0].note
+    drawn = by_name(detail(model.load(store, baseline="gone")))
+    assert not {"ratios", "percent"} & set(drawn)
+    assert "the baseline gone has no successful run" in drawn["measured"].note
 
 
 def test_a_clock_drift_flag_marks_the_cell_with_a_footnote(store) -> None:
@@ -396,10 +424,10 @@ def test_a_clock_drift_flag_marks_the_cell_with_a_footnote(store) -> None:
             environment_id=vm, workload="getpid", label="getpid", params={}, repetition=repetition,
             status="ok", reason="", started_at=STARTED, host_seconds=1.0, log_path=None,
             samples=(("time_per_op", "ns", 100.0),), flags=flags))
-    (table,) = model.tables(model.load(store))
-    cell = table.rows[0][2]
+    drawn = detail(model.load(store))
+    cell = by_name(drawn)["measured"].rows[0][2]
     assert "!clock-drift" in cell and "[1]" in cell
-    assert any("vm: clock-drift: the guest's clock" in line for line in table.footnotes)
+    assert any("vm: clock-drift: the guest's clock" in line for line in drawn[-1].footnotes)
 
 
 def test_flags_travel_into_csv_and_json(store) -> None:
@@ -421,7 +449,7 @@ def test_flags_travel_into_csv_and_json(store) -> None:
 
 def test_summary_is_one_row_per_workload_with_ratios_and_a_geomean_line(
         report: model.Report) -> None:
-    (summary,) = model.summary_tables(report)
+    (summary,) = views.tables(report, "summary")
     labels = [row[0] for row in summary.rows]
     assert len(labels) == len(set(labels)), "one row per workload"
     assert labels[-1] == "geometric mean"

@@ -1,0 +1,71 @@
+"""Which tables each view of a report shows: the one place every renderer asks for its set.
+
+The tables themselves are built in report/model.py (measured, ratios, boot, clock, host,
+summary) and report/published.py with its neighbours (basic costs, STREAM, % of baseline,
+scaling, versions, disk and transfer, statistics); this module only chooses and orders them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from guestbench.report import published, published_io, versions
+from guestbench.report.model import (Footnotes, Report, Table, boot_table, clock_table,
+                                     host_table, measured_table, ratio_table, summary_table)
+
+View = Literal["summary", "detail", "published"]
+
+
+def tables(report: Report, view: View) -> list[Table]:
+    """The tables `view` shows, in order, with one set of footnotes under the last of them.
+
+    "summary" is the terminal's first answer (report, run): one row per workload. "detail"
+    (report --detail, and the table format written to a file) and "published" (markdown,
+    HTML) are the same list, every table that has data, so the terminal shows what a
+    write-up shows; the terminal wraps tables wider than it into parts (terminal.fit)."""
+    build = VIEWS.get(view)
+    if build is None:
+        raise ValueError(f"no table view {view!r} (one of {', '.join(VIEWS)})")
+    return build(report)
+
+
+def _summary(report: Report) -> list[Table]:
+    """Per workload its primary metric only; per environment the median ±half its interval
+    and, but for the baseline, the ratio to it; then the geometric-mean slowdown."""
+    footnotes = Footnotes()
+    return _footnoted([summary_table(report, footnotes)], footnotes)
+
+
+def _every_table(report: Report) -> list[Table]:
+    """Measured values and ratios first (what every reader looks for), then each published
+    table that has data, then the per-cell statistics and the checks of clock and host."""
+    footnotes = Footnotes()
+    out: list[Table] = [measured_table(report, footnotes)]
+    out += _present(ratio_table(report, footnotes))
+    for build in (published.basic_table, published.stream_tables, published.percent_table,
+                  published.scaling_tables, versions.version_tables, published_io.tables):
+        out += _present(build(report, footnotes))
+    out += _present(boot_table(report))
+    out.append(published.statistics_table(report, footnotes))
+    out += _present(clock_table(report)) + _present(host_table(report))
+    return _footnoted(out, footnotes)
+
+
+def _present(made: Table | list[Table] | None) -> list[Table]:
+    """A builder's result as a list: builders give one table, several, or None without data."""
+    if made is None:
+        return []
+    return made if isinstance(made, list) else [made]
+
+
+def _footnoted(out: list[Table], footnotes: Footnotes) -> list[Table]:
+    """The set with its footnotes under its last table, so each number is explained once."""
+    out[-1].footnotes = footnotes.lines()
+    return out
+
+
+VIEWS: dict[str, Callable[[Report], list[Table]]] = {
+    "summary": _summary, "detail": _every_table, "published": _every_table}
+
+__all__ = ["View", "VIEWS", "tables"]
