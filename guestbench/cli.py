@@ -165,11 +165,12 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
 
 def _print_report(results, campaign: str | None, baseline: str | None, output_format: str,
                   all_metrics: bool, output: Path | None = None, detail: bool = False) -> None:
-    from guestbench.report import model
+    from guestbench.report import model, views
 
-    loaded = model.load(results, campaign, baseline, all_metrics)
+    summary = output_format == "table" and output is None and not detail
+    loaded = model.load(results, campaign, baseline, all_metrics, context_samples=not summary)
     if output_format == "table" and output is None:
-        _print_tables(model.tables(loaded) if detail else model.summary_tables(loaded))
+        _print_tables(views.tables(loaded, "detail" if detail else "summary"))
         line = model.geomean_line(loaded)
         if line and not detail:
             click.echo(line)
@@ -191,10 +192,9 @@ def _plain_tables(loaded) -> str:
 
     from rich.console import Console
 
-    from guestbench.report import terminal
-    from guestbench.report import model
+    from guestbench.report import terminal, views
     buffer = io.StringIO()
-    drawn = terminal.fit(model.tables(loaded))
+    drawn = terminal.fit(views.tables(loaded, "detail"))
     terminal.render_tables(drawn, Console(file=buffer, width=terminal.width_for(drawn),
                                           color_system=None))
     return buffer.getvalue()
@@ -419,9 +419,11 @@ class _progress:
             return Warned()
         from rich.console import Console
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+                                   TimeElapsedColumn)
+        # the ETA is the runner's estimate in host seconds (estimate.py), not a rate of runs:
+        # runs differ 20-fold in cost, and adaptive cells stop at different counts
         self.bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                       TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
                        console=Console(stderr=True), transient=True)
         self.bar.__enter__()
         bar = self.bar
@@ -436,11 +438,15 @@ class _progress:
                                   markup=False, highlight=False)
 
             def start(self, total_runs: int) -> None:
-                self.task = bar.add_task("starting", total=total_runs)
+                self.task = bar.add_task("starting", total=total_runs, eta="-:--:--")
                 self.said: set[tuple[str, str, str]] = set()
 
             def total_changed(self, total_runs: int) -> None:
                 bar.update(self.task, total=total_runs)  # an early stop shortens the ETA
+
+            def estimate(self, seconds_left: float) -> None:
+                whole = int(round(seconds_left))
+                bar.update(self.task, eta=f"~{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}")
 
             def host_warning(self, message: str) -> None:
                 bar.console.print(f"guestbench: warning: {message}", markup=False,

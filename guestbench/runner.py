@@ -17,6 +17,7 @@ from typing import Any
 
 from guestbench import __version__, environments, proc
 from guestbench import host as host_checks
+from guestbench.estimate import seconds_left
 from guestbench.batching import Part, job_arguments, part_of
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, GuestCrashed, GuestStartError, Job,
@@ -81,6 +82,7 @@ class Progress:
     def run_finished(self, environment: str, label: str, outcome: Outcome) -> None: ...
     def host_warning(self, message: str) -> None: ...  # the host may make results noisy
     def preparing(self, environment: str) -> None: ...  # building its image, before any run
+    def estimate(self, seconds_left: float) -> None: ...  # host seconds still to go (estimate.py)
 
 
 @dataclass
@@ -110,6 +112,14 @@ class _Cell:
     primary_sizes: list[int] = field(default_factory=list)  # primary values of each ok run
     half_width: float | None = None
     stopped: str | None = None
+
+    @property
+    def environment(self) -> str:
+        return self.column.spec.name
+
+    @property
+    def min_runs(self) -> int | None:
+        return self.auto.min_runs if self.auto is not None else None
 
     def add(self, outcome: Outcome, host_seconds: float) -> None:
         self.runs += 1
@@ -280,6 +290,7 @@ class Runner:
                     reason = cell.stop_reason()
                     if reason is not None:
                         self._close(cell, reason)
+                self.progress.estimate(seconds_left(self.cells))
 
     def _groups(self, cells: list[_Cell]) -> list[tuple[list[_Cell], list[Part]]]:
         """Consecutive cells of one full-system environment whose workloads can share a

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from guestbench.store.columns import Samples
+
 # (name shown, point at the phase's end, point at its start; None = VMM process start).
 # "guest clock zero" is where the guest's uptime starts on the host's timeline
 # (agent ready - guest uptime): before it, the VMM, firmware and kernel
@@ -35,9 +37,9 @@ def breakdown(runs: Iterable[dict[str, Any]], samples: Iterable[dict[str, Any]]
     """{environment: {phase name: median duration}} over the ok runs that have boot samples."""
     wanted = {point for _name, end, start in PHASES for point in (end, start)} | {"guest_uptime"}
     by_run: dict[int, dict[str, float]] = defaultdict(dict)
-    for sample in samples:
-        if sample["metric"] in wanted:  # most samples of a campaign are not boot points
-            by_run[sample["run_id"]][sample["metric"]] = sample["value"]
+    # most samples of a campaign are not boot points: only these are read one by one
+    for sample in Samples.coerce(samples).of_metrics(*wanted):
+        by_run[sample["run_id"]][sample["metric"]] = sample["value"]
     durations: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         points = dict(by_run.get(run["id"], {}))

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 # Resamples per bootstrap. Percentile intervals need about 1,000 or more to be
@@ -80,6 +79,16 @@ class CellStats:
         return (self.ci_high - self.ci_low) / 2 / abs(self.median)
 
     @property
+    def count_text(self) -> str:
+        """How many: "5" (runs of one value each), "5x3" (5 runs of 3 values) or "5r/17"
+        (5 runs, 17 values in all)."""
+        if not self.runs:
+            return str(self.n)
+        if self.n % self.runs == 0:
+            return f"{self.runs}x{self.n // self.runs}"
+        return f"{self.runs}r/{self.n}"
+
+    @property
     def unstable(self) -> bool:
         return self.cv is not None and self.cv > UNSTABLE_CV
 
@@ -97,123 +106,135 @@ def resamples_for(total_values: int, requested: int = RESAMPLES) -> int:
     return max(MIN_RESAMPLES, int(WORK_BUDGET // max(total_values, 1)))
 
 
-def _batch(block_size: int) -> int:
-    """Resamples per vectorised call: ~1e6 values at a time stay in cache (4x faster than 2e7)."""
-    return max(1, int(1e6 // max(block_size, 1)))
-
-
 def describe(cells: Sequence[Sequence[float]], resamples: int | None = None,
              confidence: float = CONFIDENCE,
              sizes: Sequence[Sequence[int] | None] | None = None) -> list[CellStats]:
-    """Statistics of many cells at once; cells of equal size share one vectorised bootstrap.
+    """Statistics of many cells at once; cells of one shape share one vectorised bootstrap.
 
     sizes[i], where given, says how cell i's values split into runs (values per run, in
-    order): such a cell's interval comes from a two-level bootstrap (runs_bootstrap). A cell
-    whose runs gave one value each is the one-level case, whatever sizes says.
+    order); without it every value is a run of its own. The median's interval comes from
+    the two-level bootstrap (runs, then values within runs), which is the ordinary
+    bootstrap of the values when each run gave one.
     """
     arrays = [np.asarray(values, dtype=float) for values in cells]
+    if any(array.size == 0 for array in arrays):
+        raise ValueError("describe() needs at least one value per cell")
     splits = [_split(array.size, (sizes or [None] * len(arrays))[index])
               for index, array in enumerate(arrays)]
     resamples = resamples or resamples_for(sum(array.size for array in arrays))
     described: list[CellStats | None] = [None] * len(arrays)
-    flat = [index for index, split in enumerate(splits) if split is None]
-    for indices in _same_sizes([(arrays[index].size,) for index in flat]).values():
-        indices = [flat[index] for index in indices]
-        block = np.stack([arrays[index] for index in indices])
-        if block.shape[1] == 0:
-            raise ValueError("describe() needs at least one value per cell")
-        low, high = _median_interval(block, resamples, confidence)
-        for row, cell in enumerate(_block_stats(block, low, high)):
-            described[indices[row]] = cell
-    for index, split in enumerate(splits):
-        if split is not None:
-            described[index] = _runs_stats(arrays[index], split, resamples, confidence)
+    shapes = [(array.size, 1) if split is None else (len(split), max(split))
+              for array, split in zip(arrays, splits)]
+    for shape, indices in _same_shapes(shapes).items():
+        padded, lengths = _padded([arrays[index] for index in indices],
+                                  [splits[index] for index in indices], shape)
+        low, high = _median_interval(padded, lengths, resamples, confidence)
+        if shape[1] == 1:  # one value per run
+            for row, cell in enumerate(_block_stats(padded[:, :, 0], low, high)):
+                described[indices[row]] = cell
+            continue
+        for row, index in enumerate(indices):
+            described[index] = _runs_stats(arrays[index], splits[index], low[row], high[row])
     return described  # type: ignore[return-value]
-
-
-def _runs_stats(values: np.ndarray, sizes: list[int], resamples: int,
-                confidence: float) -> CellStats:
-    """A cell of several values per run: location (median, mean, min, max) over every value,
-    the median's interval by the two-level bootstrap, and the spread and its flags (stdev,
-    cv, outliers, modes) over the runs' own medians, the unit that is replicated: values of
-    one run cluster, and pooled they would pose as modes and outliers."""
-    low, high = runs_bootstrap(values, sizes, resamples, confidence)
-    whole = _block_stats(values[None, :], np.array([np.nan]), np.array([np.nan]))[0]
-    bounds = np.cumsum([0, *sizes])
-    medians = np.array([np.median(values[start:end]) for start, end in zip(bounds, bounds[1:])])
-    spread = _block_stats(medians[None, :], np.array([np.nan]), np.array([np.nan]))[0]
-    return dataclasses.replace(whole, stdev=spread.stdev, cv=spread.cv,
-                               ci_low=low, ci_high=high,
-                               outliers=spread.outliers, multimodal=spread.multimodal,
-                               runs=len(sizes))
 
 
 def _split(count: int, sizes: Sequence[int] | None) -> list[int] | None:
     """The values per run, if the cell has several values in some run; else None."""
-    if sizes is None or all(size == 1 for size in sizes):
+    if sizes is None or len(sizes) == 0 or max(sizes) == 1:
         return None
     if sum(sizes) != count or min(sizes) < 1:
         raise ValueError(f"sizes {list(sizes)} do not split {count} values into runs")
     return list(sizes)
 
 
-# The two-level (hierarchical) bootstrap, as for nested data: resample the runs with
-# replacement, then, within each chosen run, its values with replacement; the median of
-# the pooled draw is one replicate. The between-run spread enters through the first level,
-# so more values per run never narrow the interval below what the runs allow. Every
-# chosen run gives as many draws as the largest run, so runs weigh equally.
-RUNS_BOOTSTRAP_CHUNK = 4_000_000  # values drawn per vectorised step (~32 MB)
-
-
-def runs_bootstrap(values: np.ndarray, sizes: Sequence[int], resamples: int = RESAMPLES,
-                   confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
-    """Percentile interval of the median under a two-level bootstrap (runs, then values);
-    (None, None) with fewer than 3 runs, as a one-level interval needs 3 values."""
-    runs = len(sizes)
-    if runs < 3:
-        return None, None
-    values = np.asarray(values, dtype=float)
-    if np.ptp(values) == 0:
-        return float(values[0]), float(values[0])
-    lengths = np.asarray(sizes)
-    widest = int(lengths.max())
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    rng = _rng()
-    medians = np.empty(resamples)
-    step = max(1, RUNS_BOOTSTRAP_CHUNK // (runs * widest))
-    for first in range(0, resamples, step):
-        count = min(step, resamples - first)
-        chosen = rng.integers(0, runs, size=(count, runs))
-        within = (rng.random((count, runs, widest)) * lengths[chosen][..., None]).astype(np.int64)
-        drawn = values[starts[chosen][..., None] + within].reshape(count, runs * widest)
-        medians[first:first + count] = fast_median(drawn)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(medians, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def _same_sizes(shapes: Sequence[tuple[int, ...]]) -> dict[tuple[int, ...], list[int]]:
-    groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
+def _same_shapes(shapes: Sequence[tuple[int, int]]) -> dict[tuple[int, int], list[int]]:
+    groups: dict[tuple[int, int], list[int]] = defaultdict(list)
     for index, shape in enumerate(shapes):
         groups[shape].append(index)
     return groups
 
 
-def _median_interval(block: np.ndarray, resamples: int, confidence: float
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """The median's bootstrap interval for each row of a block of equal-sized cells."""
-    rows, size = block.shape
-    if size < 3:
-        return np.full(rows, np.nan), np.full(rows, np.nan)
-    low, high = block[:, 0].copy(), block[:, 0].copy()  # a constant row: [value, value]
-    varied = np.ptp(block, axis=1) > 0
-    if varied.any():
-        result = stats.bootstrap((block[varied],), fast_median, vectorized=True, axis=-1,
-                                 n_resamples=resamples, confidence_level=confidence,
-                                 method="percentile", rng=_rng(),
-                                 batch=_batch(int(varied.sum()) * size))
-        low[varied] = result.confidence_interval.low
-        high[varied] = result.confidence_interval.high
+def _padded(arrays: list[np.ndarray], splits: list[list[int] | None], shape: tuple[int, int]
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Cells of one shape as (cells, runs, widest) values and (cells, runs) run lengths;
+    the padding of a shorter run is never drawn."""
+    runs, widest = shape
+    if widest == 1:
+        return np.stack(arrays)[:, :, None], np.ones((len(arrays), runs), dtype=np.int64)
+    padded = np.zeros((len(arrays), runs, widest))
+    lengths = np.empty((len(arrays), runs), dtype=np.int64)
+    for row, (array, split) in enumerate(zip(arrays, splits)):
+        assert split is not None
+        lengths[row] = split
+        for run, chunk in enumerate(np.split(array, np.cumsum(split)[:-1])):
+            padded[row, run, :chunk.size] = chunk
+    return padded, lengths
+
+
+def _runs_stats(values: np.ndarray, sizes: list[int], low: float, high: float) -> CellStats:
+    """A cell of several values per run: location (median, mean, min, max) over every value,
+    the median's interval by the two-level bootstrap, and the spread and its flags (stdev,
+    cv, outliers, modes) over the runs' own medians, the unit that is replicated: values of
+    one run cluster, and pooled they would pose as modes and outliers."""
+    nothing = np.array([np.nan])
+    whole = _block_stats(values[None, :], nothing, nothing)[0]
+    bounds = np.cumsum([0, *sizes])
+    medians = np.array([np.median(values[start:end]) for start, end in zip(bounds, bounds[1:])])
+    spread = _block_stats(medians[None, :], nothing, nothing)[0]
+    return dataclasses.replace(whole, stdev=spread.stdev, cv=spread.cv,
+                               ci_low=_number(low), ci_high=_number(high),
+                               outliers=spread.outliers, multimodal=spread.multimodal,
+                               runs=len(sizes))
+
+
+# The bootstrap resamples the runs with replacement, then, within each chosen run, its
+# values with replacement; the median of the pooled draw is one replicate, and the
+# interval is the replicates' percentile interval. Through the first level the spread
+# between runs enters, so more values per run never narrow the interval below what the
+# runs allow; with one value per run it is the ordinary bootstrap of the values. Every
+# chosen run gives as many draws as the largest run, so runs weigh equally. It is a few
+# lines of numpy, vectorised over cells of one shape, in chunks of resamples that keep
+# about CHUNK values in memory at a time.
+CHUNK = 2_000_000
+
+
+def _median_interval(padded: np.ndarray, lengths: np.ndarray, resamples: int,
+                     confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The median's two-level percentile interval for each cell of a (cells, runs, widest)
+    block; NaN for cells of fewer than 3 runs, [value, value] for constant cells."""
+    cells, runs, widest = padded.shape
+    low, high = np.full(cells, np.nan), np.full(cells, np.nan)
+    if runs < 3:
+        return low, high
+    flat = padded.reshape(cells, runs * widest)
+    first = flat[:, 0]
+    varied = np.array([np.ptp(flat[row, :lengths[row].sum()]) > 0 if widest > 1
+                       else np.ptp(flat[row]) > 0 for row in range(cells)], dtype=bool)
+    low[~varied], high[~varied] = first[~varied], first[~varied]
+    rows = np.flatnonzero(varied)
+    if rows.size == 0:
+        return low, high
+    rng = _rng()
+    # drawn in single precision: half the memory traffic of partitioning, and a rounding of
+    # 6e-8 of the value, far below any spread a measurement has
+    source = flat[rows].astype(np.float32)
+    medians = np.empty((rows.size, resamples))
+    step = max(1, CHUNK // (rows.size * runs * widest))
+    starts = np.arange(runs) * widest
+    for begin in range(0, resamples, step):
+        count = min(step, resamples - begin)
+        chosen = rng.integers(0, runs, size=(count, runs))  # the same runs for every cell
+        if widest == 1:
+            drawn = source[:, chosen]  # (cells, count, runs)
+        else:
+            within = (rng.random((rows.size, count, runs, widest))
+                      * lengths[rows][:, chosen][..., None]).astype(np.int64)
+            where = starts[chosen][None, :, :, None] + within
+            drawn = np.take_along_axis(source[:, None, :],
+                                       where.reshape(rows.size, count, runs * widest), axis=2)
+        medians[:, begin:begin + count] = fast_median(drawn)
+    tail = (1 - confidence) / 2 * 100
+    low[rows], high[rows] = np.percentile(medians, [tail, 100 - tail], axis=1)
     return low, high
 
 
@@ -255,11 +276,24 @@ def _bimodality_coefficient(block: np.ndarray) -> np.ndarray:
     varied = np.ptp(block, axis=1) > 0
     coefficient = np.zeros(rows)
     if varied.any():
-        skew = stats.skew(block[varied], axis=1, bias=False)
-        kurtosis = stats.kurtosis(block[varied], axis=1, bias=False)
+        skew, kurtosis = _skew_kurtosis(block[varied])
         correction = 3 * (size - 1) ** 2 / ((size - 2) * (size - 3))
         coefficient[varied] = (skew ** 2 + 1) / (kurtosis + correction)
     return coefficient
+
+
+def _skew_kurtosis(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's sample skewness and excess kurtosis, bias-corrected (scipy's skew and
+    kurtosis with bias=False): three moments in numpy cost less than importing scipy.stats
+    for a report that needs nothing else from it."""
+    size = block.shape[1]
+    centred = block - block.mean(axis=1, keepdims=True)
+    m2 = (centred ** 2).mean(axis=1)
+    m3 = (centred ** 3).mean(axis=1)
+    m4 = (centred ** 4).mean(axis=1)
+    skew = m3 / m2 ** 1.5 * math.sqrt(size * (size - 1)) / (size - 2)
+    kurtosis = ((size * size - 1) * m4 / m2 ** 2 - 3 * (size - 1) ** 2) / ((size - 2) * (size - 3))
+    return skew, kurtosis
 
 
 def median_ci(values: Sequence[float], confidence: float = CONFIDENCE,
@@ -295,6 +329,8 @@ def is_multimodal(values: np.ndarray) -> bool:
         # timings spread multiplicatively: on a log scale a tight cluster at
         # 2.5 us and a loose one at 20-34 us get comparable widths
         values = np.log(values)
+    from scipy import stats  # imported only for cells the screen lets through
+
     try:
         kde = stats.gaussian_kde(values, bw_method="silverman")
     except (np.linalg.LinAlgError, ValueError):  # all but one value equal
@@ -390,6 +426,8 @@ def permutation_pvalues(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]
     scipy call; scipy enumerates every split exactly when there are fewer
     splits than resamples.
     """
+    from scipy import stats  # compare's alone: a report never imports it
+
     arrays = [(np.asarray(a, dtype=float), np.asarray(b, dtype=float)) for a, b in pairs]
     total = sum(a.size + b.size for a, b in arrays)
     resamples = resamples or resamples_for(total, PERMUTATIONS)

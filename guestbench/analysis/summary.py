@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import statistics
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from guestbench.analysis import stats as cell_stats
 from guestbench.analysis.stats import CellStats
+from guestbench.store.columns import Samples
 
 # Units where a larger number is better; every other unit (time, cycles) is a cost.
 HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "IOPS", "ops/s", "files/s"})
@@ -57,6 +60,11 @@ class Cell:
     @property
     def n(self) -> int:
         return len(self.values)
+
+    @property
+    def count_text(self) -> str:
+        """Runs and values per run, as CellStats.count_text; "0" without values."""
+        return self.stats.count_text if self.stats is not None else str(self.n_runs)
 
     @property
     def n_runs(self) -> int:
@@ -113,61 +121,111 @@ class Results:
 
 
 def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
-              samples: Iterable[dict[str, Any]], include_context: bool = False) -> Results:
+              samples: Samples | Iterable[dict[str, Any]], include_context: bool = False) -> Results:
     """Group raw runs and samples into cells.
 
     runs: dicts with id, environment, label, status, reason; params (optional) may declare
     the metrics' directions (declared_directions).
-    samples: dicts with run_id, metric, unit, value.
+    samples: Samples, or dicts with run_id, metric, unit, value. They can number 500,000:
+    they are grouped with numpy, never one by one in Python.
     """
     runs = list(runs)
-    run_of = {run["id"]: run for run in runs}
+    samples = Samples.coerce(samples)
     labels = list(dict.fromkeys(run["label"] for run in runs))
-    metrics: dict[str, dict[str, str]] = {label: {} for label in labels}
-    # (label, metric, environment) -> run id -> its values
-    values: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(dict)
-    for sample in samples:  # one pass over the samples: they can number 500,000
-        metric = sample["metric"]
-        run = run_of.get(sample["run_id"])
-        if run is None or (not include_context and metric in CONTEXT_METRICS):
-            continue
-        metrics[run["label"]].setdefault(metric, sample["unit"])
-        if run["status"] == "ok":  # a failed run's samples are never counted
-            by_run = values[(run["label"], metric, run["environment"])]
-            found = by_run.get(run["id"])
-            if found is None:
-                by_run[run["id"]] = [sample["value"]]
-            else:
-                found.append(sample["value"])
-    rows = [(label, metric, unit) for label in labels for metric, unit in metrics[label].items()]
-    rows += [(label, "", "") for label in labels if not metrics[label]]
-    order = {label: index for index, label in enumerate(labels)}
+    label_code = {label: index for index, label in enumerate(labels)}
+    env_code = {env: index for index, env in enumerate(environments)}
+    run_ids = np.fromiter((run["id"] for run in runs), dtype=np.int64, count=len(runs))
+    run_label = np.fromiter((label_code[run["label"]] for run in runs), dtype=np.int64, count=len(runs))
+    run_env = np.fromiter((env_code[run["environment"]] for run in runs), dtype=np.int64, count=len(runs))
+    run_ok = np.fromiter((run["status"] == "ok" for run in runs), dtype=bool, count=len(runs))
+    # each sample's run, as an index into runs (samples of runs not listed are left out)
+    order = np.argsort(run_ids, kind="stable")
+    found = np.searchsorted(run_ids[order], samples.run_id)
+    found = np.minimum(found, max(len(runs) - 1, 0))
+    known = (run_ids[order][found] == samples.run_id) if len(runs) else np.zeros(len(samples), bool)
+    run_of = order[found]
+    metric, names = samples.metric_codes()
+    kept = known & ~np.isin(metric, [code for code, name in enumerate(names)
+                                     if not include_context and name in CONTEXT_METRICS])
+    rows = _rows(labels, names, samples, run_label[run_of], metric, kept)
+    cells = _cells(environments, runs, rows)
+    _fill_values(cells, labels, environments, names, samples.value, run_of, metric,
+                 run_label, run_env, kept & run_ok[run_of])  # a failed run's samples never count
+    return Results(environments, rows, cells)
+
+
+def _rows(labels: list[str], names: list[str], samples: Samples, label: np.ndarray,
+          metric: np.ndarray, kept: np.ndarray) -> list[tuple[str, str, str]]:
+    """(label, metric, unit) in the order labels ran, then metrics first appeared; a label
+    with no sample gets one row with metric "". A metric's unit is the first one seen."""
+    positions = np.flatnonzero(kept)
+    combined = label[positions] * (len(names) + 1) + metric[positions]
+    _, first = np.unique(combined, return_index=True)
+    first = np.sort(positions[first])
+    seen: dict[str, dict[str, str]] = {name: {} for name in labels}
+    for position in first.tolist():
+        name, unit = samples.kinds[samples.kind[position]]
+        seen[labels[label[position]]].setdefault(name, unit)
+    rows = [(name, metric_name, unit) for name in labels for metric_name, unit in seen[name].items()]
+    rows += [(name, "", "") for name in labels if not seen[name]]
+    order = {name: index for index, name in enumerate(labels)}
     rows.sort(key=lambda row: order[row[0]])
+    return rows
+
+
+def _cells(environments: list[str], runs: list[dict[str, Any]], rows: list[tuple[str, str, str]]
+           ) -> dict[tuple[str, str], dict[str, Cell]]:
+    """Empty cells for every row and environment, with their runs: counts, ids, problems and
+    flags, gathered once per (label, environment) and shared out to the label's metrics."""
     declared: dict[str, dict[str, bool]] = {}
+    gathered: dict[tuple[str, str], tuple[list[int], list[tuple[str, str]], list[str]]] = {}
     for run in runs:
         if run["label"] not in declared:
             declared[run["label"]] = declared_directions(run.get("params"))
-    cells = {(label, metric): {env: Cell(env, label, metric, unit,
-                                         declared_higher=declared[label].get(metric))
-                               for env in environments}
-             for label, metric, unit in rows}
-    rows_of_label: dict[str, list[dict[str, Cell]]] = defaultdict(list)
-    for (label, _metric), row in cells.items():
-        rows_of_label[label].append(row)
-    for run in runs:
-        for row in rows_of_label[run["label"]]:
-            cell = row[run["environment"]]
-            cell.runs += 1
-            cell.run_ids.append(run["id"])
-            if run["status"] != "ok":
-                cell.problems.append((run["status"], run["reason"]))
-            else:
-                cell.flags += run.get("flags") or []
-    for (label, metric, env), by_run in values.items():
-        cell = cells[(label, metric)][env]
-        cell.values = [value for found in by_run.values() for value in found]
-        cell.sizes = [len(found) for found in by_run.values()]
-    return Results(environments, rows, cells)
+        ids, problems, flags = gathered.setdefault((run["label"], run["environment"]), ([], [], []))
+        ids.append(run["id"])
+        if run["status"] != "ok":
+            problems.append((run["status"], run["reason"]))
+        else:
+            flags += run.get("flags") or []
+    cells = {}
+    for label, metric, unit in rows:
+        row = {}
+        for env in environments:
+            ids, problems, flags = gathered.get((label, env), ([], [], []))
+            row[env] = Cell(env, label, metric, unit, problems=list(problems), flags=list(flags),
+                            runs=len(ids), run_ids=list(ids),
+                            declared_higher=declared.get(label, {}).get(metric))
+        cells[(label, metric)] = row
+    return cells
+
+
+def _fill_values(cells: dict[tuple[str, str], dict[str, Cell]], labels: list[str],
+                 environments: list[str], names: list[str], values: np.ndarray,
+                 run_of: np.ndarray, metric: np.ndarray, run_label: np.ndarray,
+                 run_env: np.ndarray, counted: np.ndarray) -> None:
+    """Each cell's values, grouped by run in the runs' order, and the values per run."""
+    positions = np.flatnonzero(counted)
+    runs = run_of[positions]
+    keys = (run_label[runs], metric[positions], run_env[runs])
+    order = np.lexsort((runs, keys[2], keys[1], keys[0]))  # stable: stored order within a run
+    positions, runs = positions[order], runs[order]
+    keys = tuple(key[order] for key in keys)
+    if positions.size == 0:
+        return
+    new_cell = np.ones(positions.size, dtype=bool)
+    new_cell[1:] = (np.diff(keys[0]) != 0) | (np.diff(keys[1]) != 0) | (np.diff(keys[2]) != 0)
+    new_run = new_cell.copy()
+    new_run[1:] |= np.diff(runs) != 0
+    cell_starts = np.flatnonzero(new_cell)
+    run_starts = np.flatnonzero(new_run)
+    sorted_values = values[positions]
+    bounds = np.append(cell_starts, positions.size)
+    for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        cell = cells[(labels[keys[0][start]], names[keys[1][start]])][environments[keys[2][start]]]
+        cell.values = sorted_values[start:end].tolist()
+        firsts = run_starts[np.searchsorted(run_starts, start):np.searchsorted(run_starts, end)]
+        cell.sizes = np.diff(np.append(firsts, end)).tolist()
 
 
 def status_counts(cell: Cell) -> Counter:

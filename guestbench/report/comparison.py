@@ -27,8 +27,8 @@ def tables(comparison: Comparison) -> list[Table]:
                   name="compare", note=_note(comparison))
     for cell in comparison.cells:
         table.add([cell.environment, cell.label, f"{cell.metric} ({cell.unit})",
-                   f"{format_value(cell.a.median)} n={cell.a.n}",
-                   f"{format_value(cell.b.median)} n={cell.b.n}", _ratio(cell),
+                   f"{format_value(cell.a.median)} n={cell.a.count_text}",
+                   f"{format_value(cell.b.median)} n={cell.b.count_text}", _ratio(cell),
                    "-" if cell.pvalue is None else f"{cell.pvalue:.3g}",
                    cell.verdict.upper() if cell.verdict == SLOWER else cell.verdict,
                    "; ".join(cell.notes) or "-"],

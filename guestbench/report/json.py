@@ -72,6 +72,7 @@ def cells(report: Report) -> list[dict[str, Any]]:
                 "environment": env, "label": label, "metric": metric, "unit": cell.unit,
                 "primary": report.primary.get(label) == metric,
                 "n": cell.n, "runs": cell.runs, "run_ids": cell.run_ids,
+                "values_per_run": cell.sizes,
                 "statistics": None if described is None else {
                     "median": described.median, "mean": described.mean,
                     "min": described.minimum, "max": described.maximum,

@@ -14,6 +14,7 @@ from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
 from guestbench.analysis.stats import CellStats, Interval
 from guestbench.analysis.summary import CONTEXT_METRICS, Cell, Results, analyse, summarise
 from guestbench.store import Store, StoreError
+from guestbench.store.columns import Samples
 
 
 @dataclass
@@ -32,7 +33,7 @@ class Report:
     campaign: dict[str, Any]
     environments: list[dict[str, Any]]
     runs: list[dict[str, Any]]
-    samples: list[dict[str, Any]]
+    samples: Samples
     baseline: str | None
     results: Results
     resamples: int = stats.RESAMPLES
@@ -52,7 +53,11 @@ class Report:
 
 
 def load(store: Store, selector: str | None = None, baseline: str | None = None,
-         all_metrics: bool = False, resamples: int | None = None) -> Report:
+         all_metrics: bool = False, resamples: int | None = None,
+         context_samples: bool = True) -> Report:
+    """One campaign's report. context_samples=False leaves the context metrics' samples
+    (iterations, clock ratios) unread, for a view that shows neither (the summary): they
+    are a third of a micro campaign's samples."""
     campaign = store.campaign(selector)
     environments = store.environments(campaign["id"])
     names = [env["name"] for env in environments]
@@ -64,7 +69,8 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     runs = store.runs(campaign["id"])
     for run in runs:
         run["environment"] = env_name[run["environment_id"]]
-    samples = list(store.samples(campaign["id"]))
+    samples = store.samples(campaign["id"], () if context_samples or all_metrics
+                            else CONTEXT_METRICS)
     results = summarise(names, runs, samples, include_context=all_metrics)
     report = Report(campaign, environments, runs, samples, baseline, results)
     report.resamples = analyse(results, resamples)
@@ -310,7 +316,7 @@ def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: boo
     elif cell.n > 1:
         text += f" ({format_value(cell.minimum / divisor)}-{format_value(cell.maximum / divisor)})"
     if show_n:
-        text += f" n={cell.n}"
+        text += f" n={cell.count_text}"
     return decorate(text, cell, footnotes)
 
 
@@ -326,9 +332,10 @@ def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes,
     return f"{text} {footnotes.mark(cell)}".strip() if cell.problems or cell.flag_names else text
 
 
-def _column_n(results: Results, environment: str) -> int | None:
+def _column_n(results: Results, environment: str) -> str | None:
     """The n shared by every measured cell of a column, or None if they differ."""
-    counts = {row[environment].n for row in results.cells.values() if row[environment].n}
+    counts = {row[environment].count_text for row in results.cells.values()
+              if row[environment].n}
     return counts.pop() if len(counts) == 1 else None
 
 
@@ -344,36 +351,9 @@ def interval_note(report: Report) -> str:
     return (f"± is half the median's {stats.CONFIDENCE:.0%} bootstrap confidence interval "
             f"(percentile method, {report.resamples} resamples"
             + (", fewer than usual to bound the report's time" if report.resamples
-               < stats.RESAMPLES else "") + "), as a share of the median; cells with fewer "
-            "than 3 values show (min-max) instead.")
-
-
-def tables(report: Report) -> list[Table]:
-    """The terminal's set: measured, normalised (with geometric means), versions, boot, clock,
-    host."""
-    from guestbench.report.versions import version_tables  # it builds on this module
-
-    footnotes = Footnotes()
-    out = [measured_table(report, footnotes)]
-    ratio = ratio_table(report, footnotes)
-    if ratio is not None:
-        out.append(ratio)
-    out += version_tables(report, footnotes)
-    for extra in (boot_table(report), clock_table(report), host_table(report)):
-        if extra is not None:
-            out.append(extra)
-    out[-1].footnotes = footnotes.lines()
-    return out
-
-
-def summary_tables(report: Report) -> list[Table]:
-    """The terminal's first answer: one row per workload, its primary metric only; per
-    environment the median ±half its interval and, but for the baseline, the ratio to it;
-    then the geometric-mean slowdown. The full set is tables() (report --detail)."""
-    footnotes = Footnotes()
-    out = [summary_table(report, footnotes)]
-    out[-1].footnotes = footnotes.lines()
-    return out
+               < stats.RESAMPLES else "") + "; runs are resampled, then the values within "
+            "each run), as a share of the median; cells of fewer than 3 runs show (min-max) "
+            "instead. n: runs, or runs x values per run.")
 
 
 def summary_table(report: Report, footnotes: Footnotes) -> Table:
@@ -494,9 +474,8 @@ def clock_table(report: Report) -> Table | None:
     """The clock check per environment: agent time over host time between hello and end."""
     ratios: dict[str, list[float]] = {}
     run_env = {run["id"]: run["environment"] for run in report.runs}
-    for sample in report.samples:
-        if sample["metric"] == "clock_ratio":
-            ratios.setdefault(run_env[sample["run_id"]], []).append(sample["value"])
+    for sample in report.samples.of_metrics("clock_ratio"):
+        ratios.setdefault(run_env[sample["run_id"]], []).append(sample["value"])
     if not ratios:
         return None
     flagged = {env: sum("clock-drift" in (run.get("flags") or []) for run in report.runs
@@ -518,7 +497,7 @@ def boot_table(report: Report) -> Table | None:
     cells = breakdown(report.runs, report.samples)
     if not cells:
         return None
-    boot_samples = [sample for sample in report.samples if sample["metric"] == "boot_powered_off"]
+    boot_samples = list(report.samples.of_metrics("boot_powered_off"))
     envs = [env for env in report.results.environments if env in cells]
     table = Table("Boot phases: median duration per phase, ms (host clock; guest uptime on "
                   "the guest's)", ["phase", *(f"{env} n={max(c.n for c in cells[env].values())}"

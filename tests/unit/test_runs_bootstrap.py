@@ -95,3 +95,10 @@ def test_the_permutation_test_exchanges_runs_not_values():
     by_value, by_run = pvalues[0::2], pvalues[1::2]
     assert sum(p < 0.05 for p in by_value) > 20
     assert sum(p < 0.05 for p in by_run) <= 6
+
+
+def test_how_many_says_runs_and_values_per_run():
+    values, sizes = nested(6, 3, between=1, within=1)
+    assert stats.describe([values], sizes=[sizes])[0].count_text == "6x3"
+    assert stats.describe([[1.0, 2.0, 3.0, 4.0, 5.0]], sizes=[[2, 3]])[0].count_text == "2r/5"
+    assert stats.describe([[1.0, 2.0, 3.0]])[0].count_text == "3"
