@@ -242,9 +242,11 @@ def _write(text: str, output: Path | None) -> None:
 @click.option("--format", "output_format", default="table", show_default=True,
               type=click.Choice(["table", "markdown", "json"]))
 @click.option("--fail-on-regression", is_flag=True, help="exit 1 if any cell is slower in B")
+@click.option("--all", "every", is_flag=True, help="table format: list every cell, not only "
+                                                    "those slower or faster")
 def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, threshold: float,
             alpha: float, ignore_spec: tuple[str, ...], output_format: str,
-            fail_on_regression: bool) -> None:
+            fail_on_regression: bool, every: bool) -> None:
     """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names): per cell B/A, p-value and a verdict."""
     from guestbench import store
     from guestbench.analysis import compare as comparing
@@ -268,7 +270,7 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
         from guestbench.report import markdown
         click.echo(markdown.render_tables(rendering.tables(result)), nl=False)
     else:
-        _print_tables(rendering.tables(result))
+        _print_tables(rendering.tables(result, every))
     if fail_on_regression and result.regressions:
         click.echo(f"guestbench: {len(result.regressions)} cell(s) slower in B "
                    "(--fail-on-regression)", err=True)
@@ -288,9 +290,11 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
 @click.option("--alpha", default=0.01, show_default=True, type=click.FloatRange(0, 1),
               help="family-wise error rate of the verdicts (Holm over every cell)")
 @click.option("--fail-on-regression", is_flag=True, help="exit 1 if any cell is slower in B")
+@click.option("--all", "every", is_flag=True, help="list every cell, not only those slower "
+                                                    "or faster")
 def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
        repeat: str | None, db: str, threshold: float, alpha: float,
-       fail_on_regression: bool) -> None:
+       fail_on_regression: bool, every: bool) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
     from guestbench import host, plan
@@ -310,7 +314,7 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
     sides = _ab_sides(results, campaign_id)
     result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=keys,
                                correction="holm")
-    _print_tables(rendering.tables(result))
+    _print_tables(rendering.tables(result, every))
     click.echo(f"A/B: {result.count(comparing.SLOWER)} slower, {result.count(comparing.FASTER)} "
                f"faster, {result.count(comparing.SAME)} same of {len(result.cells)} cells "
                f"(Holm-adjusted p < {alpha:g} and beyond ±{threshold:.0%}); campaign "
@@ -324,7 +328,8 @@ def _ab_sides(opened, campaign_id: int):
     from guestbench.analysis import compare as comparing
     campaign = opened.campaign(str(campaign_id))
     environments = opened.environments(campaign_id)
-    runs, samples = opened.runs(campaign_id), list(opened.samples(campaign_id))
+    from guestbench.analysis.summary import CONTEXT_METRICS
+    runs, samples = opened.runs(campaign_id), opened.samples(campaign_id, CONTEXT_METRICS)
     sides = []
     for tag in ("a", "b"):
         mine = [{**env, "name": env["name"].rsplit(".", 1)[0]} for env in environments
@@ -332,16 +337,19 @@ def _ab_sides(opened, campaign_id: int):
         ids = {env["id"] for env in mine}
         side_runs = [dict(run) for run in runs if run["environment_id"] in ids]
         run_ids = {run["id"] for run in side_runs}
-        sides.append(comparing.side(campaign, mine, side_runs,
-                                    [s for s in samples if s["run_id"] in run_ids]))
+        sides.append(comparing.side(campaign, mine, side_runs, samples.of_runs(run_ids)))
     return sides
 
 
 def _side(opened, selector: str):
+    """One campaign as compare reads it: context metrics (iterations, clock ratios) are
+    never compared, and are left unread."""
     from guestbench.analysis import compare as comparing
+    from guestbench.analysis.summary import CONTEXT_METRICS
     campaign = opened.campaign(selector)
     return comparing.side(campaign, opened.environments(campaign["id"]),
-                          opened.runs(campaign["id"]), opened.samples(campaign["id"]))
+                          opened.runs(campaign["id"]),
+                          opened.samples(campaign["id"], CONTEXT_METRICS))
 
 
 def _print_tables(drawn) -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from guestbench import agent, proc
 from guestbench.environments import scratch
@@ -36,6 +38,21 @@ class OciSpec(EnvironmentSpec):
     cpu_quota: float | None = Field(
         None, gt=0, le=1024, description="CPUs the container may use (CFS quota over a "
                                         "100 ms period, e.g. 0.5); None: no limit")
+    cpus: str | None = Field(
+        None, description="host CPUs the container may run on, as a cpuset list (\"1\", \"0-1\", "
+                    "\"0,2\"); None: any")
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _one_cpu_may_be_a_number(cls, value: object) -> object:
+        """cpus = 1 (a TOML or --a/--b number) means the cpuset "1"; text must be a list."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        if isinstance(value, str) and not CPUSET.fullmatch(value):
+            raise PydanticCustomError(
+                "cpuset", "'{value}' is not a list of CPUs",
+                {"value": value, "fix": 'give CPU numbers and ranges such as "1", "0-1" or "0,2"'})
+        return value
 
     @model_validator(mode="after")
     def _gvisor_options_need_runsc(self) -> "OciSpec":
@@ -64,8 +81,10 @@ class Oci(Environment):
         except agent.AgentMissing as error:
             return Availability.no(str(error))
         # Only a real container says whether this host's cgroups, seccomp and
-        # kernel suit the runtime; it takes well under a second when they do.
-        bundle = _Bundle(agent_path, ["--version"])
+        # kernel suit the runtime (and its CPU limits: a CPU the host lacks); it takes
+        # well under a second when they do.
+        bundle = _Bundle(agent_path, ["--version"], cpu_quota=self.spec.cpu_quota,
+                         cpus=self.spec.cpus)
         try:
             result = proc.run(self._run_argv(bundle), timeout_s=PROBE_TIMEOUT_S)
         except proc.DeadlineExceeded:
@@ -87,7 +106,7 @@ class Oci(Environment):
         try:
             bundle = _Bundle(job.agent_path, list(args), scratch=folder,
                              host_programs="exec" in job.agent_args,
-                             cpu_quota=self.spec.cpu_quota)
+                             cpu_quota=self.spec.cpu_quota, cpus=self.spec.cpus)
         except BaseException:
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -123,6 +142,7 @@ def _quiet_run(argv: list[str]) -> None:
 
 CONTAINER_SCRATCH = "/scratch"
 CPU_PERIOD_US = 100_000
+CPUSET = re.compile(r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*")  # as cpuset.cpus reads it
 # Debian's merged /usr: these top-level names are links into /usr on the host too
 USR_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
 
@@ -135,7 +155,8 @@ class _Bundle:
     """
 
     def __init__(self, agent_path: Path, agent_args: list[str], scratch: Path | None = None,
-                 host_programs: bool = False, cpu_quota: float | None = None) -> None:
+                 host_programs: bool = False, cpu_quota: float | None = None,
+                 cpus: str | None = None) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="guestbench-oci-"))
         self.state = self.directory / "state"
         self.container_id = f"guestbench-{uuid.uuid4().hex[:12]}"
@@ -145,9 +166,13 @@ class _Bundle:
         self.state.mkdir()
         shutil.copy(agent_path, rootfs / "gbagent")
         config = _config(["/gbagent", *agent_args])
+        cpu: dict[str, Any] = {}
         if cpu_quota is not None:
-            config["linux"]["resources"] = {"cpu": {"period": CPU_PERIOD_US,
-                                                    "quota": round(cpu_quota * CPU_PERIOD_US)}}
+            cpu.update(period=CPU_PERIOD_US, quota=round(cpu_quota * CPU_PERIOD_US))
+        if cpus is not None:
+            cpu["cpus"] = cpus
+        if cpu:
+            config["linux"]["resources"] = {"cpu": cpu}
         if host_programs:
             (rootfs / "usr").mkdir()
             for name, target in USR_LINKS.items():

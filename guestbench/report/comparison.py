@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from guestbench import __version__
-from guestbench.analysis.compare import SLOWER, Comparison, CellComparison, Side
+from guestbench.analysis.compare import SAME, SLOWER, Comparison, CellComparison, Side
 from guestbench.analysis.stats import CONFIDENCE, PERMUTATIONS
 from guestbench.report.model import Table, format_interval, format_percent, format_value
 
@@ -19,13 +19,21 @@ def _name(side: Side) -> str:
     return f"campaign {campaign['id']} '{campaign['name']}' ({campaign['created_at']:%Y-%m-%d %H:%M} UTC)"
 
 
-def tables(comparison: Comparison) -> list[Table]:
+def tables(comparison: Comparison, every: bool = True) -> list[Table]:
+    """The compared cells, then those not compared. every=False (the terminal's default)
+    lists only the cells judged slower or faster: a campaign of thousands of cells is
+    otherwise thousands of lines of "same"; the note counts them all."""
     a, b = comparison.a, comparison.b
     table = Table(f"Compare: A = {_name(a)}, B = {_name(b)}",
                   ["environment", "workload", "metric", "A median", "B median",
                    f"B/A [{CONFIDENCE:.0%} CI]", "p", "verdict", "notes"], [], label_columns=3,
                   name="compare", note=_note(comparison))
-    for cell in comparison.cells:
+    shown = comparison.cells if every else [cell for cell in comparison.cells
+                                            if cell.verdict != SAME]
+    if len(shown) < len(comparison.cells):
+        table.note += (f" Listed: the {len(shown)} cells judged slower or faster; every cell "
+                       "with --all, or --format markdown|json.")
+    for cell in shown:
         table.add([cell.environment, cell.label, f"{cell.metric} ({cell.unit})",
                    f"{format_value(cell.a.median)} n={cell.a.count_text}",
                    f"{format_value(cell.b.median)} n={cell.b.count_text}", _ratio(cell),

@@ -169,11 +169,12 @@ FLAG_MEANINGS = {
                    "(see clock_ratio with --all-metrics): its time-based numbers are suspect, "
                    "or the host was too busy to timestamp the guest's lines promptly (check "
                    "the host checks' load)",
-    "unstable": f"the values' coefficient of variation is above {stats.UNSTABLE_CV:.0%} "
-                "(standard deviation over mean): look at the spread before trusting the median",
-    "multimodal": "the values form separate clusters (peaks of a kernel density estimate): "
+    "unstable": f"the runs' coefficient of variation is above {stats.UNSTABLE_CV:.0%} "
+                "(standard deviation over mean, of each run's median where runs give several "
+                "values): look at the spread before trusting the median",
+    "multimodal": "the runs form separate clusters (peaks of a kernel density estimate): "
                   "the median may sit between two behaviours",
-    "outliers": f"values beyond Tukey's fences ({stats.OUTLIER_IQR:g} interquartile ranges "
+    "outliers": f"runs beyond Tukey's fences ({stats.OUTLIER_IQR:g} interquartile ranges "
                 "outside the quartiles); the count is in brackets",
 }
 
@@ -182,7 +183,9 @@ _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 
 
 class Footnotes:
-    """Numbers each distinct (environment, status or flag, reason) once; remembers marks used.
+    """Numbers each distinct (environment, status, reason) once, and each flag once for
+    every environment it marks (a flag means the same wherever it appears); remembers the
+    marks used.
 
     Reasons that differ only in their numbers (addresses, timestamps on a console) share
     one footnote, which shows the first of them and how many others it stands for.
@@ -192,12 +195,18 @@ class Footnotes:
         self._numbers: dict[tuple[str, str, str], int] = {}
         self._shown: dict[tuple[str, str, str], str] = {}  # the first reason of each
         self._alike: dict[tuple[str, str, str], set[str]] = {}
+        self._flagged: dict[tuple[str, str, str], list[str]] = {}  # a flag's environments
 
     def mark(self, cell: Cell) -> str:
         marks = []
         flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in cell.flag_names]
-        for status, reason in [*cell.problems, *flagged]:
-            key = (cell.environment, status, _NUMBERS.sub("#", reason or ""))
+        for index, (status, reason) in enumerate([*cell.problems, *flagged]):
+            is_flag = index >= len(cell.problems)
+            key = ("" if is_flag else cell.environment, status, _NUMBERS.sub("#", reason or ""))
+            if is_flag:
+                environments = self._flagged.setdefault(key, [])
+                if cell.environment not in environments:
+                    environments.append(cell.environment)
             number = self._numbers.setdefault(key, len(self._numbers) + 1)
             self._shown.setdefault(key, reason)
             self._alike.setdefault(key, set()).add(reason)
@@ -212,8 +221,9 @@ class Footnotes:
             others = len(self._alike[key]) - 1
             also = f" (and {others} more reason{'s' if others > 1 else ''} differing only in " \
                    "numbers)" if others else ""
-            lines.append(f"[{number}] {env}: {_marked(status)}: "
-                         f"{self._shown[key] or 'no reason given'}{also}")
+            where = f"{env}: {_marked(status)}" if env else \
+                f"{_marked(status)} ({', '.join(self._flagged[key])})"
+            lines.append(f"[{number}] {where}: {self._shown[key] or 'no reason given'}{also}")
         used = dict.fromkeys(status for _env, status, _reason in self._numbers
                              if status in STATUS_MARKS)
         if used:

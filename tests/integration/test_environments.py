@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -83,3 +84,18 @@ def test_a_cpu_quota_reaches_the_container_and_it_runs(available, agent_path, tm
     assert outcome.status == "ok", outcome.reason
     config = (tmp_path / "logs" / "config.json").read_text()
     assert '"quota": 50000' in config and '"period": 100000' in config
+
+
+def test_a_cpuset_pins_the_container_and_a_cpu_the_host_lacks_is_unavailable(
+        available, agent_path, tmp_path, host_facts):
+    available("runc")
+    model = environments.spec_model("oci")
+    last = str(os.cpu_count() - 1)
+    environment = environments.create(model(name="pinned", kind="oci", runtime="runc", cpus=last))
+    assert environment.probe(host_facts).available
+    outcome = run_job(environment, agent_path, tmp_path / "logs", ["--min-time", "0.01", "getpid"])
+    assert outcome.status == "ok", outcome.reason
+    assert f'"cpus": "{last}"' in (tmp_path / "logs" / "config.json").read_text()
+    missing = environments.create(model(name="nowhere", kind="oci", runtime="runc", cpus="4096"))
+    availability = missing.probe(host_facts)
+    assert not availability.available and "runc cannot run a container here" in availability.reason

@@ -45,6 +45,8 @@ INVALID = [
     pytest.param(environment('name = "f"\nkind = "fake"\nbehavior = "ok"'),
                  "environment[0].behavior", id="unknown-env-key-fake"),
     pytest.param(environment('preset = "nope"'), "environment[0].preset", id="unknown-preset"),
+    pytest.param(environment('preset = "runc"\ncpus = "a"'), "environment[0].cpus",
+                 id="cpuset-not-a-list"),
     pytest.param(environment('name = "a"\nkind = "docker"'), "environment[0]", id="unknown-kind"),
     pytest.param(environment('name = "a"'), "environment[0]", id="missing-kind"),
     pytest.param(workload('name = "getpidd"'), "workload[0].name", id="unknown-workload"),

@@ -127,7 +127,7 @@ def test_each_flag_marks_its_cell_in_every_table_with_a_footnote(store, values, 
     text = tables[0].rows[0][2]
     assert re.search(rf"[!,]{flag}\b", text), text
     numbers = re.findall(r"\[(\d+)\]", text)
-    assert any(line.startswith(f"[{number}] e: {flag}: ") for line in tables[-1].footnotes
+    assert any(line.startswith(f"[{number}] {flag} (e): ") for line in tables[-1].footnotes
                for number in numbers)
     assert flag in model.FLAG_MEANINGS
 

@@ -427,7 +427,7 @@ def test_a_clock_drift_flag_marks_the_cell_with_a_footnote(store) -> None:
     drawn = detail(model.load(store))
     cell = by_name(drawn)["measured"].rows[0][2]
     assert "!clock-drift" in cell and "[1]" in cell
-    assert any("vm: clock-drift: the guest's clock" in line for line in drawn[-1].footnotes)
+    assert any("clock-drift (vm): the guest's clock" in line for line in drawn[-1].footnotes)
 
 
 def test_flags_travel_into_csv_and_json(store) -> None:
@@ -474,3 +474,20 @@ def test_footnotes_group_reasons_that_differ_only_in_numbers() -> None:
     lines = footnotes.lines()
     assert lines[0].endswith("(and 1 more reason differing only in numbers)")
     assert "0x4d53f000" in lines[0] and "a different reason" in lines[1]
+
+
+def test_a_flag_on_several_environments_is_one_footnote_naming_them(store) -> None:
+    campaign_id = store.create_campaign("flagged", {"source": "test"}, FACTS, "fp", None,
+                                        "/logs", "0.1.0")
+    for position, name in enumerate(("vm", "box", "quiet")):
+        env = store.add_environment(campaign_id, name, "fake", {}, True, "fake", position)
+        flags = ("clock-drift",) if name != "quiet" else ()
+        store.add_run(campaign_id, RunRecord(
+            environment_id=env, workload="getpid", label="getpid", params={}, repetition=0,
+            status="ok", reason="", started_at=STARTED, host_seconds=1.0, log_path=None,
+            samples=(("time_per_op", "ns", 100.0),), flags=flags))
+    drawn = detail(model.load(store))
+    row = by_name(drawn)["measured"].rows[0]
+    assert "[1]" in row[2] and "[1]" in row[3] and "[" not in row[4]
+    lines = [line for line in drawn[-1].footnotes if "clock-drift" in line]
+    assert len(lines) == 1 and lines[0].startswith("[1] clock-drift (vm, box): ")
