@@ -114,9 +114,9 @@ def run_units(cell: Cell) -> list[float]:
     independent of each other, and exchanging them one by one would count each run several
     times. A run's number is the geometric mean of its values (the test works on logs), or
     their mean where some value is not positive."""
-    runs = cell.run_values()
-    if all(len(values) == 1 for values in runs):
+    if not cell.sizes or max(cell.sizes) == 1:
         return cell.values
+    runs = cell.run_values()
     if all(value > 0 for value in cell.values):
         return [math.exp(sum(math.log(value) for value in values) / len(values)) for values in runs]
     return [sum(values) / len(values) for values in runs]

@@ -221,13 +221,18 @@ def _median_interval(padded: np.ndarray, lengths: np.ndarray, resamples: int,
     medians = np.empty((rows.size, resamples))
     step = max(1, CHUNK // (rows.size * runs * widest))
     starts = np.arange(runs) * widest
+    # every draw is made before the chunks, the same for every cell of this shape: a
+    # cell's interval depends on its own values alone, whichever other cells are described
+    # with it (the summary view describes fewer cells than the detail view)
+    every_chosen = rng.integers(0, runs, size=(resamples, runs))
+    every_within = rng.random((resamples, runs, widest)) if widest > 1 else None
     for begin in range(0, resamples, step):
         count = min(step, resamples - begin)
-        chosen = rng.integers(0, runs, size=(count, runs))  # the same runs for every cell
+        chosen = every_chosen[begin:begin + count]
         if widest == 1:
             drawn = source[:, chosen]  # (cells, count, runs)
         else:
-            within = (rng.random((rows.size, count, runs, widest))
+            within = (every_within[None, begin:begin + count]
                       * lengths[rows][:, chosen][..., None]).astype(np.int64)
             where = starts[chosen][None, :, :, None] + within
             drawn = np.take_along_axis(source[:, None, :],

@@ -232,11 +232,17 @@ def status_counts(cell: Cell) -> Counter:
     return Counter(status for status, _ in cell.problems)
 
 
-def analyse(results: Results, resamples: int | None = None) -> int:
-    """Fill every measured cell's statistics in one vectorised pass; returns the resamples used."""
-    measured = [cell for row in results.cells.values() for cell in row.values() if cell.values]
-    total = sum(cell.n for cell in measured)
-    resamples = resamples or cell_stats.resamples_for(total)
+def analyse(results: Results, resamples: int | None = None,
+            rows: Iterable[tuple[str, str]] | None = None) -> int:
+    """Fill the measured cells' statistics in one vectorised pass; returns the resamples used.
+
+    rows: only the cells of these (label, metric) rows (a view that shows no others). The
+    resamples are chosen from every measured cell all the same, and a cell's interval
+    depends on its own values alone, so a cell gets the same numbers in every view."""
+    every = [cell for row in results.cells.values() for cell in row.values() if cell.values]
+    resamples = resamples or cell_stats.resamples_for(sum(cell.n for cell in every))
+    wanted = None if rows is None else set(rows)
+    measured = [cell for cell in every if wanted is None or (cell.label, cell.metric) in wanted]
     for cell, described in zip(measured, cell_stats.describe(
             [cell.values for cell in measured], resamples, sizes=[cell.sizes for cell in measured])):
         cell.stats = described

@@ -54,10 +54,11 @@ class Report:
 
 def load(store: Store, selector: str | None = None, baseline: str | None = None,
          all_metrics: bool = False, resamples: int | None = None,
-         context_samples: bool = True) -> Report:
-    """One campaign's report. context_samples=False leaves the context metrics' samples
-    (iterations, clock ratios) unread, for a view that shows neither (the summary): they
-    are a third of a micro campaign's samples."""
+         context_samples: bool = True, primary_only: bool = False) -> Report:
+    """One campaign's report. For a view that shows neither (the summary):
+    context_samples=False leaves the context metrics' samples (iterations, clock ratios)
+    unread, a third of a micro campaign's samples; primary_only=True describes only the
+    primary metrics' cells, and leaves the others' statistics None."""
     campaign = store.campaign(selector)
     environments = store.environments(campaign["id"])
     names = [env["name"] for env in environments]
@@ -73,8 +74,9 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
                             else CONTEXT_METRICS)
     results = summarise(names, runs, samples, include_context=all_metrics)
     report = Report(campaign, environments, runs, samples, baseline, results)
-    report.resamples = analyse(results, resamples)
     report.primary = primary_metrics(results, runs)
+    report.resamples = analyse(results, resamples,
+                               report.primary.items() if primary_only else None)
     report.ratios = _ratios(results, baseline)
     report.geomeans = _geomeans(results, baseline, report.primary)
     report.cell_stops = store.cell_stops(campaign["id"])

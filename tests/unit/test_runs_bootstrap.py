@@ -102,3 +102,12 @@ def test_how_many_says_runs_and_values_per_run():
     assert stats.describe([values], sizes=[sizes])[0].count_text == "6x3"
     assert stats.describe([[1.0, 2.0, 3.0, 4.0, 5.0]], sizes=[[2, 3]])[0].count_text == "2r/5"
     assert stats.describe([[1.0, 2.0, 3.0]])[0].count_text == "3"
+
+
+@pytest.mark.parametrize("per_run", [1, 3])
+def test_a_cell_gets_the_same_interval_whatever_cells_are_described_with_it(per_run):
+    cells = [nested(8, per_run, between=2, within=1, seed=seed) for seed in range(5)]
+    together = stats.describe([values for values, _ in cells], 500,
+                              sizes=[sizes for _, sizes in cells])
+    alone = stats.describe([cells[2][0]], 500, sizes=[cells[2][1]])
+    assert together[2] == alone[0]
