@@ -35,7 +35,7 @@ def document(report: Report) -> dict[str, Any]:
         "host": campaign["host_facts"],
         "host_checks": report.host_checks,
         "statistics": {"confidence": CONFIDENCE, "bootstrap_resamples": report.resamples,
-                       "method": "percentile bootstrap of the median",
+                       "method": "percentile bootstrap of the median: runs, then values within runs",
                        "unstable_cv": UNSTABLE_CV, "outlier_iqr": OUTLIER_IQR},
         "environments": [
             {"name": env["name"], "kind": env["kind"], "spec": env["spec"],
