@@ -27,13 +27,19 @@ def width_for(drawn: list[Table]) -> int:
     return widest
 
 
-def _column_widths(table: Table, measure=len) -> list[int]:
-    return [max(measure(row[i]) for row in [table.header, *table.rows])
+def _column_widths(table: Table) -> list[int]:
+    return [max(len(row[i]) for row in [table.header, *table.rows])
             for i in range(len(table.header))]
 
 
-def _bytes(text: str) -> int:
-    return len(text.encode())
+def _column_bytes(table: Table) -> list[int]:
+    """The most bytes a column's cell can take on a line: rich pads every cell to the
+    column's width in characters, and a cell's multi-byte marks (⊘, ±) add their extra
+    bytes on top, even where the widest cell by characters is plain ASCII."""
+    cells = [table.header, *table.rows]
+    return [max(len(row[i]) for row in cells)
+            + max(len(row[i].encode()) - len(row[i]) for row in cells)
+            for i in range(len(table.header))]
 
 
 def fit(drawn: list[Table], width: int = MAX_WIDTH) -> list[Table]:
@@ -59,7 +65,7 @@ def fit(drawn: list[Table], width: int = MAX_WIDTH) -> list[Table]:
 
 def _column_groups(table: Table, width: int) -> list[list[int]]:
     """The value columns in groups whose table fits the width (at least one column each)."""
-    widths = _column_widths(table, _bytes)
+    widths = _column_bytes(table)
     labels = sum(widths[:table.label_columns]) + 3 * table.label_columns + 1
     groups: list[list[int]] = [[]]
     used = labels

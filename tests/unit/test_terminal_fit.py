@@ -41,3 +41,15 @@ def test_a_wide_table_wraps_into_parts_that_fit():
 def test_a_table_that_fits_is_left_as_it_is():
     table = wide_table(2)
     assert terminal.fit([table]) == [table]
+
+
+def test_marks_on_rows_other_than_the_widest_still_fit():
+    # the widest cell of each column is plain ASCII; another row has a multi-byte mark in
+    # every column, padded to that width: its bytes are what must fit
+    table = Table("Percent", ["environment", *(f"workload{i}" for i in range(8))], [])
+    # 20 + 4 for the label column and 4 x (21 + 3) fill 120 exactly
+    table.add(["native-with-a-longer", *("96.9 !outliers(2) [1]" for _ in range(8))])
+    table.add(["crun", *("⊘ unavailable [2]" for _ in range(8))])
+    parts = terminal.fit([table])
+    assert len(parts) > 1
+    assert max(len(line.encode()) for line in rendered(parts).splitlines()) <= terminal.MAX_WIDTH
