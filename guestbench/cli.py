@@ -361,7 +361,7 @@ def _side(opened, selector: str):
     from guestbench.analysis.summary import CONTEXT_METRICS
     campaign = opened.campaign(selector)
     return comparing.side(campaign, opened.environments(campaign["id"]),
-                          opened.runs(campaign["id"]),
+                          opened.runs(campaign["id"], comparing.RUN_COLUMNS),
                           opened.samples(campaign["id"], CONTEXT_METRICS))
 
 

@@ -16,6 +16,8 @@ THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
 ALPHA = 0.01  # and one with a p-value above this is not shown to be real
 
 FASTER, SLOWER, SAME = "faster", "slower", "same"
+# what compare reads of each run (store.runs(only=...))
+RUN_COLUMNS = ("environment_id", "label", "params", "status", "reason", "flags")
 
 
 @dataclass

@@ -117,6 +117,15 @@ def test_reading_is_scoped_to_one_campaign(store: gb_store.Store) -> None:
     assert [e["id"] for e in store.environments(second)] == [env2]
 
 
+def test_a_reader_may_ask_for_some_columns_and_leave_metrics_out(store: gb_store.Store) -> None:
+    campaign_id = new_campaign(store)
+    env_id = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
+    run_id = store.add_run(campaign_id, a_run(env_id))
+    assert store.runs(campaign_id, ("label", "flags")) == [
+        {"id": run_id, "label": "getpid", "flags": ["unstable"]}]
+    assert [s["metric"] for s in store.samples(campaign_id, ("tsc_per_op",))] == ["time_per_op"]
+
+
 def test_one_host_row_per_fingerprint(store: gb_store.Store) -> None:
     new_campaign(store, "a", "same")
     new_campaign(store, "b", "same")
