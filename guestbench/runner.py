@@ -121,6 +121,10 @@ class _Cell:
     def min_runs(self) -> int | None:
         return self.auto.min_runs if self.auto is not None else None
 
+    @property
+    def max_seconds(self) -> float | None:
+        return self.auto.max_cell_s if self.auto is not None else None
+
     def add(self, outcome: Outcome, host_seconds: float) -> None:
         self.runs += 1
         self.host_seconds += host_seconds

@@ -15,6 +15,7 @@ class FakeCell:
     host_seconds: float = 0.0
     stopped: str | None = None
     min_runs: int | None = 5
+    max_seconds: float | None = None
 
 
 def test_a_fixed_cell_costs_its_runs_left_at_its_own_rate():
@@ -22,19 +23,34 @@ def test_a_fixed_cell_costs_its_runs_left_at_its_own_rate():
     assert seconds_left([cell]) == pytest.approx(3 * 2.0)
 
 
-def test_an_adaptive_cell_is_expected_to_stop_where_its_environment_s_cells_stopped():
-    done = [FakeCell("uml", runs=runs, host_seconds=runs * 0.5, stopped="converged")
-            for runs in (7, 7, 9)]
-    open_cell = FakeCell("uml", runs=5, host_seconds=2.5)
-    assert seconds_left([*done, open_cell]) == pytest.approx((7 - 5) * 0.5)
+def test_an_adaptive_cell_open_past_its_minimum_is_expected_to_go_to_its_most():
+    open_cell = FakeCell("uml", runs=6, host_seconds=3.0)
+    converged = [FakeCell("uml", runs=5, host_seconds=2.5, stopped="converged")] * 3
+    assert seconds_left([*converged, open_cell]) == pytest.approx((10 - 6) * 0.5)
 
 
-def test_an_open_adaptive_cell_has_at_least_one_run_to_go_and_never_more_than_its_most():
-    beyond = FakeCell("native", runs=6, host_seconds=6.0)  # past min_runs, still open
-    assert seconds_left([beyond]) == pytest.approx(1.0)
-    capped = FakeCell("native", runs=9, most_runs=10, host_seconds=9.0, min_runs=5)
-    done = FakeCell("native", runs=30, host_seconds=30.0, stopped="max-runs")
-    assert seconds_left([capped, done]) == pytest.approx(1.0)
+def test_below_its_minimum_a_cell_stops_there_with_the_share_of_cells_that_did():
+    # of four uml cells that reached 5 runs, one stopped there: expect 0.25 x 5 + 0.75 x 10
+    reached = [FakeCell("uml", runs=5, host_seconds=5.0, stopped="converged"),
+               *(FakeCell("uml", runs=5, host_seconds=5.0) for _ in range(3))]
+    young = FakeCell("uml", runs=2, host_seconds=2.0)
+    alone = seconds_left([young])  # no cell reached its minimum: a half
+    together = seconds_left([*reached, young]) - 3 * (10 - 5) * 1.0
+    assert alone == pytest.approx((7.5 - 2) * 1.0)
+    assert together == pytest.approx((8.75 - 2) * 1.0)
+
+
+def test_other_environments_stand_in_until_its_own_cells_reach_their_minimum():
+    elsewhere = FakeCell("runsc", runs=5, host_seconds=5.0, stopped="converged")
+    young = FakeCell("uml", runs=1, host_seconds=1.0)
+    assert seconds_left([elsewhere, young]) == pytest.approx((5 - 1) * 1.0)
+
+
+def test_the_time_limit_caps_the_runs_left_and_one_run_is_always_left():
+    slow = FakeCell("qemu-user", runs=6, host_seconds=24.0, max_seconds=30.0)  # 4 s a run
+    assert seconds_left([slow]) == pytest.approx(2 * 4.0)
+    spent = FakeCell("qemu-user", runs=8, host_seconds=32.0, max_seconds=30.0)
+    assert seconds_left([spent]) == pytest.approx(1 * 4.0)
 
 
 def test_a_cell_not_started_costs_what_its_environment_s_runs_cost_else_the_campaign_s():
