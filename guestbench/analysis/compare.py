@@ -196,9 +196,11 @@ def pair_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = ()
                ) -> tuple[list[tuple[Cell, Cell]], list[tuple[str, str]]]:
     """The (A cell, B cell) pairs to compare, and every cell or group that could not be paired."""
     unpaired: list[tuple[str, str]] = []
-    environments = _paired_environments(a, b, ignore_spec, unpaired)
+    environments = _without_results(a, b, _paired_environments(a, b, ignore_spec, unpaired),
+                                    unpaired)
     labels = _paired_labels(a, b, unpaired)
     pairs = []
+    without: dict[tuple[str, str, str], list[str]] = {}  # (env, label, sides) -> metrics
     for label in labels:
         metrics_a = {metric: unit for lab, metric, unit in a.results.rows if lab == label and metric}
         metrics_b = {metric: unit for lab, metric, unit in b.results.rows if lab == label and metric}
@@ -216,11 +218,31 @@ def pair_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = ()
                 x, y = a.results.cells[(label, metric)][env], b.results.cells[(label, metric)][env]
                 missing = [name for name, cell in (("A", x), ("B", y)) if not cell.values]
                 if missing:
-                    unpaired.append((f"{env} {label} {metric}",
-                                     f"no successful run in {' and '.join(missing)}"))
+                    without.setdefault((env, label, " and ".join(missing)), []).append(metric)
                 else:
                     pairs.append((x, y))
+    for (env, label, sides), metrics in without.items():  # one line per workload and reason
+        what = f"{env} {label} {metrics[0]}" if len(metrics) == 1 else \
+            f"{env} {label} ({len(metrics)} metrics)"
+        unpaired.append((what, f"no successful run in {sides}"))
     return pairs, unpaired
+
+
+def _without_results(a: Side, b: Side, environments: list[str],
+                     unpaired: list[tuple[str, str]]) -> list[str]:
+    """The environments with a successful run on both sides; one line for each of the
+    others (an environment unavailable here has dozens of cells, all for one reason)."""
+    kept = []
+    for env in environments:
+        missing = [name for name, side in (("A", a), ("B", b))
+                   if not any(row[env].values for row in side.results.cells.values()
+                              if env in row)]
+        if missing:
+            unpaired.append((f"environment {env}",
+                             f"no successful run in {' and '.join(missing)}"))
+        else:
+            kept.append(env)
+    return kept
 
 
 def _paired_environments(a: Side, b: Side, ignore: tuple[str, ...],

@@ -105,6 +105,15 @@ def test_cells_that_cannot_be_paired_are_listed(campaign) -> None:
     assert unpaired == {"workload sched_yield": "only in B"}
 
 
+def test_an_environment_or_workload_without_results_is_one_line_not_one_per_cell(campaign) -> None:
+    extra = '[[environment]]\nname = "broken"\nkind = "fake"\nbehaviour = "error"\n'
+    campaign("a", extra=extra)
+    campaign("b", extra=extra)
+    result = compare(campaign, "a", "b", "--format", "json")
+    unpaired = {row["what"]: row["why"] for row in json.loads(result.output)["unpaired"]}
+    assert unpaired == {"environment broken": "no successful run in A and B"}
+
+
 def test_markdown_output(campaign) -> None:
     campaign("m1"), campaign("m2")
     result = compare(campaign, "m1", "m2", "--format", "markdown")
