@@ -350,8 +350,11 @@ def _ab_sides(opened, campaign_id: int):
 def _short_lived() -> None:
     """report and compare build hundreds of thousands of rows and cells, none of them in a
     reference cycle, and end within seconds: Python's cycle collector, which would walk
-    them again and again as they grow (a tenth of a 2 s report), stays off."""
-    gc.disable()
+    them again and again as they grow (a tenth of a 2 s report), stays off until the
+    command ends (in a process that goes on, such as a test run, it is on again after)."""
+    if gc.isenabled():
+        gc.disable()
+        click.get_current_context().call_on_close(gc.enable)
 
 
 def _side(opened, selector: str):

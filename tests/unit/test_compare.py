@@ -183,3 +183,13 @@ def test_report_output_is_written_whole_and_readable_by_others(campaign, tmp_pat
     assert result.exit_code == 0, result.output
     assert target.read_text().startswith("### Measured")
     assert target.stat().st_mode & 0o044  # not the 0600 of a temporary file
+
+
+def test_the_cycle_collector_is_on_again_after_report_and_compare(campaign) -> None:
+    import gc
+
+    campaign("a")
+    campaign("b")
+    assert compare(campaign, "a", "b").exit_code == 0 and gc.isenabled()
+    result = invoke(["report", "--db", campaign.url], campaign.agent)
+    assert result.exit_code == 0 and gc.isenabled()
