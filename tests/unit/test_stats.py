@@ -184,3 +184,40 @@ def test_resamples_shrink_only_past_the_work_budget() -> None:
     assert stats.resamples_for(1000) == stats.RESAMPLES
     many = stats.resamples_for(10_000_000)
     assert stats.MIN_RESAMPLES <= many < stats.RESAMPLES
+
+
+def _scipy_pvalue(before, after, resamples: int) -> float:
+    from scipy import stats as reference
+
+    logs = np.log(np.concatenate([before, after]))
+    result = reference.permutation_test(
+        (logs[:len(before)], logs[len(before):]),
+        lambda x, y, axis=-1: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+        vectorized=True, n_resamples=resamples, permutation_type="independent",
+        alternative="two-sided", rng=np.random.default_rng(7))
+    return float(result.pvalue)
+
+
+def test_permutation_pvalues_agree_with_scipys_permutation_test() -> None:
+    rng = np.random.default_rng(3)
+    pairs = [(rng.lognormal(0, 0.1, size), rng.lognormal(shift, 0.1, other))
+             for size, other, shift in ((5, 5, 0.0), (5, 5, 0.08), (6, 4, 0.05), (4, 7, 0.3),
+                                        (12, 12, 0.0), (12, 12, 0.04), (10, 14, 0.1))]
+    ours = stats.permutation_pvalues(pairs, 2000)
+    for (before, after), pvalue in zip(pairs, ours):
+        expected = _scipy_pvalue(before, after, 2000)
+        if math.comb(len(before) + len(after), len(before)) <= 2000:
+            assert pvalue == pytest.approx(expected, rel=1e-9)  # both enumerate every split
+        else:  # both draw 2,000 of the splits: Monte Carlo error of a p-value near p
+            assert abs(pvalue - expected) < 4 * math.sqrt(expected * (1 - expected) / 2000) + 2e-3
+
+
+def test_permutation_pvalues_are_the_same_in_a_block_of_many_cells_as_alone(monkeypatch) -> None:
+    rng = np.random.default_rng(5)
+    pairs = [(rng.lognormal(0, 0.1, 8), rng.lognormal(0.1 * (index % 3), 0.1, 8))
+             for index in range(30)]
+    alone = [stats.permutation_pvalues([pair], 5000)[0] for pair in pairs]
+    monkeypatch.setattr(stats, "PERMUTATION_BLOCK", 1000)  # many chunks of splits
+    together = stats.permutation_pvalues(pairs, 5000)
+    assert together == pytest.approx(alone, rel=1e-12)
+    assert min(together) < 0.01 < max(together)
