@@ -261,7 +261,7 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
     try:
         stores = (store.open(db, create=False),)
         stores += (store.open(db_b, create=False),) if db_b else stores
-        sides = [_side(opened, selector) for opened, selector in zip(stores, (campaign_a, campaign_b))]
+        sides = _sides(stores, (campaign_a, campaign_b))
     except store.StoreError as error:
         raise BadInput(str(error)) from None
     result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec)
@@ -355,6 +355,19 @@ def _short_lived() -> None:
     if gc.isenabled():
         gc.disable()
         click.get_current_context().call_on_close(gc.enable)
+
+
+def _sides(stores, selectors: tuple[str, str]):
+    """Both campaigns as compare reads them: A in a child process while this one reads B
+    (guestbench/forked.py), when the host has two CPUs."""
+    from guestbench import forked
+
+    def read_a():
+        stores[0].engine.dispose(close=False)  # the child's own connections, not the parent's
+        return _side(stores[0], selectors[0])
+    with forked.beside(read_a) as side_a:
+        side_b = _side(stores[1], selectors[1])
+        return [side_a(), side_b]
 
 
 def _side(opened, selector: str):

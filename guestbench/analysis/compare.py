@@ -10,7 +10,7 @@ from typing import Any
 
 from guestbench.analysis import stats
 from guestbench.analysis.stats import CellStats, Interval
-from guestbench.analysis.summary import Cell, Results, higher_is_better, summarise
+from guestbench.analysis.summary import Cell, Results, analyse, higher_is_better, summarise
 
 THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
 ALPHA = 0.01  # and one with a p-value above this is not shown to be real
@@ -22,24 +22,33 @@ RUN_COLUMNS = ("environment_id", "label", "params", "status", "reason", "flags")
 
 @dataclass
 class Side:
-    """One campaign as compare needs it: its environments' specs, its runs' parameters, its cells."""
+    """One campaign as compare needs it: its environments' specs, its runs' parameters, its
+    cells with their statistics, and the resamples those were computed with."""
 
     campaign: dict[str, Any]
     specs: dict[str, dict[str, Any]]  # environment name -> spec
     params: dict[str, dict[str, Any]]  # label -> the workload's resolved parameters
     results: Results
+    resamples: int
 
 
 def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
          runs: list[dict[str, Any]], samples: Iterable[dict[str, Any]]) -> Side:
+    """One side, read and described on its own (so that the two can be made at once, in
+    two processes). Its cells get the resamples that the work budget allows for two
+    campaigns of its size: the budget holds for both sides together, and two sides of
+    one size get the same resamples."""
     names = {env["id"]: env["name"] for env in environments}
     for run in runs:
         run["environment"] = names[run["environment_id"]]
     params: dict[str, dict[str, Any]] = {}
     for run in runs:
         params.setdefault(run["label"], run["params"] or {})
+    results = summarise([env["name"] for env in environments], runs, samples)
+    measured = sum(cell.n for row in results.cells.values() for cell in row.values())
+    resamples = analyse(results, stats.resamples_for(2 * measured))
     return Side(campaign, {env["name"]: env["spec"] or {} for env in environments}, params,
-                summarise([env["name"] for env in environments], runs, samples))
+                results, resamples)
 
 
 @dataclass
@@ -89,16 +98,14 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
     any false verdict among them stays below alpha (docs/statistics.md).
     """
     pairs, unpaired = pair_cells(a, b, ignore_spec)
-    total = sum(len(x.values) + len(y.values) for x, y in pairs)
-    resamples = stats.resamples_for(total)
-    a_stats = stats.describe([x.values for x, _ in pairs], resamples, sizes=[x.sizes for x, _ in pairs])
-    b_stats = stats.describe([y.values for _, y in pairs], resamples, sizes=[y.sizes for _, y in pairs])
-    ratios = [stats.ratio_interval(sa, sb) for sa, sb in zip(a_stats, b_stats)]
+    a_stats = [x.stats for x, _ in pairs]
+    b_stats = [y.stats for _, y in pairs]
     permutations = None
     if correction == "holm":  # the smallest p-value must be able to pass alpha / pairs
         permutations = max(stats.PERMUTATIONS, math.ceil(4 * max(len(pairs), 1) / alpha))
     pvalues = stats.permutation_pvalues([(run_units(x), run_units(y)) for x, y in pairs],
                                         permutations)
+    ratios = [stats.ratio_interval(sa, sb) for sa, sb in zip(a_stats, b_stats)]
     if correction == "holm":
         pvalues = holm(pvalues)
     cells = []
@@ -108,7 +115,7 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
         notes = _threshold_note(ratio, pvalue, verdict, threshold, alpha) + _notes(x, y, sa, sb, alpha)
         cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
                                     pvalue, verdict, notes, x, y))
-    return Comparison(a, b, cells, unpaired, threshold, alpha, resamples)
+    return Comparison(a, b, cells, unpaired, threshold, alpha, min(a.resamples, b.resamples))
 
 
 def run_units(cell: Cell) -> list[float]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import gc
-import functools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from guestbench.store import schema
+from guestbench.store import packed, schema
 from guestbench.store.columns import Samples
 from guestbench.store.schema import SCHEMA_VERSION
 
@@ -193,13 +192,15 @@ class Store:
 
     def finish_campaign(self, campaign_id: int, status: str,
                         host_checks: dict[str, Any] | None = None) -> None:
-        """Close the campaign; host_checks, when given, replace those stored at its start."""
+        """Close the campaign; host_checks, when given, replace those stored at its start.
+        Its samples are packed into one block for readers, in the same transaction."""
         values: dict[str, Any] = {"status": status, "finished_at": _now()}
         if host_checks is not None:
             values["host_checks"] = host_checks
         with self.engine.begin() as connection:
             connection.execute(sa.update(schema.campaign).where(
                 schema.campaign.c.id == campaign_id).values(**values))
+            packed.pack(connection, campaign_id)
 
     # -- reading --------------------------------------------------------------
     def campaign(self, selector: str | None = None) -> dict[str, Any]:
@@ -250,42 +251,30 @@ class Store:
         # values are shared between rows: callers read them, never change them.
         columns = [sa.type_coerce(column, sa.Text).label(column.name)
                    if column.name in documents else column for column in wanted]
-        decode = functools.lru_cache(maxsize=4096)(json.loads)
         query = sa.select(*columns).where(table.c.campaign_id == campaign_id).order_by(order)
+        converters = {**{key: _timestamp for key in stamps}, **{key: _truth for key in truths},
+                      **{key: _document for key in documents}}
         with _no_cycle_collection():
             rows = [dict(zip(keys, row)) for row in self._fetch(query)]
-            converters = [*((key, _timestamp) for key in stamps), *((key, _truth) for key in truths),
-                          *((key, functools.partial(_document, decode)) for key in documents)]
-            for key, convert in converters:  # only the timestamp, boolean and JSON columns
-                for row in rows:
-                    row[key] = convert(row[key])
+            for key, convert in converters.items():  # only timestamp, boolean and JSON columns
+                _convert_column(rows, key, convert)
         return rows
 
     def _fetch(self, query: sa.Select) -> list[tuple[Any, ...]]:
-        """The rows of a query through the driver's own cursor: SQLAlchemy's result rows and
-        type processing cost more than the fetch itself (0.8 s of 1.4 s for 500,000
-        samples). Callers convert timestamps (_timestamp) and JSON themselves."""
-        sql = str(query.compile(dialect=self.engine.dialect,
-                                compile_kwargs={"literal_binds": True}))
         with self.engine.connect() as connection:
-            cursor = connection.connection.cursor()
-            try:
-                cursor.execute(sql)
-                return cursor.fetchall()
-            finally:
-                cursor.close()
+            return packed.fetch(connection, query)
 
     def samples(self, campaign_id: int, leave_out: Iterable[str] = ()) -> Samples:
         """The campaign's samples as columns, in the order they were stored; without the
-        metrics named in leave_out (what a view does not show need not be read)."""
-        s, r = schema.sample, schema.run
-        query = (sa.select(s.c.run_id, s.c.metric, s.c.unit, s.c.value)
-                 .join(r, r.c.id == s.c.run_id).where(r.c.campaign_id == campaign_id)
-                 .order_by(s.c.id))
-        if leave_out:
-            query = query.where(s.c.metric.not_in(sorted(leave_out)))
-        with _no_cycle_collection():
-            return Samples.from_tuples(self._fetch(query))
+        metrics named in leave_out (what a view does not show need not be read). An ended
+        campaign's come from its packed block (store/packed.py), others' from the rows."""
+        leave_out = tuple(leave_out)
+        with _no_cycle_collection(), self.engine.connect() as connection:
+            block = packed.unpack(connection, campaign_id)
+            if block is not None:
+                return block.without_metrics(leave_out)
+            return Samples.from_tuples(packed.fetch(connection,
+                                                    packed.rows_query(campaign_id, leave_out)))
 
 
 @contextlib.contextmanager
@@ -307,9 +296,24 @@ def _truth(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
-def _document(decode: Any, value: Any) -> Any:
+def _document(value: Any) -> Any:
     """A stored JSON document: text from SQLite, already decoded by some drivers (psycopg)."""
-    return decode(value) if isinstance(value, str) else value
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _convert_column(rows: list[dict[str, Any]], key: str, convert: Any) -> None:
+    """row[key] = convert(row[key]) in every row, called once per distinct value (a column
+    of 93k runs' flags holds a handful of texts); a value that cannot be hashed (a document
+    the driver decoded) is converted on its own."""
+    done: dict[Any, Any] = {}
+    for row in rows:
+        value = row[key]
+        try:
+            row[key] = done[value]
+        except KeyError:
+            row[key] = done[value] = convert(value)
+        except TypeError:
+            row[key] = convert(value)
 
 
 def _timestamp(value: Any) -> dt.datetime | None:

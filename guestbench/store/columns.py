@@ -60,6 +60,20 @@ class Samples:
         wanted = [code for code, (metric, _unit) in enumerate(self.kinds) if metric in metrics]
         return self.where(np.isin(self.kind, wanted))
 
+    def without_metrics(self, metrics: Iterable[str]) -> "Samples":
+        """Without the samples of these metrics; kinds keeps only the pairs still present, in
+        the same order (as from_tuples gives them for rows read without those metrics)."""
+        gone = set(metrics)
+        if not gone or not any(metric in gone for metric, _unit in self.kinds):
+            return self
+        kept = self.where(~np.isin(self.kind, [code for code, (metric, _unit)
+                                               in enumerate(self.kinds) if metric in gone]))
+        present = np.unique(kept.kind)  # codes follow first appearance, so sorted codes do too
+        renumber = np.full(len(self.kinds), -1, dtype=np.int32)
+        renumber[present] = np.arange(present.size, dtype=np.int32)
+        return Samples(kept.run_id, renumber[kept.kind], kept.value,
+                       tuple(self.kinds[code] for code in present.tolist()))
+
     def metric_codes(self) -> tuple[np.ndarray, list[str]]:
         """Each sample's metric as a code into the returned names (kinds differ in unit too)."""
         names = list(dict.fromkeys(metric for metric, _unit in self.kinds))

@@ -10,7 +10,10 @@ import sqlalchemy as sa
 #   2  campaign.host_checks (noise checks before and after the campaign) and
 #      cell_stop (why each cell stopped repeating).
 #   3  environment.facts (what ran: the VMM's version output, the guest kernel's version).
-SCHEMA_VERSION = 3
+#   4  sample_block: each ended campaign's samples a second time, as packed columns
+#      (what report and compare read; store/packed.py). Campaigns that had ended
+#      are packed by the migration.
+SCHEMA_VERSION = 4
 
 metadata = sa.MetaData()
 
@@ -125,6 +128,19 @@ cell_stop = sa.Table(
 )
 
 
+sample_block = sa.Table(
+    "sample_block", metadata,
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaign.id"), primary_key=True,
+              autoincrement=False),
+    sa.Column("layout", sa.Integer, nullable=False),  # packed.LAYOUT when written
+    sa.Column("size", sa.Integer, nullable=False),  # samples in the block
+    sa.Column("kinds", sa.JSON, nullable=False),  # [[metric, unit], ...]: what a code means
+    sa.Column("run_id", sa.LargeBinary, nullable=False),  # little-endian int64 per sample
+    sa.Column("kind", sa.LargeBinary, nullable=False),  # little-endian int32 per sample
+    sa.Column("value", sa.LargeBinary, nullable=False),  # little-endian float64 per sample
+)
+
+
 def _create_version_1(connection: sa.Connection) -> None:
     """The first schema exactly as it was, so that every later migration applies to it."""
     version_1 = sa.MetaData()
@@ -148,10 +164,21 @@ def _add_environment_facts(connection: sa.Connection) -> None:
     connection.execute(sa.text(f"ALTER TABLE environment ADD COLUMN {column.name} {column_type}"))
 
 
+def _add_sample_block(connection: sa.Connection) -> None:
+    from guestbench.store import packed  # it reads this module's tables
+
+    sample_block.create(connection)
+    ended = connection.execute(sa.select(campaign.c.id).where(campaign.c.status != "running")
+                               .order_by(campaign.c.id)).scalars().all()
+    for campaign_id in ended:
+        packed.pack(connection, campaign_id)
+
+
 # MIGRATIONS[n] takes a store at version n to n+1; version 0 is an empty database.
 # A migration must not change once released: a new schema gets a new migration.
 MIGRATIONS = {
     0: _create_version_1,
     1: _add_host_checks_and_cell_stop,
     2: _add_environment_facts,
+    3: _add_sample_block,
 }

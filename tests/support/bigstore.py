@@ -59,7 +59,7 @@ from guestbench import environments as gb_environments
 from guestbench import store as gb_store
 from guestbench import workloads as gb_workloads
 from guestbench.host import Host
-from guestbench.store import schema
+from guestbench.store import packed, schema
 
 HOST_FACTS: dict[str, Any] = {
     "hostname": "bench-07", "arch": "x86_64",
@@ -504,6 +504,7 @@ def _campaign(store: gb_store.Store, index: int, budget: int, seed: int, envs: l
         connection.execute(sa.update(schema.campaign).where(schema.campaign.c.id == campaign_id)
                            .values(created_at=start, status="finished",
                                    finished_at=start + dt.timedelta(seconds=float(offsets[-1]))))
+        packed.pack(connection, campaign_id)  # as Store.finish_campaign does
     return campaign_id
 
 

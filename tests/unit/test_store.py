@@ -10,7 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from guestbench import store as gb_store
-from guestbench.store import RunRecord, StoreError, schema
+from guestbench.store import RunRecord, StoreError, packed, schema
+from guestbench.store.columns import Samples
 from guestbench.store.schema import SCHEMA_VERSION
 
 FACTS = {"hostname": "h", "cpu_model": "Test CPU", "logical_cpus": 4, "kernel": "6.1"}
@@ -32,22 +33,22 @@ def a_run(environment_id: int, repetition: int = 0, status: str = "ok", reason: 
                      flags=("unstable",) if status == "ok" else ())
 
 
-def test_open_creates_schema_version_3(store_url: str, tmp_path: Path) -> None:
+def test_open_creates_schema_version_4(store_url: str, tmp_path: Path) -> None:
     assert not (tmp_path / "results.sqlite").exists()
     store = gb_store.open(store_url)
     assert (tmp_path / "results.sqlite").is_file()
-    assert SCHEMA_VERSION == 3
-    assert store.version() == 3
+    assert SCHEMA_VERSION == 4
+    assert store.version() == 4
     tables = set(sa.inspect(store.engine).get_table_names())
     assert {"schema_meta", "host", "campaign", "environment", "run", "sample",
-            "cell_stop"} <= tables
+            "cell_stop", "sample_block"} <= tables
     columns = {column["name"] for column in sa.inspect(store.engine).get_columns("campaign")}
     assert "host_checks" in columns
     columns = {column["name"] for column in sa.inspect(store.engine).get_columns("environment")}
     assert "facts" in columns
     with sqlite3.connect(tmp_path / "results.sqlite") as raw:
         rows = raw.execute("select key, value from schema_meta").fetchall()
-    assert rows == [("schema_version", "3")]
+    assert rows == [("schema_version", "4")]
     assert store.campaigns() == []
 
 
@@ -331,14 +332,19 @@ def test_environment_facts_round_trip(store: gb_store.Store) -> None:
     assert nulls == [plain]
 
 
+def migrate_to(connection: sa.Connection, version: int) -> None:
+    """One migration, as guestbench of that version applied it, and the version it leaves."""
+    schema.MIGRATIONS[version - 1](connection)
+    connection.execute(sa.update(schema.schema_meta).where(
+        schema.schema_meta.c.key == "schema_version").values(value=str(version)))
+
+
 def version_2_store(url: str) -> None:
     """A store as guestbench with schema 2 left it: environments without facts, a cell stop."""
     version_1_store(url)
     engine = sa.create_engine(url)
     with engine.begin() as connection:
-        schema.MIGRATIONS[1](connection)
-        connection.execute(sa.text("update schema_meta set value = '2' "
-                                   "where key = 'schema_version'"))
+        migrate_to(connection, 2)
         connection.execute(sa.text(
             "update campaign set host_checks = '{\"warnings\": [\"busy\"]}' where id = 1"))
         connection.execute(sa.text(
@@ -351,14 +357,15 @@ def version_2_store(url: str) -> None:
     engine.dispose()
 
 
-def test_version_2_store_migrates_to_3_keeping_everything(store_url: str, tmp_path: Path) -> None:
+def test_version_2_store_migrates_to_the_current_keeping_everything(store_url: str,
+                                                                    tmp_path: Path) -> None:
     version_2_store(store_url)
     engine = sa.create_engine(store_url)
     assert "facts" not in {c["name"] for c in sa.inspect(engine).get_columns("environment")}
     engine.dispose()
 
     store = gb_store.open(store_url)
-    assert store.version() == 3
+    assert store.version() == SCHEMA_VERSION
     old = store.campaign("old")
     assert (old["status"], old["plan"], old["host_checks"]) == (
         "finished", {"source": "x"}, {"warnings": ["busy"]})
@@ -375,5 +382,82 @@ def test_version_2_store_migrates_to_3_keeping_everything(store_url: str, tmp_pa
     assert [e["facts"] for e in store.environments(new)] == [QEMU_FACTS]
     assert env > 2
     with sqlite3.connect(tmp_path / "results.sqlite") as raw:
-        assert raw.execute("select value from schema_meta").fetchall() == [("3",)]
+        assert raw.execute("select value from schema_meta").fetchall() == [(str(SCHEMA_VERSION),)]
+    store.engine.dispose()
+
+
+# -- schema version 4: packed samples of ended campaigns -------------------------------
+
+def packed_size(store: gb_store.Store, campaign_id: int) -> int | None:
+    with store.engine.connect() as connection:
+        return connection.execute(sa.select(schema.sample_block.c.size).where(
+            schema.sample_block.c.campaign_id == campaign_id)).scalar()
+
+
+def rows_read(store: gb_store.Store, campaign_id: int, leave_out=()):
+    with store.engine.connect() as connection:
+        return Samples.from_tuples(packed.fetch(connection,
+                                                packed.rows_query(campaign_id, tuple(leave_out))))
+
+
+def same_samples(x: Samples, y: Samples) -> bool:
+    return (x.kinds == y.kinds and x.run_id.tolist() == y.run_id.tolist()
+            and x.kind.tolist() == y.kind.tolist() and x.value.tolist() == y.value.tolist())
+
+
+def test_an_ended_campaign_is_read_from_its_block_exactly_as_from_its_rows(
+        store: gb_store.Store) -> None:
+    campaign_id = new_campaign(store)
+    env = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
+    for repetition in range(3):  # iterations, a context metric, between the two others
+        store.add_run(campaign_id, a_run(env, repetition, samples=(
+            ("time_per_op", "ns", 60.0 + repetition), ("iterations", "", 1e6 + repetition),
+            ("tsc_per_op", "cycles", 150.5 * (repetition + 1)))))
+    other = new_campaign(store, "other")
+    store.add_run(other, a_run(store.add_environment(other, "native", "native", {}, True, "", 0)))
+    assert packed_size(store, campaign_id) is None  # still running: read from the rows
+    store.finish_campaign(campaign_id, "finished")
+    assert packed_size(store, campaign_id) == 9
+    assert packed_size(store, other) is None
+
+    with store.engine.connect() as connection:
+        block = packed.unpack(connection, campaign_id)
+    assert block is not None and same_samples(block, rows_read(store, campaign_id))
+    assert same_samples(store.samples(campaign_id), rows_read(store, campaign_id))
+    left = store.samples(campaign_id, ["iterations"])
+    assert same_samples(left, rows_read(store, campaign_id, ["iterations"]))
+    assert left.kinds == (("time_per_op", "ns"), ("tsc_per_op", "cycles"))
+    assert [sample["metric"] for sample in left] == ["time_per_op", "tsc_per_op"] * 3
+
+
+def test_a_block_that_a_later_write_outdated_is_not_read(store: gb_store.Store) -> None:
+    campaign_id = new_campaign(store)
+    env = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
+    store.add_run(campaign_id, a_run(env, 0))
+    store.finish_campaign(campaign_id, "interrupted")
+    assert packed_size(store, campaign_id) == 2
+    store.add_run(campaign_id, a_run(env, 1, samples=(("time_per_op", "ns", 99.0),)))
+    assert [sample["value"] for sample in store.samples(campaign_id)] == [61.25, 150.0, 99.0]
+    store.finish_campaign(campaign_id, "finished")  # ending again packs it again
+    assert packed_size(store, campaign_id) == 3
+    assert [sample["value"] for sample in store.samples(campaign_id)] == [61.25, 150.0, 99.0]
+
+
+def test_version_3_store_migrates_to_4_packing_the_ended_campaigns(store_url: str) -> None:
+    version_2_store(store_url)
+    engine = sa.create_engine(store_url)
+    with engine.begin() as connection:
+        migrate_to(connection, 3)
+        connection.execute(sa.text(
+            "insert into campaign (id, name, created_at, guestbench_version, plan, host_id, "
+            "host_facts, baseline, log_dir, status) values (2, 'busy', '2024-05-07 07:08:09', "
+            "'0.1.0', '{}', 1, '{}', 'native', '/logs', 'running')"))
+    assert "sample_block" not in sa.inspect(engine).get_table_names()
+    engine.dispose()
+
+    store = gb_store.open(store_url)
+    assert store.version() == SCHEMA_VERSION == 4
+    assert packed_size(store, 1) == 2  # the finished campaign's two samples
+    assert packed_size(store, 2) is None  # a running campaign is not packed
+    assert [s["value"] for s in store.samples(1)] == [61.0, 62.0]
     store.engine.dispose()
