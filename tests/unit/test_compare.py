@@ -193,3 +193,20 @@ def test_the_cycle_collector_is_on_again_after_report_and_compare(campaign) -> N
     assert compare(campaign, "a", "b").exit_code == 0 and gc.isenabled()
     result = invoke(["report", "--db", campaign.url], campaign.agent)
     assert result.exit_code == 0 and gc.isenabled()
+
+
+def test_report_and_compare_leave_the_environment_as_they_found_it(campaign, monkeypatch) -> None:
+    """They give OpenBLAS one thread for their own run, and only when the user did not
+    choose a number: nothing of it stays in a process that goes on."""
+    import os
+
+    campaign("a")
+    campaign("b")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert compare(campaign, "a", "b").exit_code == 0
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    assert invoke(["report", "--db", campaign.url], campaign.agent).exit_code == 0
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert compare(campaign, "a", "b").exit_code == 0
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
