@@ -15,10 +15,11 @@ SUDO=""
 # binutils (readelf): the test that the agent is static.
 # chromium, fonts-dejavu-core: the HTML report test (headless page, marks like ◷ drawn).
 # fio, dbench: the disk workloads; sysbench, stress-ng: exec examples and their tests; e2fsprogs (mkfs.ext4, debugfs), qemu-utils (qemu-img): guest scratch disks.
+# postgresql: the shared store of a host pool; the tests start a private server of their own.
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
           busybox-static cpio kmod linux-perf fio dbench e2fsprogs qemu-utils chromium fonts-dejavu-core
-          sysbench stress-ng)
+          sysbench stress-ng postgresql)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

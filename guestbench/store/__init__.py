@@ -72,7 +72,7 @@ def open(url: str = DEFAULT_URL, create: bool = True) -> "Store":  # noqa: A001 
 def check(url: str, create: bool = True) -> sa.Engine:
     """The engine for a URL, after checking what can be checked without writing anything."""
     try:
-        engine = sa.create_engine(url)
+        engine = sa.create_engine(_with_driver(url))
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ValueError) as error:
         raise StoreError(f"--db {url!r}: not a usable database URL ({error}) "
                          "(fix: e.g. sqlite:///results.sqlite or postgresql://user@host/db)") from None
@@ -83,6 +83,18 @@ def check(url: str, create: bool = True) -> sa.Engine:
     if engine.dialect.name == "sqlite":
         _check_sqlite_path(engine.url.database, url, create)
     return engine
+
+
+def _with_driver(url: str) -> str | sa.URL:
+    """postgresql://... through psycopg 3, which guestbench installs (SQLAlchemy's default
+    for a URL without a driver is psycopg2); any URL that names its driver is left alone."""
+    try:
+        parsed = sa.make_url(url)
+    except (sa.exc.ArgumentError, ValueError):
+        return url  # create_engine says what is wrong with it
+    if parsed.drivername == "postgresql":
+        return parsed.set(drivername="postgresql+psycopg")
+    return url
 
 
 def _check_sqlite_path(database: str | None, url: str, create: bool) -> None:

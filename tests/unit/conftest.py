@@ -43,8 +43,16 @@ def host() -> Host:
 
 
 @pytest.fixture
-def store_url(tmp_path: Path) -> str:
+def sqlite_url(tmp_path: Path) -> str:
+    """A new SQLite store file (not yet created) in the test's folder."""
     return f"sqlite:///{tmp_path / 'results.sqlite'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request) -> str:
+    """A new, empty store on each backend: a SQLite file, and a database on the suite's
+    private PostgreSQL server (tests/conftest.py)."""
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "postgres_url")
 
 
 @pytest.fixture

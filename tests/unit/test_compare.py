@@ -32,8 +32,8 @@ name = "{workload}"
 
 
 @pytest.fixture
-def campaign(tmp_path: Path, fake_agent: Path):  # noqa: F811 - the fixture imported above
-    url = f"sqlite:///{tmp_path / 'ab.sqlite'}"
+def campaign(tmp_path: Path, fake_agent: Path, store_url: str):  # noqa: F811 - the fixture imported above
+    url = store_url  # on SQLite and on PostgreSQL
 
     def run(name: str, scale: float = 1.0, repeat: int = 5, extra: str = "",
             workload: str = "getpid") -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -33,10 +32,22 @@ def a_run(environment_id: int, repetition: int = 0, status: str = "ok", reason: 
                      flags=("unstable",) if status == "ok" else ())
 
 
+def raw_rows(url: str, sql: str) -> list[tuple]:
+    """One statement through a plain engine of its own, committed; the rows it returns."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as connection:
+            result = connection.execute(sa.text(sql))
+            return [tuple(row) for row in result] if result.returns_rows else []
+    finally:
+        engine.dispose()
+
+
 def test_open_creates_schema_version_4(store_url: str, tmp_path: Path) -> None:
+    on_sqlite = store_url.startswith("sqlite")
     assert not (tmp_path / "results.sqlite").exists()
     store = gb_store.open(store_url)
-    assert (tmp_path / "results.sqlite").is_file()
+    assert (tmp_path / "results.sqlite").is_file() == on_sqlite
     assert SCHEMA_VERSION == 4
     assert store.version() == 4
     tables = set(sa.inspect(store.engine).get_table_names())
@@ -46,9 +57,7 @@ def test_open_creates_schema_version_4(store_url: str, tmp_path: Path) -> None:
     assert "host_checks" in columns
     columns = {column["name"] for column in sa.inspect(store.engine).get_columns("environment")}
     assert "facts" in columns
-    with sqlite3.connect(tmp_path / "results.sqlite") as raw:
-        rows = raw.execute("select key, value from schema_meta").fetchall()
-    assert rows == [("schema_version", "4")]
+    assert raw_rows(store_url, "select key, value from schema_meta") == [("schema_version", "4")]
     assert store.campaigns() == []
 
 
@@ -162,10 +171,9 @@ def test_missing_campaign_is_a_store_error(store: gb_store.Store) -> None:
         store.campaign("gamma")
 
 
-def test_newer_schema_is_refused(store_url: str, tmp_path: Path) -> None:
+def test_newer_schema_is_refused(store_url: str) -> None:
     gb_store.open(store_url).engine.dispose()
-    with sqlite3.connect(tmp_path / "results.sqlite") as raw:
-        raw.execute("update schema_meta set value = '99' where key = 'schema_version'")
+    raw_rows(store_url, "update schema_meta set value = '99' where key = 'schema_version'")
     with pytest.raises(StoreError, match=r"schema 99 is newer.*fix: upgrade guestbench"):
         gb_store.open(store_url)
 
@@ -265,19 +273,20 @@ def version_1_store(url: str) -> None:
     with engine.begin() as connection:
         schema.MIGRATIONS[0](connection)
         connection.execute(sa.insert(schema.schema_meta).values(key="schema_version", value="1"))
-        connection.execute(sa.text("insert into host (id, fingerprint, facts) values (1, 'fp', '{}')"))
+        # plain SQL that both SQLite and PostgreSQL take; ids from a new store's sequences (1, 2)
+        connection.execute(sa.text("insert into host (fingerprint, facts) values ('fp', '{}')"))
         connection.execute(sa.text(
-            "insert into campaign (id, name, created_at, guestbench_version, plan, host_id, "
-            "host_facts, baseline, log_dir, status) values (1, 'old', '2024-05-06 07:08:09', "
+            "insert into campaign (name, created_at, guestbench_version, plan, host_id, "
+            "host_facts, baseline, log_dir, status) values ('old', '2024-05-06 07:08:09', "
             "'0.1.0', '{\"source\": \"x\"}', 1, '{}', 'native', '/logs', 'finished')"))
         connection.execute(sa.text(
-            "insert into environment (id, campaign_id, name, kind, spec, available, probe, "
-            "position) values (1, 1, 'native', 'native', '{}', 1, 'the host', 0)"))
+            "insert into environment (campaign_id, name, kind, spec, available, probe, "
+            "position) values (1, 'native', 'native', '{}', true, 'the host', 0)"))
         for run_id in (1, 2):
             connection.execute(sa.text(
-                "insert into run (id, campaign_id, environment_id, workload, label, params, "
+                "insert into run (campaign_id, environment_id, workload, label, params, "
                 "repetition, status, reason, flags, started_at, host_seconds, log_path) values "
-                f"({run_id}, 1, 1, 'getpid', 'getpid', '{{}}', {run_id - 1}, 'ok', '', '[]', "
+                f"(1, 1, 'getpid', 'getpid', '{{}}', {run_id - 1}, 'ok', '', '[]', "
                 "'2024-05-06 07:08:10', 0.5, null)"))
             connection.execute(sa.text(
                 "insert into sample (run_id, metric, unit, value) values "
@@ -307,8 +316,7 @@ def test_version_1_store_migrates_to_the_current_keeping_everything(store_url: s
                                 host_checks=CHECKS)
     assert store.campaign(str(new))["host_checks"] == CHECKS
     assert store.cell_stops(1)[0]["reason"] == "fixed"
-    with sqlite3.connect(tmp_path / "results.sqlite") as raw:
-        assert raw.execute("select value from schema_meta").fetchall() == [(str(SCHEMA_VERSION),)]
+    assert raw_rows(store_url, "select value from schema_meta") == [(str(SCHEMA_VERSION),)]
     store.engine.dispose()
 
 
@@ -348,8 +356,8 @@ def version_2_store(url: str) -> None:
         connection.execute(sa.text(
             "update campaign set host_checks = '{\"warnings\": [\"busy\"]}' where id = 1"))
         connection.execute(sa.text(
-            "insert into environment (id, campaign_id, name, kind, spec, available, probe, "
-            "position) values (2, 1, 'qemu-kernelA', 'qemu', '{\"kernel\": \"/boot/A\"}', 1, "
+            "insert into environment (campaign_id, name, kind, spec, available, probe, "
+            "position) values (1, 'qemu-kernelA', 'qemu', '{\"kernel\": \"/boot/A\"}', true, "
             "'kvm', 1)"))
         connection.execute(sa.text(
             "insert into cell_stop (campaign_id, environment_id, label, runs, ok_runs, reason, "
@@ -381,8 +389,7 @@ def test_version_2_store_migrates_to_the_current_keeping_everything(store_url: s
     env = store.add_environment(new, "qemu", "qemu", {}, True, "kvm", 0, facts=QEMU_FACTS)
     assert [e["facts"] for e in store.environments(new)] == [QEMU_FACTS]
     assert env > 2
-    with sqlite3.connect(tmp_path / "results.sqlite") as raw:
-        assert raw.execute("select value from schema_meta").fetchall() == [(str(SCHEMA_VERSION),)]
+    assert raw_rows(store_url, "select value from schema_meta") == [(str(SCHEMA_VERSION),)]
     store.engine.dispose()
 
 
@@ -449,8 +456,8 @@ def test_version_3_store_migrates_to_4_packing_the_ended_campaigns(store_url: st
     with engine.begin() as connection:
         migrate_to(connection, 3)
         connection.execute(sa.text(
-            "insert into campaign (id, name, created_at, guestbench_version, plan, host_id, "
-            "host_facts, baseline, log_dir, status) values (2, 'busy', '2024-05-07 07:08:09', "
+            "insert into campaign (name, created_at, guestbench_version, plan, host_id, "
+            "host_facts, baseline, log_dir, status) values ('busy', '2024-05-07 07:08:09', "
             "'0.1.0', '{}', 1, '{}', 'native', '/logs', 'running')"))
     assert "sample_block" not in sa.inspect(engine).get_table_names()
     engine.dispose()
@@ -460,4 +467,13 @@ def test_version_3_store_migrates_to_4_packing_the_ended_campaigns(store_url: st
     assert packed_size(store, 1) == 2  # the finished campaign's two samples
     assert packed_size(store, 2) is None  # a running campaign is not packed
     assert [s["value"] for s in store.samples(1)] == [61.0, 62.0]
+    store.engine.dispose()
+
+
+def test_a_postgresql_url_without_a_driver_uses_psycopg_3(postgres_url: str) -> None:
+    """SQLAlchemy would take psycopg2 for postgresql://, which guestbench does not install."""
+    plain = postgres_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    store = gb_store.open(plain)
+    assert store.engine.url.drivername == "postgresql+psycopg"
+    assert store.version() == SCHEMA_VERSION
     store.engine.dispose()
