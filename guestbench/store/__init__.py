@@ -144,6 +144,8 @@ class Store:
         with self.engine.begin() as connection:
             for version in range(current, SCHEMA_VERSION):
                 schema.MIGRATIONS[version](connection)
+            if 0 < current < schema.PACKED_SINCE:  # an older store's ended campaigns
+                packed.pack_ended(connection)
             if current != SCHEMA_VERSION:
                 connection.execute(sa.delete(schema.schema_meta).where(
                     schema.schema_meta.c.key == "schema_version"))

@@ -63,6 +63,15 @@ def pack(connection: sa.Connection, campaign_id: int) -> int:
     return len(samples)
 
 
+def pack_ended(connection: sa.Connection) -> None:
+    """Pack every campaign that has ended (a store migrated from before the blocks)."""
+    campaign = schema.campaign
+    ended = connection.execute(sa.select(campaign.c.id).where(campaign.c.status != "running")
+                               .order_by(campaign.c.id)).scalars().all()
+    for campaign_id in ended:
+        pack(connection, campaign_id)
+
+
 def unpack(connection: sa.Connection, campaign_id: int) -> Samples | None:
     """The campaign's samples from its block, or None when there is no block to trust:
     none, another layout, or not as many samples as the rows hold now."""
