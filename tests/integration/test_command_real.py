@@ -13,7 +13,8 @@ import pytest
 
 from guestbench import environments, proc
 from guestbench.environments.base import Capability, Job, JobNeeds, PlanNeeds
-from guestbench.runner import Status, _watch
+from guestbench.runner import Status
+from guestbench.runner.outcomes import watch
 
 from .conftest import prepared
 from .test_cli import guestbench
@@ -205,7 +206,7 @@ def test_a_scratch_disk_through_disk_argv_and_a_reboot_shutdown(host_facts, agen
               JobNeeds(scratch=True))
     guest = env.start(job, tmp_path / "logs", proc.now_ns() + int(120e9))
     with guest:
-        outcome = _watch(guest, 120, "exec")
+        outcome = watch(guest, 120, "exec")
     assert_gone(guest)
     assert outcome.status == Status.OK, outcome.reason
     console = (tmp_path / "logs" / "stdout.log").read_text(errors="replace")

@@ -11,7 +11,8 @@ import pytest
 
 from guestbench import environments, proc
 from guestbench.environments.base import Job
-from guestbench.runner import Outcome, _watch
+from guestbench.runner import Outcome
+from guestbench.runner.outcomes import watch
 
 from .conftest import PRESETS, agent_processes
 
@@ -23,7 +24,7 @@ def run_job(environment, agent_path, logs, args, timeout_s=60.0) -> Outcome:
     job = Job(workload, agent_path, tuple(args))
     guest = environment.start(job, logs, proc.now_ns() + int(timeout_s * 1e9))
     with guest:
-        return _watch(guest, timeout_s, workload, expect_samples=workload != "hang")
+        return watch(guest, timeout_s, workload, expect_samples=workload != "hang")
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -12,7 +12,8 @@ import pytest
 
 from guestbench import environments, proc
 from guestbench.environments.base import Job
-from guestbench.runner import Status, _watch
+from guestbench.runner import Status
+from guestbench.runner.outcomes import watch
 
 from .conftest import FULL_SYSTEM_PRESETS, prepared
 
@@ -31,7 +32,7 @@ def run(env, agent_path, tmp_path, args, timeout_s=120.0, workload=None):
     guest = env.start(Job(workload, agent_path, tuple(args)), tmp_path / "logs",
                       proc.now_ns() + int(timeout_s * 1e9))
     with guest:
-        outcome = _watch(guest, timeout_s, workload, expect_samples=workload != "hang")
+        outcome = watch(guest, timeout_s, workload, expect_samples=workload != "hang")
     assert_gone(guest)
     return outcome, guest
 

@@ -11,7 +11,8 @@ from guestbench.analysis.boot import breakdown
 from guestbench.environments.console import ConsoleGuest
 from guestbench.protocol import encode
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT
-from guestbench.runner import Status, _watch
+from guestbench.runner import Status
+from guestbench.runner.outcomes import watch
 
 
 def line(seq: int, body: dict) -> str:
@@ -43,7 +44,7 @@ def console(tmp_path: Path, script: str, boot_timeout_s: float = 30.0, timeout_s
 
 def test_phases_are_taken_from_the_console_in_order(tmp_path):
     with console(tmp_path, records(end_t_ns=300_000_000, sleep_s=0.3)) as guest:
-        outcome = _watch(guest, 30, "getpid")
+        outcome = watch(guest, 30, "getpid")
         phases = guest.boot_phases()
     assert outcome.status == Status.OK, outcome.reason
     assert list(phases) == ["first_byte", "userspace", "agent_ready", "powered_off"]
@@ -52,7 +53,7 @@ def test_phases_are_taken_from_the_console_in_order(tmp_path):
 
 def test_agreeing_clocks_raise_no_flag(tmp_path):
     with console(tmp_path, records(end_t_ns=400_000_000, sleep_s=0.4)) as guest:
-        outcome = _watch(guest, 30, "getpid")
+        outcome = watch(guest, 30, "getpid")
     ratio = dict((m, v) for m, _, v in outcome.samples)["clock_ratio"]
     assert abs(ratio - 1) < CLOCK_DRIFT_LIMIT and outcome.flags == []
 
@@ -60,13 +61,13 @@ def test_agreeing_clocks_raise_no_flag(tmp_path):
 def test_a_guest_clock_running_fast_is_flagged(tmp_path):
     # the agent claims 0.8 s passed while the host saw about 0.4 s
     with console(tmp_path, records(end_t_ns=800_000_000, sleep_s=0.4)) as guest:
-        outcome = _watch(guest, 30, "getpid")
+        outcome = watch(guest, 30, "getpid")
     assert outcome.status == Status.OK and outcome.flags == ["clock-drift"]
 
 
 def test_a_span_too_short_to_judge_is_not_judged(tmp_path):
     with console(tmp_path, records(end_t_ns=5_000_000_000, sleep_s=0.0)) as guest:
-        outcome = _watch(guest, 30, "getpid")
+        outcome = watch(guest, 30, "getpid")
     assert outcome.flags == [] and "clock_ratio" not in {m for m, _, _ in outcome.samples}
 
 
@@ -77,7 +78,7 @@ def test_kernel_panic_on_the_console_is_crashed(tmp_path):
         time.sleep(30)
     """
     with console(tmp_path, script) as guest:
-        outcome = _watch(guest, 30, "getpid")
+        outcome = watch(guest, 30, "getpid")
     assert outcome.status == Status.CRASHED
     assert "Attempted to kill init" in outcome.reason and "userspace" in outcome.reason
 
@@ -88,7 +89,7 @@ def test_no_userspace_within_the_boot_timeout(tmp_path):
         time.sleep(30)
     """
     with console(tmp_path, script, boot_timeout_s=0.3) as guest:
-        outcome = _watch(guest, 30, "getpid")
+        outcome = watch(guest, 30, "getpid")
     assert outcome.status == Status.TIMEOUT
     assert "did not reach userspace within its 0.3 s boot timeout" in outcome.reason
     assert "SeaBIOS" in outcome.reason

@@ -12,7 +12,8 @@ import pytest
 from guestbench import proc
 from guestbench.environments.base import ProcessGuest
 from guestbench.protocol import encode
-from guestbench.runner import Status, _watch
+from guestbench.runner import Status
+from guestbench.runner.outcomes import watch
 
 HELLO = encode(0, {"type": "hello", "t_ns": 1, "protocol": 1}).decode()
 WORKLOAD = encode(1, {"type": "workload", "t_ns": 2, "workload": "getpid"}).decode()
@@ -29,7 +30,7 @@ def guest(tmp_path: Path, script: str, timeout_s: float = 10.0, **options) -> Pr
 
 def outcome_of(tmp_path: Path, script: str, timeout_s: float = 10.0, **options):
     with guest(tmp_path, script, timeout_s, **options) as started:
-        return _watch(started, timeout_s, "getpid"), started
+        return watch(started, timeout_s, "getpid"), started
 
 
 def alive(pid: int) -> bool:

@@ -370,9 +370,9 @@ def test_the_before_half_is_stored_while_the_campaign_runs(build_plan, run_plan,
 
 def test_an_unsupported_error_record_makes_the_run_unsupported() -> None:
     from guestbench.protocol import Record
-    from guestbench.runner import _Seen
+    from guestbench.runner.outcomes import Seen
 
-    seen = _Seen()
+    seen = Seen()
     seen.add(Record(0, "error", {"type": "error", "workload": "rdtscp", "unsupported": True,
                                  "message": "this CPU does not offer rdtscp"}, 0))
     assert seen.unsupported == ["rdtscp: this CPU does not offer rdtscp"] and not seen.errors

@@ -1,0 +1,350 @@
+"""Runs a plan's campaign: probes and prepares every environment, then runs the cells
+round by round, each run in a fresh guest, and stores every run as it ends."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from guestbench import __version__, environments, proc
+from guestbench import host as host_checks
+from guestbench.batching import Part, job_arguments, part_of
+from guestbench.environments.base import (
+    Availability, Environment, EnvironmentSpec, GuestStartError, Job, JobNeeds, PlanNeeds)
+from guestbench.estimate import seconds_left
+from guestbench.host import Host
+from guestbench.plan import Plan, WorkloadCase
+from guestbench.protocol import ProtocolError
+from guestbench.runner.caches import drop_host_caches
+from guestbench.runner.outcomes import (
+    Outcome, Seen, Status, broken, derived, keep_outputs, part_outcome, read_to_the_end, watch,
+    watch_own_program)
+from guestbench.runner.schedule import Cell, Column, StopReason, refusal
+from guestbench.store import RunRecord, Store
+from guestbench.workloads.base import InputError
+
+
+class Interrupted(Exception):
+    """The campaign was stopped (Ctrl-C, SIGTERM); finished runs are stored."""
+
+    def __init__(self, campaign_id: int, signal_name: str) -> None:
+        super().__init__(f"campaign {campaign_id} interrupted by {signal_name}")
+        self.campaign_id = campaign_id
+        self.signal_name = signal_name
+
+
+class Progress:
+    """What the runner tells its caller; the CLI draws it, tests count it."""
+
+    def unavailable(self, environment: str, reason: str) -> None: ...
+    def start(self, total_runs: int) -> None: ...  # the most runs the campaign can take
+    def total_changed(self, total_runs: int) -> None: ...  # a cell stopped before its most
+    def run_started(self, environment: str, label: str, repetition: int) -> None: ...
+    def run_finished(self, environment: str, label: str, outcome: Outcome) -> None: ...
+    def host_warning(self, message: str) -> None: ...  # the host may make results noisy
+    def preparing(self, environment: str) -> None: ...  # building its image, before any run
+    def estimate(self, seconds_left: float) -> None: ...  # host seconds still to go (estimate.py)
+
+
+class Runner:
+    def __init__(self, plan: Plan, store: Store, host: Host, logs_root: Path, agent_path: Path,
+                 progress: Progress | None = None,
+                 create: Callable[[EnvironmentSpec], Environment] = environments.create,
+                 snapshot_host: Callable[[Host], dict[str, Any]] = host_checks.noise_snapshot
+                 ) -> None:
+        self.plan, self.store, self.host = plan, store, host
+        self.logs_root, self.agent_path = logs_root, agent_path
+        self.progress = progress or Progress()
+        self.create, self.snapshot_host = create, snapshot_host
+        self.campaign_id = 0
+        self.cells: list[Cell] = []
+        self._inputs_dir: Path | None = None
+
+    def run(self) -> int:
+        """Run the whole matrix; returns the campaign id. Raises Interrupted on Ctrl-C/SIGTERM."""
+        self.host_before = self.snapshot_host(self.host)  # before probes boot or start anything
+        for message in host_checks.warnings_at_start(self.host_before):
+            self.progress.host_warning(message)
+        columns = self._probe_all()
+        self._create_campaign(columns)
+        self.cells = [self._cell(column, case) for column in columns for case in self.plan.workloads
+                      if case.runs_in(column.spec.name)]
+        self.total_runs = sum(cell.most_runs for cell in self.cells)
+        self.progress.start(self.total_runs)
+        try:
+            self._matrix()
+        except KeyboardInterrupt as stop:
+            self._remove_inputs()
+            proc.kill_all()
+            for cell in self._open_cells():
+                self._close(cell, StopReason.INTERRUPTED)
+            self._finish(Status.INTERRUPTED)
+            raise Interrupted(self.campaign_id, str(stop) or "SIGINT") from None
+        except BaseException:
+            proc.kill_all()  # a bug must not leave guests running or the campaign 'running'
+            self._remove_inputs()
+            self.store.finish_campaign(self.campaign_id, "failed")
+            raise
+        self._remove_inputs()
+        self._finish("finished")
+        return self.campaign_id
+
+    def _remove_inputs(self) -> None:
+        if self._inputs_dir is not None:
+            shutil.rmtree(self._inputs_dir, ignore_errors=True)
+            self._inputs_dir = None
+
+    def _create_campaign(self, columns: list[Column]) -> None:
+        # ids restart in every store: a random part keeps two stores' logs apart
+        self.campaign_logs = self.logs_root.resolve() / (
+            f"{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
+        self.campaign_id = self.store.create_campaign(
+            self.plan.campaign.name, self.plan.as_dict(), self.host.facts, self.host.fingerprint,
+            self.plan.baseline, str(self.campaign_logs), __version__,
+            host_checks.noise_checks(self.host_before, None))
+        for position, column in enumerate(columns):
+            column.row_id = self.store.add_environment(
+                self.campaign_id, column.spec.name, column.spec.kind,
+                column.spec.model_dump(mode="json"), column.availability.available,
+                column.availability.reason, position, facts=column.environment.facts() or None)
+            if not column.availability.available:
+                self.progress.unavailable(column.spec.name, column.availability.reason)
+
+    def _finish(self, status: str) -> None:
+        """Close the campaign with the host checks of its end; warnings never fail it."""
+        after = self.snapshot_host(self.host)
+        self.store.finish_campaign(self.campaign_id, status,
+                                   host_checks.noise_checks(self.host_before, after))
+        for message in host_checks.warnings_at_end(self.host_before, after):
+            self.progress.host_warning(message)
+
+    def _cell(self, column: Column, case: WorkloadCase) -> Cell:
+        if not case.adaptive:
+            return Cell(column, case, None, case.repeat)
+        auto = self.plan.campaign.auto
+        # a refused cell takes one run, which records why
+        return Cell(column, case, auto, 1 if refusal(column, case) else auto.max_runs)
+
+    def _probe_all(self) -> list[Column]:
+        """Every environment probed (fast), then each available one prepared: the explicit
+        step that builds guest images before the first run."""
+        columns = []
+        cases = self.plan.workloads
+        # a tool missing here makes its workloads unsupported (_outcome), not the environment
+        needs = PlanNeeds(
+            tools=tuple(dict.fromkeys(tool for case in cases
+                                      for tool in case.workload.needed_tools(case.params)
+                                      if shutil.which(tool))),
+            capabilities=frozenset().union(*(case.workload.requires for case in cases)))
+        for spec in self.plan.environments:
+            environment = self.create(spec)
+            environment.plan_workloads(needs)
+            columns.append(Column(spec, environment, environment.probe(self.host)))
+        for column in columns:
+            if column.availability.available:
+                if column.environment.full_system:  # the others have nothing to build
+                    self.progress.preparing(column.spec.name)
+                prepared = column.environment.prepare(self.host)
+                column.availability = prepared if not prepared.available else Availability.yes(
+                    "; ".join(r for r in (column.availability.reason, prepared.reason) if r))
+        return columns
+
+    def _matrix(self) -> None:
+        # Repetitions are the outer loop (rounds) so that slow drift on the host
+        # (thermal, background load) spreads over every environment instead of
+        # biasing one. Round r runs every cell still open once, in plan order.
+        for repetition in itertools.count():
+            open_cells = self._open_cells()
+            if not open_cells:
+                return
+            if self.plan.interleave and repetition % 2:  # A/B: A B, then B A, ...
+                open_cells.reverse()
+            for group, parts in self._groups(open_cells):
+                if parts:
+                    self._shared(group, parts, repetition)
+                else:
+                    self._one(group[0], repetition)
+                for cell in group:
+                    reason = cell.stop_reason()
+                    if reason is not None:
+                        self._close(cell, reason)
+                self.progress.estimate(seconds_left(self.cells))
+
+    def _groups(self, cells: list[Cell]) -> list[tuple[list[Cell], list[Part]]]:
+        """Consecutive cells of one full-system environment whose workloads can share a
+        guest (batching.py), as one group with their parts; every other cell alone."""
+        groups: list[tuple[list[Cell], list[Part]]] = []
+        for cell in cells:
+            part = self._part(cell)
+            last = groups[-1] if groups else None
+            if (part is not None and last is not None and last[1]
+                    and last[0][-1].column is cell.column
+                    and job_arguments([*last[1], part], 0) is not None):
+                last[0].append(cell)
+                last[1].append(part)
+            else:
+                groups.append(([cell], [part] if part is not None else []))
+        return [(group, parts if len(group) > 1 else []) for group, parts in groups]
+
+    def _part(self, cell: Cell) -> Part | None:
+        column, case = cell.column, cell.case
+        if not column.environment.full_system or refusal(column, case) is not None:
+            return None
+        workload = case.workload
+        if any(shutil.which(tool) is None for tool in workload.needed_tools(case.params)):
+            return None
+        try:
+            needs = workload.job_needs(case.params, self._inputs())
+        except InputError:
+            return None
+        if column.environment.refusal(workload.requires, needs) is not None:
+            return None
+        return part_of(case, needs)
+
+    def _shared(self, group: list[Cell], parts: list[Part], repetition: int) -> None:
+        """One fresh guest runs every part of the group; each cell stores its own run."""
+        column = group[0].column
+        name = column.spec.name
+        logdir = self.campaign_logs / name / "shared" / f"rep{repetition}"
+        started_at = dt.datetime.now(dt.timezone.utc)
+        began = time.monotonic()
+        for cell in group:
+            self.progress.run_started(name, cell.case.label, repetition)
+        try:
+            outcomes = self._shared_outcomes(column, parts, repetition, logdir)
+        except KeyboardInterrupt as stop:
+            outcome = Outcome(Status.INTERRUPTED,
+                              f"campaign stopped by {str(stop) or 'SIGINT'} during this run")
+            for cell in group:
+                cell.add(outcome, self._store(cell, repetition, outcome, started_at, began,
+                                              str(logdir), len(group)))
+            raise
+        log_path = str(logdir) if logdir.exists() else None
+        for cell, part in zip(group, parts):
+            outcome = outcomes[part.name]
+            cell.add(outcome, self._store(cell, repetition, outcome, started_at, began,
+                                          log_path, len(group)))
+            self.progress.run_finished(name, cell.case.label, outcome)
+
+    def _shared_outcomes(self, column: Column, parts: list[Part], repetition: int,
+                         logdir: Path) -> dict[str, Outcome]:
+        names = [part.name for part in parts]
+        args = job_arguments(parts, repetition)
+        job = Job("+".join(names), self.agent_path, tuple(args), JobNeeds())
+        # the run timeout holds for each workload: the shared guest gets it once per workload
+        timeout_s = self.plan.campaign.timeout_s * len(parts)
+        try:
+            guest = column.environment.start(job, logdir, proc.now_ns() + int(timeout_s * 1e9))
+        except GuestStartError as error:
+            return dict.fromkeys(names, Outcome(Status.INFRA, f"could not start: {error}"))
+        seen = Seen()
+        with guest:
+            try:
+                ended = read_to_the_end(guest, timeout_s, seen.add)
+            except ProtocolError as error:
+                ended = broken(guest, seen, error)
+            stop = guest.stop()
+        if ended is not None:
+            return {name: Outcome(ended.status, ended.reason) for name in names}
+        return {name: part_outcome(seen, name, stop.exit_code, guest) for name in names}
+
+    def _open_cells(self) -> list[Cell]:
+        return [cell for cell in self.cells if cell.stopped is None]
+
+    def _close(self, cell: Cell, reason: str) -> None:
+        cell.stopped = reason
+        self.store.add_cell_stop(self.campaign_id, cell.record())
+        if cell.runs < cell.most_runs:
+            self.total_runs -= cell.most_runs - cell.runs
+            self.progress.total_changed(self.total_runs)
+
+    def _one(self, cell: Cell, repetition: int) -> None:
+        column, case = cell.column, cell.case
+        name = column.spec.name
+        logdir = self.campaign_logs / name / case.label / f"rep{repetition}"
+        started_at = dt.datetime.now(dt.timezone.utc)
+        began = time.monotonic()
+        log_path: str | None = str(logdir)
+        try:
+            self.progress.run_started(name, case.label, repetition)
+            outcome = self._outcome(column, case, logdir)
+        except KeyboardInterrupt as stop:
+            outcome = Outcome(Status.INTERRUPTED,
+                              f"campaign stopped by {str(stop) or 'SIGINT'} during this run")
+            cell.add(outcome, self._store(cell, repetition, outcome, started_at, began, log_path))
+            raise
+        if not logdir.exists():
+            log_path = None
+        cell.add(outcome, self._store(cell, repetition, outcome, started_at, began, log_path))
+        self.progress.run_finished(name, case.label, outcome)
+
+    def _store(self, cell: Cell, repetition: int, outcome: Outcome, started_at: dt.datetime,
+               began: float, log_path: str | None, sharing: int = 1) -> float:
+        """Stores the run; returns its host seconds (its share of a guest shared by
+        `sharing` workloads)."""
+        host_seconds = (time.monotonic() - began) / sharing
+        self.store.add_run(self.campaign_id, RunRecord(
+            environment_id=cell.column.row_id, workload=cell.case.name, label=cell.case.label,
+            params=cell.case.params.model_dump(mode="json"), repetition=repetition,
+            status=outcome.status, reason=outcome.reason, started_at=started_at,
+            host_seconds=host_seconds, log_path=log_path,
+            samples=tuple(outcome.samples), flags=tuple(outcome.flags)))
+        return host_seconds
+
+    def _outcome(self, column: Column, case: WorkloadCase, logdir: Path) -> Outcome:
+        refused = refusal(column, case)
+        if refused is not None:
+            return refused
+        workload = case.workload
+        missing = [tool for tool in workload.needed_tools(case.params)
+                   if shutil.which(tool) is None]
+        if missing:
+            return Outcome(Status.UNSUPPORTED, f"{', '.join(missing)} not installed on this host "
+                                               f"(apt-get install {' '.join(missing)})")
+        try:
+            needs = workload.job_needs(case.params, self._inputs())
+        except InputError as error:
+            return Outcome(Status.INFRA, f"could not prepare the workload's inputs: {error}")
+        refused_need = column.environment.refusal(workload.requires, needs)
+        if refused_need is not None:
+            return Outcome(Status.UNSUPPORTED, refused_need)
+        if needs.drop_caches:
+            dropped = drop_host_caches()
+            if dropped:
+                return Outcome(Status.UNSUPPORTED, dropped)
+        job = Job(case.name, self.agent_path, tuple(workload.agent_args(case.params)), needs)
+        timeout_s = self.plan.campaign.timeout_s
+        deadline_ns = proc.now_ns() + int(timeout_s * 1e9)
+        try:
+            guest = column.environment.start(job, logdir, deadline_ns)
+        except GuestStartError as error:
+            return Outcome(Status.INFRA, f"could not start: {error}")
+        seen = Seen()
+        with guest:
+            if workload.uses_agent:
+                outcome = watch(guest, timeout_s, workload.agent_workload,
+                                 workload.produces_samples, seen)
+            else:
+                outcome = watch_own_program(guest, timeout_s)
+                seen.outputs["stdout"] = [guest.console_text()]
+            if outcome.status == Status.OK and workload.boot_phases:
+                outcome.samples += [(f"boot_{phase}", "ms", ms)
+                                    for phase, ms in guest.boot_phases().items()]
+        if workload.uses_agent:
+            keep_outputs(seen, logdir)
+        if outcome.status == Status.OK and workload.derive is not None:
+            return derived(outcome, workload, case.params, seen, guest.artifacts())
+        return outcome
+
+    def _inputs(self) -> Path:
+        """The campaign's folder for generated inputs (source trees, data files), made once."""
+        if self._inputs_dir is None:
+            self._inputs_dir = Path(tempfile.mkdtemp(prefix="guestbench-inputs-"))
+        return self._inputs_dir

@@ -1,0 +1,120 @@
+"""Which runs a campaign still owes: one cell per environment x workload case, its runs so
+far, and when it stops (a fixed repeat, or the adaptive rule over its primary metric)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from guestbench.analysis.stats import relative_half_width
+from guestbench.environments.base import Availability, Environment, EnvironmentSpec
+from guestbench.plan import AutoSection, WorkloadCase
+from guestbench.runner.outcomes import Outcome, Status
+from guestbench.store import CellStop
+
+
+class StopReason:
+    """Why a cell (one environment x one workload label) stopped repeating."""
+
+    FIXED = "fixed"  # it had its repeat = N runs
+    CONVERGED = "converged"  # the median's interval is as narrow as the plan's target
+    MAX_RUNS = "max-runs"
+    MAX_TIME = "max-time"
+    FAILING = "failing"  # after min_runs runs, fewer than 2 ok runs gave the primary metric
+    UNAVAILABLE = Status.UNAVAILABLE  # nothing to repeat: one run says why
+    UNSUPPORTED = Status.UNSUPPORTED
+    INTERRUPTED = Status.INTERRUPTED  # the campaign stopped while the cell was open
+
+
+@dataclass
+class Column:
+    spec: EnvironmentSpec
+    environment: Environment
+    availability: Availability
+    row_id: int = 0
+
+
+INTERVAL_MIN_RUNS = 3  # fewer runs give the median no bootstrap interval
+
+
+@dataclass
+class Cell:
+    """One environment x one workload case: its runs so far and, once it stops, why."""
+
+    column: Column
+    case: WorkloadCase
+    auto: AutoSection | None  # None: a fixed repeat
+    most_runs: int
+    runs: int = 0
+    ok_runs: int = 0
+    host_seconds: float = 0.0
+    last_status: str = ""
+    primary_values: list[float] = field(default_factory=list)
+    primary_sizes: list[int] = field(default_factory=list)  # primary values of each ok run
+    half_width: float | None = None
+    stopped: str | None = None
+
+    @property
+    def environment(self) -> str:
+        return self.column.spec.name
+
+    @property
+    def min_runs(self) -> int | None:
+        return self.auto.min_runs if self.auto is not None else None
+
+    @property
+    def max_seconds(self) -> float | None:
+        return self.auto.max_cell_s if self.auto is not None else None
+
+    def add(self, outcome: Outcome, host_seconds: float) -> None:
+        self.runs += 1
+        self.host_seconds += host_seconds
+        self.last_status = outcome.status
+        if outcome.status == Status.OK:
+            self.ok_runs += 1
+            metric = self.case.workload.primary_metric
+            found = [value for name, _, value in outcome.samples if name == metric]
+            if found:
+                self.primary_values += found
+                self.primary_sizes.append(len(found))
+
+    def stop_reason(self) -> str | None:
+        """Why the cell stops now, or None while it goes on."""
+        if self.auto is None:
+            return StopReason.FIXED if self.runs >= self.case.repeat else None
+        if self.last_status in (Status.UNAVAILABLE, Status.UNSUPPORTED):
+            return self.last_status
+        self._measure()
+        return adaptive_stop(self, self.auto)
+
+    def _measure(self) -> None:
+        if len(self.primary_sizes) >= INTERVAL_MIN_RUNS:
+            self.half_width = relative_half_width(self.primary_values,
+                                                  sizes=self.primary_sizes)
+
+    def record(self) -> CellStop:
+        if self.auto is None:
+            self._measure()  # once, at the end: a fixed cell never needs it before
+        return CellStop(self.column.row_id, self.case.label, self.runs, self.ok_runs,
+                        self.stopped or "", self.half_width,
+                        self.auto.target if self.auto else None)
+
+
+def adaptive_stop(cell: Cell, auto: AutoSection) -> str | None:
+    judged = len(cell.primary_sizes)  # runs, however many values each gave
+    if judged >= auto.min_runs and cell.half_width is not None and cell.half_width <= auto.target:
+        return StopReason.CONVERGED
+    if cell.runs >= auto.min_runs and judged < 2:
+        return StopReason.FAILING
+    if cell.runs >= auto.max_runs:
+        return StopReason.MAX_RUNS
+    if cell.host_seconds >= auto.max_cell_s:
+        return StopReason.MAX_TIME
+    return None
+
+
+def refusal(column: Column, case: WorkloadCase) -> Outcome | None:
+    """The outcome of a run that cannot start: the environment is unavailable or lacks a need."""
+    if not column.availability.available:
+        return Outcome(Status.UNAVAILABLE, column.availability.reason)
+    refused = column.environment.refusal(case.workload.requires)
+    return Outcome(Status.UNSUPPORTED, refused) if refused else None
