@@ -60,25 +60,40 @@ def main() -> None:
 @click.option("--quiet", is_flag=True, help="no progress bar and no table")
 @click.option("--detail", is_flag=True, help="every metric and table at the end, not only the "
                                              "summary")
+@click.option("--resume", "resume_campaign", metavar="CAMPAIGN",
+              help="complete an interrupted or killed campaign (id or name) with its stored "
+                   "plan: only the runs it still owes")
 def run(plan_file: Path | None, env_names: str | None, workload_names: str | None,
         repeat: str | None, timeout_s: float | None, name: str | None, db: str,
-        logs_dir: Path | None, quiet: bool, detail: bool) -> None:
+        logs_dir: Path | None, quiet: bool, detail: bool, resume_campaign: str | None) -> None:
     """Run PLAN_FILE (TOML), or the quick suite on every preset, and store every sample."""
     from guestbench import host, plan
 
     facts = host.collect()
-    try:
-        overrides = plan.Overrides(_names(env_names, "--env"), _names(workload_names, "--workload"),
-                                   plan.repeat_flag(repeat), timeout_s, name)
-        the_plan = (plan.load(plan_file, facts, overrides) if plan_file
-                    else plan.from_flags(facts, overrides))
-    except plan.PlanError as error:
-        raise BadInput(str(error)) from None
-    results, logs_root, campaign_id = _campaign(the_plan, facts, db, logs_dir, quiet)
+    resumed = None
+    if resume_campaign is not None:
+        given = [flag for flag, value in (("PLAN", plan_file), ("--env", env_names),
+                                          ("--workload", workload_names), ("--repeat", repeat),
+                                          ("--timeout", timeout_s), ("--name", name))
+                 if value is not None]
+        if given:
+            raise BadInput(f"--resume takes the campaign's plan from the store, and "
+                           f"{', '.join(given)} would change it (fix: drop {', '.join(given)})")
+        resumed, the_plan = _resumable(resume_campaign, db, facts, quiet)
+    else:
+        try:
+            overrides = plan.Overrides(_names(env_names, "--env"),
+                                       _names(workload_names, "--workload"),
+                                       plan.repeat_flag(repeat), timeout_s, name)
+            the_plan = (plan.load(plan_file, facts, overrides) if plan_file
+                        else plan.from_flags(facts, overrides))
+        except plan.PlanError as error:
+            raise BadInput(str(error)) from None
+    results, logs_root, campaign_id = _campaign(the_plan, facts, db, logs_dir, quiet, resumed)
     if not quiet:
         _print_report(results, str(campaign_id), None, "table", False, detail=detail)
     click.echo(f"campaign {campaign_id} stored in {db}; logs in {logs_root}", err=True)
-    if plan_file is None and not env_names:
+    if plan_file is None and not env_names and resumed is None:
         from guestbench.environments import NOT_IN_DEFAULT_CAMPAIGN
         for preset, why in NOT_IN_DEFAULT_CAMPAIGN.items():
             click.echo(f"not in the default campaign: {preset} ({why}); add it with "
@@ -416,9 +431,29 @@ def _logs_folder(logs_dir: Path | None, db: str) -> Path:
     return logs_dir
 
 
-def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool):
-    """Runs a validated plan into the store at db: (store, logs folder, campaign id).
-    Ctrl-C or SIGTERM ends the process with 130 or 143, finished runs kept."""
+def _resumable(selector: str, db: str, facts, quiet: bool):
+    """The stored campaign that `run --resume` names, and its plan, once it may be resumed."""
+    from guestbench import plan, resume, store
+    try:
+        opened = store.open(db, create=False)
+        campaign = opened.campaign(selector)
+        opened.engine.dispose()
+        warning = resume.check(campaign, facts)
+        the_plan = plan.stored(campaign["plan"], f"campaign {campaign['id']}")
+    except (store.StoreError, resume.NotResumable, plan.PlanError) as error:
+        raise BadInput(str(error)) from None
+    if warning:
+        click.echo(f"guestbench: warning: {warning}", err=True)
+    if not quiet:
+        click.echo(f"guestbench: resuming campaign {campaign['id']} ({campaign['name']!r}, "
+                   f"{campaign['status']})", err=True)
+    return campaign, the_plan
+
+
+def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resumed=None):
+    """Runs a validated plan into the store at db: (store, logs folder, campaign id); or,
+    given a stored campaign (resumed), what it still owes. Ctrl-C or SIGTERM ends the
+    process with 130 or 143, finished runs kept."""
     from guestbench import agent, store
     from guestbench.runner import Interrupted, Runner
 
@@ -432,7 +467,8 @@ def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool):
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with _progress(quiet) as progress:
-            campaign_id = Runner(the_plan, results, facts, logs_root, agent_path, progress).run()
+            runner = Runner(the_plan, results, facts, logs_root, agent_path, progress)
+            campaign_id = runner.resume(resumed) if resumed else runner.run()
     except Interrupted as stop:
         click.echo(f"guestbench: {stop}; finished runs are stored in {db} "
                    f"(see 'guestbench report {stop.campaign_id}')", err=True)

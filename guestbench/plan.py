@@ -198,6 +198,30 @@ def load(path: Path, host: Host, overrides: Overrides = Overrides()) -> Plan:
     return _build(raw, str(path), host, overrides)
 
 
+def stored(document: dict[str, Any], where: str) -> Plan:
+    """The plan a campaign stored (Plan.as_dict()), read back to run the rest of it.
+    where names the campaign in an error."""
+    import json
+
+    try:
+        campaign = CampaignSection.model_validate_json(json.dumps(document["campaign"]))
+        specs = [environments.spec_model(spec["kind"]).model_validate_json(json.dumps(spec))
+                 for spec in document["environments"]]
+        cases = [WorkloadCase(
+            case["name"],
+            workloads.CATALOGUE[case["name"]].params_model.model_validate_json(
+                json.dumps(case["params"])),
+            case["label"], case["repeat"],
+            tuple(case["environments"]) if "environments" in case else None)
+            for case in document["workloads"]]
+    except (KeyError, TypeError, ValidationError) as error:
+        raise PlanError(f"{where}: its stored plan cannot be read by this guestbench "
+                        f"({type(error).__name__}: {error}) (fix: resume it with the guestbench "
+                        "version that started it, or run its plan again)") from None
+    return Plan(campaign, tuple(specs), tuple(cases), document.get("source", "stored"),
+                bool(document.get("interleave", False)))
+
+
 # The default campaign (no plan file) stops its auto cells sooner than a plan
 # does by default: it is the first thing a newcomer runs, and on a noisy
 # 2-core host cells that never reach +/-2% would otherwise take 30 runs each.

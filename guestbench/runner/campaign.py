@@ -26,7 +26,7 @@ from guestbench.runner.caches import drop_host_caches
 from guestbench.runner.outcomes import (
     Outcome, Seen, Status, broken, derived, keep_outputs, part_outcome, read_to_the_end, watch,
     watch_own_program)
-from guestbench.runner.schedule import Cell, Column, StopReason, refusal
+from guestbench.runner.schedule import Cell, Column, StopReason, refusal, restore
 from guestbench.store import RunRecord, Store
 from guestbench.workloads.base import InputError
 
@@ -66,18 +66,54 @@ class Runner:
         self.campaign_id = 0
         self.cells: list[Cell] = []
         self._inputs_dir: Path | None = None
+        self._stored_logs: set[str] = set()  # log folders of runs stored before a resume
 
     def run(self) -> int:
         """Run the whole matrix; returns the campaign id. Raises Interrupted on Ctrl-C/SIGTERM."""
+        columns = self._start()
+        self._create_campaign(columns)
+        self.cells = self._cells(columns)
+        return self._run_cells()
+
+    def resume(self, campaign: dict[str, Any]) -> int:
+        """Run what a stored campaign still owes (`run --resume`): its interrupted runs are
+        dropped and run again, every cell takes up where it stopped, adaptive cells with the
+        values they had. The Runner's plan must be the campaign's (plan.stored)."""
+        columns = self._start()
+        self.campaign_id = campaign["id"]
+        self.campaign_logs = Path(campaign["log_dir"])
+        for log_path in self.store.reopen_campaign(self.campaign_id, proc.identity()):
+            if Path(log_path).resolve().is_relative_to(self.campaign_logs.resolve()):
+                shutil.rmtree(log_path, ignore_errors=True)  # the dropped run's logs
+        stored = {env["name"]: env["id"] for env in self.store.environments(self.campaign_id)}
+        for column in columns:
+            column.row_id = stored[column.spec.name]
+            if not column.availability.available:
+                self.progress.unavailable(column.spec.name, column.availability.reason)
+        self.cells = self._cells(columns)
+        runs = self.store.runs(self.campaign_id)
+        self._stored_logs = {run["log_path"] for run in runs if run["log_path"]}
+        restore(self.cells, runs, self.store.samples(self.campaign_id),
+                self.store.cell_stops(self.campaign_id))
+        return self._run_cells()
+
+    def _start(self) -> list[Column]:
         self.host_before = self.snapshot_host(self.host)  # before probes boot or start anything
         for message in host_checks.warnings_at_start(self.host_before):
             self.progress.host_warning(message)
-        columns = self._probe_all()
-        self._create_campaign(columns)
-        self.cells = [self._cell(column, case) for column in columns for case in self.plan.workloads
-                      if case.runs_in(column.spec.name)]
-        self.total_runs = sum(cell.most_runs for cell in self.cells)
+        return self._probe_all()
+
+    def _cells(self, columns: list[Column]) -> list[Cell]:
+        return [self._cell(column, case) for column in columns for case in self.plan.workloads
+                if case.runs_in(column.spec.name)]
+
+    def _run_cells(self) -> int:
+        self.total_runs = sum(cell.most_runs - cell.runs for cell in self._open_cells())
         self.progress.start(self.total_runs)
+        for cell in self._open_cells():  # a resumed cell may have had all its runs already
+            reason = cell.stop_reason() if cell.runs else None
+            if reason is not None:
+                self._close(cell, reason)
         try:
             self._matrix()
         except KeyboardInterrupt as stop:
@@ -108,7 +144,7 @@ class Runner:
         self.campaign_id = self.store.create_campaign(
             self.plan.campaign.name, self.plan.as_dict(), self.host.facts, self.host.fingerprint,
             self.plan.baseline, str(self.campaign_logs), __version__,
-            host_checks.noise_checks(self.host_before, None))
+            host_checks.noise_checks(self.host_before, None), owner=proc.identity())
         for position, column in enumerate(columns):
             column.row_id = self.store.add_environment(
                 self.campaign_id, column.spec.name, column.spec.kind,
@@ -159,18 +195,21 @@ class Runner:
     def _matrix(self) -> None:
         # Repetitions are the outer loop (rounds) so that slow drift on the host
         # (thermal, background load) spreads over every environment instead of
-        # biasing one. Round r runs every cell still open once, in plan order.
-        for repetition in itertools.count():
+        # biasing one. Round r runs every cell still open once, in plan order; a cell's
+        # run is its repetition number runs (the same as r, unless the campaign was resumed
+        # with cells at different counts).
+        first = min((cell.runs for cell in self._open_cells()), default=0)
+        for round_number in itertools.count(first):
             open_cells = self._open_cells()
             if not open_cells:
                 return
-            if self.plan.interleave and repetition % 2:  # A/B: A B, then B A, ...
+            if self.plan.interleave and round_number % 2:  # A/B: A B, then B A, ...
                 open_cells.reverse()
             for group, parts in self._groups(open_cells):
                 if parts:
-                    self._shared(group, parts, repetition)
+                    self._shared(group, parts, round_number)
                 else:
-                    self._one(group[0], repetition)
+                    self._one(group[0], group[0].runs)
                 for cell in group:
                     reason = cell.stop_reason()
                     if reason is not None:
@@ -212,24 +251,24 @@ class Runner:
         """One fresh guest runs every part of the group; each cell stores its own run."""
         column = group[0].column
         name = column.spec.name
-        logdir = self.campaign_logs / name / "shared" / f"rep{repetition}"
+        logdir = self._fresh(self.campaign_logs / name / "shared" / f"rep{repetition}")
         started_at = dt.datetime.now(dt.timezone.utc)
         began = time.monotonic()
         for cell in group:
-            self.progress.run_started(name, cell.case.label, repetition)
+            self.progress.run_started(name, cell.case.label, cell.runs)
         try:
             outcomes = self._shared_outcomes(column, parts, repetition, logdir)
         except KeyboardInterrupt as stop:
             outcome = Outcome(Status.INTERRUPTED,
                               f"campaign stopped by {str(stop) or 'SIGINT'} during this run")
             for cell in group:
-                cell.add(outcome, self._store(cell, repetition, outcome, started_at, began,
+                cell.add(outcome, self._store(cell, cell.runs, outcome, started_at, began,
                                               str(logdir), len(group)))
             raise
         log_path = str(logdir) if logdir.exists() else None
         for cell, part in zip(group, parts):
             outcome = outcomes[part.name]
-            cell.add(outcome, self._store(cell, repetition, outcome, started_at, began,
+            cell.add(outcome, self._store(cell, cell.runs, outcome, started_at, began,
                                           log_path, len(group)))
             self.progress.run_finished(name, cell.case.label, outcome)
 
@@ -268,7 +307,7 @@ class Runner:
     def _one(self, cell: Cell, repetition: int) -> None:
         column, case = cell.column, cell.case
         name = column.spec.name
-        logdir = self.campaign_logs / name / case.label / f"rep{repetition}"
+        logdir = self._fresh(self.campaign_logs / name / case.label / f"rep{repetition}")
         started_at = dt.datetime.now(dt.timezone.utc)
         began = time.monotonic()
         log_path: str | None = str(logdir)
@@ -342,6 +381,16 @@ class Runner:
         if outcome.status == Status.OK and workload.derive is not None:
             return derived(outcome, workload, case.params, seen, guest.artifacts())
         return outcome
+
+    def _fresh(self, logdir: Path) -> Path:
+        """A run's log folder, new. What a run that was never stored left there (a campaign
+        killed as that run started, then resumed) is removed; a folder that a stored run
+        names is never touched: the run gets another beside it."""
+        while str(logdir) in self._stored_logs:
+            logdir = logdir.with_name(logdir.name + "-again")
+        if logdir.exists():
+            shutil.rmtree(logdir)
+        return logdir
 
     def _inputs(self) -> Path:
         """The campaign's folder for generated inputs (source trees, data files), made once."""

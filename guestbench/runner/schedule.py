@@ -3,7 +3,10 @@ far, and when it stops (a fixed repeat, or the adaptive rule over its primary me
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from guestbench.analysis.stats import relative_half_width
 from guestbench.environments.base import Availability, Environment, EnvironmentSpec
@@ -118,3 +121,24 @@ def refusal(column: Column, case: WorkloadCase) -> Outcome | None:
         return Outcome(Status.UNAVAILABLE, column.availability.reason)
     refused = column.environment.refusal(case.workload.requires)
     return Outcome(Status.UNSUPPORTED, refused) if refused else None
+
+
+def restore(cells: list[Cell], runs: Iterable[dict[str, Any]], samples: Iterable[dict[str, Any]],
+            stops: Iterable[dict[str, Any]]) -> None:
+    """Each cell as a stored campaign left it: its runs in the order they ran (an adaptive
+    cell gets back the values it judges by), and the stop of each cell that had stopped.
+    Runs of a cell the plan no longer has are left alone."""
+    by_key = {(cell.column.row_id, cell.case.label): cell for cell in cells}
+    of_run: dict[int, list[tuple[str, str, float]]] = defaultdict(list)
+    for sample in samples:
+        of_run[sample["run_id"]].append((sample["metric"], sample["unit"], sample["value"]))
+    for run in sorted(runs, key=lambda run: run["id"]):
+        cell = by_key.get((run["environment_id"], run["label"]))
+        if cell is not None:
+            cell.add(Outcome(run["status"], run["reason"], of_run.get(run["id"], [])),
+                     run["host_seconds"])
+    for stop in stops:
+        cell = by_key.get((stop["environment_id"], stop["label"]))
+        if cell is not None:
+            cell.stopped = stop["reason"]
+

@@ -159,7 +159,8 @@ class Store:
     # -- writing --------------------------------------------------------------
     def create_campaign(self, name: str, plan: dict[str, Any], host_facts: dict[str, Any],
                         fingerprint: str, baseline: str | None, log_dir: str,
-                        guestbench_version: str, host_checks: dict[str, Any] | None = None) -> int:
+                        guestbench_version: str, host_checks: dict[str, Any] | None = None,
+                        owner: dict[str, Any] | None = None) -> int:
         with self.engine.begin() as connection:
             host_id = connection.execute(sa.select(schema.host.c.id).where(
                 schema.host.c.fingerprint == fingerprint)).scalar()
@@ -169,7 +170,8 @@ class Store:
             return connection.execute(sa.insert(schema.campaign).values(
                 name=name, created_at=_now(), guestbench_version=guestbench_version, plan=plan,
                 host_id=host_id, host_facts=host_facts, baseline=baseline, log_dir=log_dir,
-                status="running", host_checks=host_checks)).inserted_primary_key[0]
+                status="running", host_checks=host_checks,
+                owner=owner)).inserted_primary_key[0]
 
     def add_environment(self, campaign_id: int, name: str, kind: str, spec: dict[str, Any],
                         available: bool, probe: str, position: int,
@@ -215,6 +217,29 @@ class Store:
             connection.execute(sa.update(schema.campaign).where(
                 schema.campaign.c.id == campaign_id).values(**values))
             packed.pack(connection, campaign_id)
+
+    def reopen_campaign(self, campaign_id: int, owner: dict[str, Any] | None) -> list[str]:
+        """Make an ended or abandoned campaign 'running' again for `run --resume`, in one
+        transaction: the runs that were interrupted midway (they measured nothing) and the
+        stops of cells that were open are removed, and so is its packed block. Returns the
+        removed runs' log folders."""
+        run, sample, stop = schema.run, schema.sample, schema.cell_stop
+        with self.engine.begin() as connection:
+            unfinished = connection.execute(
+                sa.select(run.c.id, run.c.log_path).where(
+                    run.c.campaign_id == campaign_id, run.c.status == "interrupted")).all()
+            ids = [row.id for row in unfinished]
+            if ids:
+                connection.execute(sa.delete(sample).where(sample.c.run_id.in_(ids)))
+                connection.execute(sa.delete(run).where(run.c.id.in_(ids)))
+            connection.execute(sa.delete(stop).where(stop.c.campaign_id == campaign_id,
+                                                     stop.c.reason == "interrupted"))
+            connection.execute(sa.delete(schema.sample_block).where(
+                schema.sample_block.c.campaign_id == campaign_id))
+            connection.execute(sa.update(schema.campaign).where(
+                schema.campaign.c.id == campaign_id).values(
+                    status="running", finished_at=None, owner=owner))
+        return [row.log_path for row in unfinished if row.log_path]
 
     # -- reading --------------------------------------------------------------
     def campaign(self, selector: str | None = None) -> dict[str, Any]:

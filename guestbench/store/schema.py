@@ -13,7 +13,9 @@ import sqlalchemy as sa
 #   4  sample_block: each ended campaign's samples a second time, as packed columns
 #      (what report and compare read; store/packed.py). Campaigns that had ended
 #      are packed when a store is migrated to it.
-SCHEMA_VERSION = 4
+#   5  campaign.owner: the process that runs the campaign (host, pid, start time), so that
+#      a campaign left 'running' by a killed process can be told from one still running.
+SCHEMA_VERSION = 5
 PACKED_SINCE = 4  # the version that added sample_block
 
 metadata = sa.MetaData()
@@ -50,7 +52,15 @@ def _campaign_columns(version: int) -> list[sa.Column]:
     ]
     if version >= 2:
         columns.append(_host_checks_column())
+    if version >= 5:
+        columns.append(_owner_column())
     return columns
+
+
+def _owner_column() -> sa.Column:
+    # {"hostname", "pid", "started"}: started is the process's start time in clock ticks
+    # since boot (/proc/PID/stat), which tells a live owner from a later process of that pid
+    return sa.Column("owner", sa.JSON)
 
 
 def _host_checks_column() -> sa.Column:
@@ -165,6 +175,12 @@ def _add_environment_facts(connection: sa.Connection) -> None:
     connection.execute(sa.text(f"ALTER TABLE environment ADD COLUMN {column.name} {column_type}"))
 
 
+def _add_campaign_owner(connection: sa.Connection) -> None:
+    column = _owner_column()
+    column_type = column.type.compile(dialect=connection.dialect)
+    connection.execute(sa.text(f"ALTER TABLE campaign ADD COLUMN {column.name} {column_type}"))
+
+
 def _add_sample_block(connection: sa.Connection) -> None:
     sample_block.create(connection)  # the campaigns that had ended: Store.migrate packs them
 
@@ -176,4 +192,5 @@ MIGRATIONS = {
     1: _add_host_checks_and_cell_stop,
     2: _add_environment_facts,
     3: _add_sample_block,
+    4: _add_campaign_owner,
 }

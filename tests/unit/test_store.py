@@ -43,21 +43,21 @@ def raw_rows(url: str, sql: str) -> list[tuple]:
         engine.dispose()
 
 
-def test_open_creates_schema_version_4(store_url: str, tmp_path: Path) -> None:
+def test_open_creates_schema_version_5(store_url: str, tmp_path: Path) -> None:
     on_sqlite = store_url.startswith("sqlite")
     assert not (tmp_path / "results.sqlite").exists()
     store = gb_store.open(store_url)
     assert (tmp_path / "results.sqlite").is_file() == on_sqlite
-    assert SCHEMA_VERSION == 4
-    assert store.version() == 4
+    assert SCHEMA_VERSION == 5
+    assert store.version() == 5
     tables = set(sa.inspect(store.engine).get_table_names())
     assert {"schema_meta", "host", "campaign", "environment", "run", "sample",
             "cell_stop", "sample_block"} <= tables
     columns = {column["name"] for column in sa.inspect(store.engine).get_columns("campaign")}
-    assert "host_checks" in columns
+    assert {"host_checks", "owner"} <= columns
     columns = {column["name"] for column in sa.inspect(store.engine).get_columns("environment")}
     assert "facts" in columns
-    assert raw_rows(store_url, "select key, value from schema_meta") == [("schema_version", "4")]
+    assert raw_rows(store_url, "select key, value from schema_meta") == [("schema_version", "5")]
     assert store.campaigns() == []
 
 
@@ -463,7 +463,7 @@ def test_version_3_store_migrates_to_4_packing_the_ended_campaigns(store_url: st
     engine.dispose()
 
     store = gb_store.open(store_url)
-    assert store.version() == SCHEMA_VERSION == 4
+    assert store.version() == SCHEMA_VERSION
     assert packed_size(store, 1) == 2  # the finished campaign's two samples
     assert packed_size(store, 2) is None  # a running campaign is not packed
     assert [s["value"] for s in store.samples(1)] == [61.0, 62.0]
@@ -476,4 +476,51 @@ def test_a_postgresql_url_without_a_driver_uses_psycopg_3(postgres_url: str) -> 
     store = gb_store.open(plain)
     assert store.engine.url.drivername == "postgresql+psycopg"
     assert store.version() == SCHEMA_VERSION
+    store.engine.dispose()
+
+
+# -- schema version 5: who runs a campaign; reopening one to resume it -----------------
+
+OWNER = {"hostname": "h", "pid": 4242, "started": 123456}
+
+
+def test_a_campaign_records_its_owner_and_reopening_forgets_what_was_unfinished(
+        store: gb_store.Store) -> None:
+    campaign_id = store.create_campaign("c", PLAN, FACTS, "fp1", "native", "/logs", "0.1.0",
+                                        owner=OWNER)
+    assert store.campaign(str(campaign_id))["owner"] == OWNER
+    env = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
+    done = store.add_run(campaign_id, a_run(env, 0))
+    store.add_run(campaign_id, RunRecord(
+        environment_id=env, workload="getpid", label="getpid", params={}, repetition=1,
+        status="interrupted", reason="campaign stopped by SIGTERM during this run",
+        started_at=STARTED, host_seconds=0.1, log_path="/logs/native/getpid/rep1",
+        samples=(("time_per_op", "ns", 1.0),)))
+    store.add_cell_stop(campaign_id, gb_store.CellStop(env, "getpid", 2, 1, "interrupted",
+                                                       None, 0.02))
+    store.finish_campaign(campaign_id, "interrupted")
+    assert packed_size(store, campaign_id) == 3
+
+    again = {**OWNER, "pid": 4343}
+    assert store.reopen_campaign(campaign_id, again) == ["/logs/native/getpid/rep1"]
+    reopened = store.campaign(str(campaign_id))
+    assert (reopened["status"], reopened["finished_at"], reopened["owner"]) == (
+        "running", None, again)
+    assert [run["id"] for run in store.runs(campaign_id)] == [done]
+    assert [sample["value"] for sample in store.samples(campaign_id)] == [61.25, 150.0]
+    assert store.cell_stops(campaign_id) == []
+    assert packed_size(store, campaign_id) is None
+
+
+def test_version_4_store_migrates_to_5_with_no_owner_for_old_campaigns(store_url: str) -> None:
+    version_2_store(store_url)
+    engine = sa.create_engine(store_url)
+    with engine.begin() as connection:
+        migrate_to(connection, 3)
+        migrate_to(connection, 4)
+    assert "owner" not in {c["name"] for c in sa.inspect(engine).get_columns("campaign")}
+    engine.dispose()
+    store = gb_store.open(store_url)
+    assert store.version() == SCHEMA_VERSION
+    assert store.campaign("old")["owner"] is None
     store.engine.dispose()
