@@ -18,7 +18,11 @@ in this process, the plain read of one campaign through the store API and the
 report's load step (read + summarise), to tell store time from analysis time.
 
     .venv/bin/python benchmarks/report_speed.py FOLDER [--samples N] [--repeat 3]
-        [--shapes accumulated,two-huge] [--slow-factor 1.3]
+        [--shapes accumulated,two-huge] [--slow-factor 1.3] [--postgresql]
+
+--postgresql also builds each shape in a private PostgreSQL server started for the
+run (tests/support/postgres.py, a throw-away cluster under FOLDER, removed at the
+end) and measures the same commands there, for the two stores side by side.
 """
 
 from __future__ import annotations
@@ -157,6 +161,26 @@ def measure(shape: str, url: str, ids: list[int], repeat: int) -> list[Row]:
     return rows
 
 
+def on_postgresql(folder: Path, shapes: list[str], samples: int, slow_factor: float,
+                  repeat: int) -> list[Row]:
+    """Every shape built in a private PostgreSQL server and measured there."""
+    from tests.support import postgres
+    server = postgres.start(str(folder))
+    try:
+        rows = []
+        for shape in shapes:
+            url = server.create_database(shape.replace("-", "_"))
+            began = time.perf_counter()
+            ids = bigstore.generate(url, samples, campaigns=2 if shape == "two-huge" else None,
+                                    slow_factor=slow_factor)
+            print(f"{shape} on PostgreSQL: generated {len(ids)} campaigns, {samples} samples in "
+                  f"{time.perf_counter() - began:.1f} s")
+            rows += measure(f"{shape} (postgresql)", url, ids, repeat)
+        return rows
+    finally:
+        server.remove()
+
+
 def print_table(rows: list[Row], repeat: int) -> None:
     header = ("shape", "command", f"seconds (median of {repeat})", "exit", "note")
     cells = [(row.shape, row.command, "-" if row.seconds is None else f"{row.seconds:.2f}",
@@ -175,6 +199,8 @@ def main() -> None:
                         help=f"comma-separated, of {', '.join(SHAPES)}")
     parser.add_argument("--slow-factor", type=float, default=1.3,
                         help="the latest campaign is this much slower on a few cells")
+    parser.add_argument("--postgresql", action="store_true",
+                        help="also measure on a private PostgreSQL server (built each run)")
     args = parser.parse_args()
     shapes = [shape.strip() for shape in args.shapes.split(",") if shape.strip()]
     unknown = set(shapes) - set(SHAPES)
@@ -185,6 +211,8 @@ def main() -> None:
     for shape in shapes:
         url, ids = store_for(args.folder, shape, args.samples, args.slow_factor)
         rows += measure(shape, url, ids, args.repeat)
+    if args.postgresql:
+        rows += on_postgresql(args.folder, shapes, args.samples, args.slow_factor, args.repeat)
     print(f"\nhost: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
           f"stdout of each command goes to a scratch file")
     print_table(rows, args.repeat)

@@ -464,6 +464,7 @@ def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resu
         results = store.open(db)
     except (agent.AgentMissing, store.StoreError) as error:
         raise BadInput(str(error)) from None
+    results.on_wait = lambda message: click.echo(f"guestbench: {message}", err=True)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with _progress(quiet) as progress:

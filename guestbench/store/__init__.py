@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import gc
 import json
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,7 +74,7 @@ def open(url: str = DEFAULT_URL, create: bool = True) -> "Store":  # noqa: A001 
 def check(url: str, create: bool = True) -> sa.Engine:
     """The engine for a URL, after checking what can be checked without writing anything."""
     try:
-        engine = sa.create_engine(_with_driver(url))
+        engine = sa.create_engine(_with_driver(url), pool_pre_ping=True)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ValueError) as error:
         raise StoreError(f"--db {url!r}: not a usable database URL ({error}) "
                          "(fix: e.g. sqlite:///results.sqlite or postgresql://user@host/db)") from None
@@ -110,9 +112,59 @@ def _check_sqlite_path(database: str | None, url: str, create: bool) -> None:
                          "(fix: run 'guestbench run' first, or point --db at an existing store)")
 
 
+# How long a write waits for a store whose server went away (a PostgreSQL restart), trying
+# again with growing pauses, before the error stands; on_wait hears of each pause.
+RETRY_FOR_S = 600.0
+
+
+def _waits_for_the_server(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A write that meets a lost connection is tried again until the server is back (or
+    RETRY_FOR_S has passed): _server_gone tells; any other error (a full disk, a
+    constraint) stands at once. A transaction whose connection broke
+    was not committed, so trying it again stores it once; add_run checks that too."""
+    @functools.wraps(method)
+    def retried(self: "Store", *args: Any, **kwargs: Any) -> Any:
+        waited, pause = 0.0, 0.5
+        while True:
+            try:
+                result = method(self, *args, **kwargs)
+                self._again = False
+                return result
+            except sa.exc.DBAPIError as error:
+                if not _server_gone(error) or waited >= self.retry_for_s:
+                    self._again = False
+                    raise
+                self._again = True  # add_run looks for its run before it writes it again
+                if self.on_wait is not None:
+                    self.on_wait(f"the store is unreachable ({str(error.orig).strip()[:120]}); "
+                                 f"trying again in {pause:g} s, for up to "
+                                 f"{self.retry_for_s - waited:.0f} s more")
+                time.sleep(pause)
+                waited += pause
+                pause = min(pause * 2, 10.0)
+    return retried
+
+
+def _server_gone(error: sa.exc.DBAPIError) -> bool:
+    """A lost or refused connection to a database server, as opposed to an error in what
+    was asked: a connection SQLAlchemy found broken, a connection that could not be made
+    (psycopg gives it no SQLSTATE), a connection exception (class 08) or a server shutting
+    down or starting (57P01-57P03). SQLite's errors have no SQLSTATE and are never
+    waited for."""
+    if error.connection_invalidated:
+        return True
+    if not hasattr(error.orig, "sqlstate"):
+        return False
+    state = error.orig.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
 class Store:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
+        self.retry_for_s = RETRY_FOR_S
+        self.on_wait: Callable[[str], None] | None = None
+        self._again = False  # a write is being tried again after a lost connection
 
     # -- schema ---------------------------------------------------------------
     def version(self) -> int:
@@ -157,6 +209,7 @@ class Store:
             return bool(sa.inspect(connection).get_table_names())
 
     # -- writing --------------------------------------------------------------
+    @_waits_for_the_server
     def create_campaign(self, name: str, plan: dict[str, Any], host_facts: dict[str, Any],
                         fingerprint: str, baseline: str | None, log_dir: str,
                         guestbench_version: str, host_checks: dict[str, Any] | None = None,
@@ -173,6 +226,7 @@ class Store:
                 status="running", host_checks=host_checks,
                 owner=owner)).inserted_primary_key[0]
 
+    @_waits_for_the_server
     def add_environment(self, campaign_id: int, name: str, kind: str, spec: dict[str, Any],
                         available: bool, probe: str, position: int,
                         facts: dict[str, Any] | None = None) -> int:
@@ -183,9 +237,21 @@ class Store:
                 probe=probe, position=position,
                 facts=sa.null() if facts is None else facts)).inserted_primary_key[0]
 
+    @_waits_for_the_server
     def add_run(self, campaign_id: int, record: RunRecord) -> int:
-        """One run and its samples, in one transaction: a run is stored whole or not at all."""
+        """One run and its samples, in one transaction: a run is stored whole or not at all.
+        Tried again after a lost connection, it is not stored twice: a run of this campaign,
+        environment, label and repetition already there is the one."""
+        run = schema.run
+        again, self._again = self._again, False
         with self.engine.begin() as connection:
+            if again:
+                stored = connection.execute(sa.select(run.c.id).where(
+                    run.c.campaign_id == campaign_id,
+                    run.c.environment_id == record.environment_id,
+                    run.c.label == record.label, run.c.repetition == record.repetition)).scalar()
+                if stored is not None:
+                    return stored
             run_id = connection.execute(sa.insert(schema.run).values(
                 campaign_id=campaign_id, environment_id=record.environment_id,
                 workload=record.workload, label=record.label, params=record.params,
@@ -199,6 +265,7 @@ class Store:
                     for metric, unit, value in record.samples])
         return run_id
 
+    @_waits_for_the_server
     def add_cell_stop(self, campaign_id: int, stop: CellStop) -> None:
         with self.engine.begin() as connection:
             connection.execute(sa.insert(schema.cell_stop).values(
@@ -206,6 +273,7 @@ class Store:
                 runs=stop.runs, ok_runs=stop.ok_runs, reason=stop.reason,
                 half_width=stop.half_width, target=stop.target))
 
+    @_waits_for_the_server
     def finish_campaign(self, campaign_id: int, status: str,
                         host_checks: dict[str, Any] | None = None) -> None:
         """Close the campaign; host_checks, when given, replace those stored at its start.
@@ -218,6 +286,7 @@ class Store:
                 schema.campaign.c.id == campaign_id).values(**values))
             packed.pack(connection, campaign_id)
 
+    @_waits_for_the_server
     def reopen_campaign(self, campaign_id: int, owner: dict[str, Any] | None) -> list[str]:
         """Make an ended or abandoned campaign 'running' again for `run --resume`, in one
         transaction: the runs that were interrupted midway (they measured nothing) and the

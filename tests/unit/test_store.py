@@ -524,3 +524,44 @@ def test_version_4_store_migrates_to_5_with_no_owner_for_old_campaigns(store_url
     assert store.version() == SCHEMA_VERSION
     assert store.campaign("old")["owner"] is None
     store.engine.dispose()
+
+
+# -- a PostgreSQL server that goes away mid-campaign -------------------------------------
+
+def test_a_run_written_while_postgresql_restarts_is_stored_once_it_is_back(
+        postgres_server, postgres_url) -> None:
+    import threading
+    import time
+
+    store = gb_store.open(postgres_url)
+    campaign_id = new_campaign(store)
+    env = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
+    store.add_run(campaign_id, a_run(env, 0))
+    waits: list[str] = []
+    store.on_wait = waits.append
+    postgres_server.stop()
+    restart = threading.Timer(3.0, postgres_server.start)
+    restart.start()
+    began = time.monotonic()
+    try:
+        store.add_run(campaign_id, a_run(env, 1))  # the server is down: waits, then writes
+    finally:
+        restart.join()
+    assert time.monotonic() - began >= 2.5
+    assert waits and "the store is unreachable" in waits[0]
+    assert [run["repetition"] for run in store.runs(campaign_id)] == [0, 1]
+    assert len(list(store.samples(campaign_id))) == 4
+    store.engine.dispose()
+
+
+def test_a_write_gives_up_when_the_server_stays_away(postgres_server, postgres_url) -> None:
+    store = gb_store.open(postgres_url)
+    campaign_id = new_campaign(store)
+    store.retry_for_s = 1.0
+    postgres_server.stop()
+    try:
+        with pytest.raises(sa.exc.OperationalError):
+            store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
+    finally:
+        postgres_server.start()
+    store.engine.dispose()
