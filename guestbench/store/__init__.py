@@ -357,7 +357,8 @@ class Store:
         # JSON columns come back as text and are decoded once per distinct text: the
         # params and flags of 93k runs are a few dozen distinct documents. The decoded
         # values are shared between rows: callers read them, never change them.
-        columns = [sa.type_coerce(column, sa.Text).label(column.name)
+        # (a CAST in the SQL: PostgreSQL's driver would otherwise parse every row's JSON)
+        columns = [sa.cast(column, sa.Text).label(column.name)
                    if column.name in documents else column for column in wanted]
         query = sa.select(*columns).where(table.c.campaign_id == campaign_id).order_by(order)
         converters = {**{key: _timestamp for key in stamps}, **{key: _truth for key in truths},
