@@ -63,11 +63,16 @@ def main() -> None:
 @click.option("--resume", "resume_campaign", metavar="CAMPAIGN",
               help="complete an interrupted or killed campaign (id or name) with its stored "
                    "plan: only the runs it still owes")
+@click.option("--pool-group", type=int, hidden=True)  # set by a pool worker (pool/queue.py)
+@click.option("--pool-host", hidden=True)
 def run(plan_file: Path | None, env_names: str | None, workload_names: str | None,
         repeat: str | None, timeout_s: float | None, name: str | None, db: str,
-        logs_dir: Path | None, quiet: bool, detail: bool, resume_campaign: str | None) -> None:
+        logs_dir: Path | None, quiet: bool, detail: bool, resume_campaign: str | None,
+        pool_group: int | None, pool_host: str | None) -> None:
     """Run PLAN_FILE (TOML), or the quick suite on every preset, and store every sample."""
-    from guestbench import host, plan
+    from guestbench import host, plan, proc
+
+    proc.die_with_parent()  # started by a pool worker: ends (SIGTERM) when the worker does
 
     facts = host.collect()
     resumed = None
@@ -89,7 +94,9 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
                         else plan.from_flags(facts, overrides))
         except plan.PlanError as error:
             raise BadInput(str(error)) from None
-    results, logs_root, campaign_id = _campaign(the_plan, facts, db, logs_dir, quiet, resumed)
+    pool = {"group_id": pool_group, "pool_host": pool_host} if pool_group else None
+    results, logs_root, campaign_id = _campaign(the_plan, facts, db, logs_dir, quiet, resumed,
+                                                pool)
     if not quiet:
         _print_report(results, str(campaign_id), None, "table", False, detail=detail)
     click.echo(f"campaign {campaign_id} stored in {db}; logs in {logs_root}", err=True)
@@ -361,6 +368,136 @@ def _ab_sides(opened, campaign_id: int):
     return sides
 
 
+@main.command()
+@click.option("--db", required=True, help="the pool's store: a PostgreSQL URL")
+@click.option("--name", help="this host's name in the pool  [default: its hostname]")
+@click.option("--labels", default="", help="what this host offers, comma-separated "
+                                           "(kvm,xen-dom0,...): submit --labels picks by them")
+@click.option("--logs", "logs_dir", type=click.Path(path_type=Path),
+              default=Path("guestbench-logs"), show_default=True,
+              help="where the campaigns this worker runs keep their run logs")
+def worker(db: str, name: str | None, labels: str, logs_dir: Path) -> None:
+    """Serve as one host of the pool: run the campaigns queued for it, one at a time."""
+    import socket
+
+    from guestbench.pool import worker as serving
+    opened = _pool_store(db)
+    name = name or socket.gethostname()
+    _no_other_worker(opened, name)
+    click.echo(f"guestbench: worker {name!r} ({labels or 'no labels'}) takes the jobs of "
+               f"queue host:{name} from {opened.engine.url.render_as_string()}", err=True)
+    click.echo("guestbench: warning: this worker runs every plan submitted to it, command "
+               "environments and exec workloads included: whoever can write to this store can "
+               "run programs on this host as this user (no --allow policy yet; docs/pool.md)",
+               err=True)
+    serving.serve(opened, name, list(_names(labels, "--labels")) if labels else [], [], logs_dir)
+
+
+@main.command()
+@click.argument("plan_file", type=click.Path(path_type=Path))
+@click.option("--db", required=True, help="the pool's store: a PostgreSQL URL")
+@click.option("--hosts", "host_names", help="the pool hosts to run it on, comma-separated")
+@click.option("--labels", help="or every host with all of these labels, comma-separated")
+@click.option("--name", help="the group's name  [default: the plan's file name]")
+def submit(plan_file: Path, db: str, host_names: str | None, labels: str | None,
+           name: str | None) -> None:
+    """Queue PLAN_FILE as one campaign on each chosen host of the pool (a campaign group)."""
+    from guestbench import host, plan
+    from guestbench.pool import queue
+    from guestbench.store import pool as pool_rows
+
+    try:
+        plan.load(plan_file, host.collect())  # a plan that cannot run anywhere is caught here
+    except plan.PlanError as error:
+        raise BadInput(str(error)) from None
+    opened = _pool_store(db)
+    known = {row["name"]: row for row in pool_rows.hosts(opened.engine)}
+    if bool(host_names) == bool(labels):
+        raise BadInput("submit: give --hosts or --labels, one of them (fix: e.g. --hosts "
+                       f"{','.join(known) or 'NAME'})")
+    if host_names:
+        chosen = list(_names(host_names, "--hosts"))
+        unknown = [name for name in chosen if name not in known]
+        if unknown:
+            raise BadInput(f"--hosts: {', '.join(unknown)} not in the pool (fix: start "
+                           "'guestbench worker' there, or pick from 'guestbench hosts': "
+                           f"{', '.join(known) or 'none yet'})")
+    else:
+        wanted = set(_names(labels, "--labels"))
+        chosen = [name for name, row in known.items() if wanted <= set(row["labels"])]
+        if not chosen:
+            raise BadInput(f"--labels: no host of the pool has {', '.join(sorted(wanted))} "
+                           "(fix: see 'guestbench hosts')")
+    group_name = name or plan_file.stem
+    group_id = pool_rows.create_group(opened.engine, group_name, plan_file.read_text(),
+                                      str(plan_file), chosen)
+    app = queue.app_for(db)
+    queue.ensure_schema(opened.engine, app)
+    with app.open():
+        task = app.tasks[queue.TASK]
+        for host_name in chosen:
+            task.configure(queue=queue.queue_of(host_name), lock=queue.queue_of(host_name)) \
+                .defer(group_id=group_id, host=host_name)
+    click.echo(f"group {group_id} ({group_name!r}): queued on {', '.join(chosen)}")
+
+
+@main.command()
+@click.option("--db", required=True, help="the pool's store: a PostgreSQL URL")
+def hosts(db: str) -> None:
+    """The pool's hosts: labels, facts, last heartbeat, the job each runs now."""
+    import datetime as dt
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from guestbench.store import pool as pool_rows
+    opened = _pool_store(db)
+    busy = _running_jobs(opened)
+    table = Table("host", "labels", "CPU", "kernel", "heartbeat", "running now")
+    now = dt.datetime.now(dt.timezone.utc)
+    for row in pool_rows.hosts(opened.engine):
+        facts = row["facts"]
+        age = (now - row["heartbeat_at"]).total_seconds()
+        table.add_row(row["name"], ",".join(row["labels"]) or "-",
+                      f"{facts.get('cpu_model', '?')} x{facts.get('logical_cpus', '?')}",
+                      str(facts.get("kernel", "?")), f"{age:.0f} s ago",
+                      busy.get(row["name"], "-"))
+    Console(width=120).print(table)
+
+
+def _pool_store(db: str):
+    from guestbench import store
+    try:
+        opened = store.open(db)
+    except store.StoreError as error:
+        raise BadInput(str(error)) from None
+    if opened.engine.dialect.name != "postgresql":
+        raise BadInput(f"--db {db!r}: a host pool shares one PostgreSQL store (fix: "
+                       "--db postgresql://USER@HOST/DATABASE)")
+    return opened
+
+
+def _no_other_worker(opened, name: str) -> None:
+    from guestbench import proc
+    from guestbench.store import pool as pool_rows
+    for row in pool_rows.hosts(opened.engine):
+        if row["name"] == name and proc.still_running(row["worker"]):
+            raise BadInput(f"worker {name!r} runs already here (process {row['worker']['pid']})"
+                           " (fix: stop it, or give this one another --name)")
+
+
+def _running_jobs(opened) -> dict[str, str]:
+    """host name -> 'job N (group G)' for the jobs being done now."""
+    import sqlalchemy as sa
+    with opened.engine.connect() as connection:
+        if not connection.execute(sa.text("SELECT to_regclass('procrastinate_jobs')")).scalar():
+            return {}
+        rows = connection.execute(sa.text(
+            "SELECT id, queue_name, args FROM procrastinate_jobs WHERE status = 'doing'")).all()
+    return {queue.removeprefix("host:"): f"job {job} (group {args.get('group_id')})"
+            for job, queue, args in rows}
+
+
 def _short_lived() -> None:
     """report and compare build hundreds of thousands of rows and cells, none of them in a
     reference cycle, and end within seconds: Python's cycle collector, which would walk
@@ -450,7 +587,8 @@ def _resumable(selector: str, db: str, facts, quiet: bool):
     return campaign, the_plan
 
 
-def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resumed=None):
+def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resumed=None,
+              pool=None):
     """Runs a validated plan into the store at db: (store, logs folder, campaign id); or,
     given a stored campaign (resumed), what it still owes. Ctrl-C or SIGTERM ends the
     process with 130 or 143, finished runs kept."""
@@ -468,7 +606,7 @@ def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resu
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with _progress(quiet) as progress:
-            runner = Runner(the_plan, results, facts, logs_root, agent_path, progress)
+            runner = Runner(the_plan, results, facts, logs_root, agent_path, progress, pool=pool)
             campaign_id = runner.resume(resumed) if resumed else runner.run()
     except Interrupted as stop:
         click.echo(f"guestbench: {stop}; finished runs are stored in {db} "

@@ -214,3 +214,20 @@ def _start_ticks(pid: int) -> int | None:
     fields = stat.rsplit(")", 1)[1].split()  # after the command: field 3, the state, first
     return None if fields[0] in ("Z", "X") else int(fields[19])
 
+
+PARENT_ENV = "GUESTBENCH_PARENT_PID"  # set by a pool worker for the guestbench it starts
+
+
+def die_with_parent() -> None:
+    """In a guestbench that a pool worker started (PARENT_ENV names the worker): SIGTERM
+    when the worker dies, however it dies, so that the campaign is interrupted cleanly
+    (its guests stopped, the campaign marked) and can be resumed. The worker's thread that
+    started this process waits for it, so the signal never comes while the worker lives."""
+    parent = os.environ.pop(PARENT_ENV, None)
+    if not parent:
+        return
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != int(parent):  # the worker died before the line above
+        os.kill(os.getpid(), signal.SIGTERM)
+

@@ -57,12 +57,14 @@ class Runner:
     def __init__(self, plan: Plan, store: Store, host: Host, logs_root: Path, agent_path: Path,
                  progress: Progress | None = None,
                  create: Callable[[EnvironmentSpec], Environment] = environments.create,
-                 snapshot_host: Callable[[Host], dict[str, Any]] = host_checks.noise_snapshot
-                 ) -> None:
+                 snapshot_host: Callable[[Host], dict[str, Any]] = host_checks.noise_snapshot,
+                 pool: dict[str, Any] | None = None) -> None:
+        """pool: {"group_id", "pool_host"} of a campaign a pool worker runs."""
         self.plan, self.store, self.host = plan, store, host
         self.logs_root, self.agent_path = logs_root, agent_path
         self.progress = progress or Progress()
         self.create, self.snapshot_host = create, snapshot_host
+        self.pool = pool or {}
         self.campaign_id = 0
         self.cells: list[Cell] = []
         self._inputs_dir: Path | None = None
@@ -144,7 +146,8 @@ class Runner:
         self.campaign_id = self.store.create_campaign(
             self.plan.campaign.name, self.plan.as_dict(), self.host.facts, self.host.fingerprint,
             self.plan.baseline, str(self.campaign_logs), __version__,
-            host_checks.noise_checks(self.host_before, None), owner=proc.identity())
+            host_checks.noise_checks(self.host_before, None), owner=proc.identity(),
+            **self.pool)
         for position, column in enumerate(columns):
             column.row_id = self.store.add_environment(
                 self.campaign_id, column.spec.name, column.spec.kind,

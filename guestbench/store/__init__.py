@@ -159,6 +159,14 @@ def _server_gone(error: sa.exc.DBAPIError) -> bool:
     return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
+def _version_of(connection: sa.Connection) -> int:
+    if not sa.inspect(connection).has_table("schema_meta"):
+        return 0
+    value = connection.execute(sa.select(schema.schema_meta.c.value).where(
+        schema.schema_meta.c.key == "schema_version")).scalar()
+    return int(value) if value else 0
+
+
 class Store:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
@@ -169,11 +177,7 @@ class Store:
     # -- schema ---------------------------------------------------------------
     def version(self) -> int:
         with self.engine.connect() as connection:
-            if not sa.inspect(connection).has_table("schema_meta"):
-                return 0
-            value = connection.execute(sa.select(schema.schema_meta.c.value).where(
-                schema.schema_meta.c.key == "schema_version")).scalar()
-        return int(value) if value else 0
+            return _version_of(connection)
 
     def migrate(self, create: bool = True) -> None:
         try:
@@ -184,6 +188,8 @@ class Store:
             raise StoreError(f"{self.engine.url}: not a guestbench store ({error.orig}) "
                              "(fix: point --db at a guestbench store or a new file)") from None
         if current == 0 and self._has_foreign_tables():
+            current = self.version()  # another process may have just made the store
+        if current == 0 and self._has_foreign_tables():
             raise StoreError(f"{self.engine.url}: holds tables but no guestbench schema version; "
                              "not a guestbench store (fix: point --db at a guestbench store "
                              "or a new file)")
@@ -193,7 +199,15 @@ class Store:
         if current > SCHEMA_VERSION:
             raise StoreError(f"{self.engine.url}: store schema {current} is newer than this "
                              f"guestbench reads ({SCHEMA_VERSION}) (fix: upgrade guestbench)")
+        if current == SCHEMA_VERSION:
+            return
         with self.engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                # Several processes may open a new or older store at once (workers of a
+                # pool starting together): one migrates, the others wait here, then find
+                # the version it left and do nothing.
+                connection.execute(sa.text("SELECT pg_advisory_xact_lock(7305118)"))
+                current = _version_of(connection)
             for version in range(current, SCHEMA_VERSION):
                 schema.MIGRATIONS[version](connection)
             if 0 < current < schema.PACKED_SINCE:  # an older store's ended campaigns
@@ -205,15 +219,18 @@ class Store:
                     key="schema_version", value=str(SCHEMA_VERSION)))
 
     def _has_foreign_tables(self) -> bool:
+        """Tables that are neither guestbench's nor its pool queue's (procrastinate_*)."""
         with self.engine.connect() as connection:
-            return bool(sa.inspect(connection).get_table_names())
+            return any(not name.startswith("procrastinate_")
+                       for name in sa.inspect(connection).get_table_names())
 
     # -- writing --------------------------------------------------------------
     @_waits_for_the_server
     def create_campaign(self, name: str, plan: dict[str, Any], host_facts: dict[str, Any],
                         fingerprint: str, baseline: str | None, log_dir: str,
                         guestbench_version: str, host_checks: dict[str, Any] | None = None,
-                        owner: dict[str, Any] | None = None) -> int:
+                        owner: dict[str, Any] | None = None, group_id: int | None = None,
+                        pool_host: str | None = None) -> int:
         with self.engine.begin() as connection:
             host_id = connection.execute(sa.select(schema.host.c.id).where(
                 schema.host.c.fingerprint == fingerprint)).scalar()
@@ -223,8 +240,8 @@ class Store:
             return connection.execute(sa.insert(schema.campaign).values(
                 name=name, created_at=_now(), guestbench_version=guestbench_version, plan=plan,
                 host_id=host_id, host_facts=host_facts, baseline=baseline, log_dir=log_dir,
-                status="running", host_checks=host_checks,
-                owner=owner)).inserted_primary_key[0]
+                status="running", host_checks=host_checks, owner=owner, group_id=group_id,
+                pool_host=pool_host)).inserted_primary_key[0]
 
     @_waits_for_the_server
     def add_environment(self, campaign_id: int, name: str, kind: str, spec: dict[str, Any],

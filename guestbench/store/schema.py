@@ -15,7 +15,10 @@ import sqlalchemy as sa
 #      are packed when a store is migrated to it.
 #   5  campaign.owner: the process that runs the campaign (host, pid, start time), so that
 #      a campaign left 'running' by a killed process can be told from one still running.
-SCHEMA_VERSION = 5
+#   6  the host pool: pool_host (each worker's host: labels, facts, heartbeat),
+#      campaign_group (a plan submitted to several hosts) and campaign.group_id,
+#      campaign.pool_host (which host of the pool ran it).
+SCHEMA_VERSION = 6
 PACKED_SINCE = 4  # the version that added sample_block
 
 metadata = sa.MetaData()
@@ -54,7 +57,14 @@ def _campaign_columns(version: int) -> list[sa.Column]:
         columns.append(_host_checks_column())
     if version >= 5:
         columns.append(_owner_column())
+    if version >= 6:
+        columns += _group_columns()
     return columns
+
+
+def _group_columns() -> list[sa.Column]:
+    return [sa.Column("group_id", sa.Integer),  # campaign_group.id; null outside the pool
+            sa.Column("pool_host", sa.String(128))]  # the pool host (worker --name) that ran it
 
 
 def _owner_column() -> sa.Column:
@@ -181,6 +191,38 @@ def _add_campaign_owner(connection: sa.Connection) -> None:
     connection.execute(sa.text(f"ALTER TABLE campaign ADD COLUMN {column.name} {column_type}"))
 
 
+pool_host = sa.Table(
+    "pool_host", metadata,
+    sa.Column("name", sa.String(128), primary_key=True),  # guestbench worker --name
+    sa.Column("labels", sa.JSON, nullable=False),  # ["kvm", "xen-dom0", ...]
+    sa.Column("facts", sa.JSON, nullable=False),  # the host's facts when its worker started
+    sa.Column("allow", sa.JSON, nullable=False),  # what its operator lets plans run (--allow)
+    sa.Column("worker", sa.JSON, nullable=False),  # the worker process (proc.identity())
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+campaign_group = sa.Table(
+    "campaign_group", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("plan_text", sa.Text, nullable=False),  # the plan file as submitted
+    sa.Column("plan_source", sa.Text, nullable=False),  # its path where it was submitted
+    sa.Column("plan_hash", sa.String(64), nullable=False),  # sha256 of plan_text
+    sa.Column("submitted_by", sa.String(128), nullable=False),  # the database role
+    sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("hosts", sa.JSON, nullable=False),  # the pool hosts it was queued for
+)
+
+
+def _add_pool(connection: sa.Connection) -> None:
+    for column in _group_columns():
+        column_type = column.type.compile(dialect=connection.dialect)
+        connection.execute(sa.text(f"ALTER TABLE campaign ADD COLUMN {column.name} {column_type}"))
+    pool_host.create(connection)
+    campaign_group.create(connection)
+
+
 def _add_sample_block(connection: sa.Connection) -> None:
     sample_block.create(connection)  # the campaigns that had ended: Store.migrate packs them
 
@@ -193,4 +235,5 @@ MIGRATIONS = {
     2: _add_environment_facts,
     3: _add_sample_block,
     4: _add_campaign_owner,
+    5: _add_pool,
 }

@@ -1,0 +1,89 @@
+"""The pool's queue: procrastinate over the store's own PostgreSQL database.
+
+Each host has a queue of its own, `host:NAME`, which only that host's worker reads, with
+one job at a time: a job is bound to its host, and two benchmarks never run on one host
+at once. A job runs its campaign as a child `guestbench run` (or `run --resume` when the
+group already has a campaign on this host that did not finish), so that a job run again
+after its worker died takes up the campaign where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import procrastinate
+import sqlalchemy as sa
+
+from guestbench import proc
+from guestbench.store import pool as pool_rows
+
+TASK = "guestbench.run_on_host"
+
+
+class JobFailed(Exception):
+    """The campaign's guestbench ended with an error; its message has the end of its stderr."""
+
+
+def queue_of(host: str) -> str:
+    return f"host:{host}"
+
+
+def conninfo(url: str) -> str:
+    """psycopg's connection string for the store's SQLAlchemy URL."""
+    return sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def app_for(url: str, logs: Path | None = None) -> procrastinate.App:
+    """The queue's app; logs: where the campaigns that its jobs run keep their run logs."""
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(url)))
+
+    @app.task(name=TASK)
+    def run_on_host(group_id: int, host: str) -> None:
+        run_job(url, group_id, host, logs or Path("guestbench-logs"))
+
+    return app
+
+
+def ensure_schema(engine: sa.Engine, app: procrastinate.App) -> None:
+    """procrastinate's tables, created once: under an advisory lock, so that workers that
+    start together do not create them twice."""
+    with engine.begin() as connection:
+        connection.execute(sa.text("SELECT pg_advisory_xact_lock(7305119)"))
+        if connection.execute(sa.text("SELECT to_regclass('procrastinate_jobs')")).scalar():
+            return
+        cursor = connection.connection.cursor()  # the driver's own: the SQL holds % signs
+        cursor.execute(app.schema_manager.get_schema())
+
+
+def run_job(url: str, group_id: int, host: str, logs: Path) -> None:
+    """The job of one host of a group: a new campaign, or the rest of the one it began."""
+    from guestbench import store
+    opened = store.open(url, create=False)
+    try:
+        group = pool_rows.group(opened.engine, str(group_id))
+        mine = [row for row in pool_rows.campaigns_of(opened.engine, group_id)
+                if row["pool_host"] == host]
+    finally:
+        opened.engine.dispose()
+    if group is None:
+        raise JobFailed(f"group {group_id} is not in the store")
+    base = [sys.executable, "-m", "guestbench", "run", "--db", url, "--quiet",
+            "--logs", str(logs.resolve())]
+    with tempfile.TemporaryDirectory(prefix="guestbench-job-") as folder:
+        if mine and mine[-1]["status"] == "finished":
+            return
+        if mine:
+            argv = [*base, "--resume", str(mine[-1]["id"])]
+        else:
+            plan = Path(folder) / Path(group["plan_source"]).name
+            plan.write_text(group["plan_text"])
+            argv = [*base, str(plan), "--pool-group", str(group_id), "--pool-host", host]
+        done = subprocess.run(argv, cwd=folder, capture_output=True, text=True,
+                              env={**os.environ, proc.PARENT_ENV: str(os.getpid())})
+    if done.returncode != 0:
+        raise JobFailed(f"guestbench exited with {done.returncode}: "
+                        f"{done.stderr.strip()[-600:]}")

@@ -1,0 +1,117 @@
+"""The host pool for real, on the suite's PostgreSQL server: three workers with their own
+names and labels (three processes of this one machine, standing for three hosts), a plan
+submitted to them, a worker killed with SIGKILL mid-campaign and started again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+PLAN = """\
+[campaign]
+repeat = {repeat}
+
+[[environment]]
+preset = "native"
+
+[[workload]]
+name = "getpid"
+"""
+
+
+class Pool:
+    def __init__(self, url: str, folder: Path) -> None:
+        self.url, self.folder, self.workers = url, folder, {}
+        self.engine = sa.create_engine(url)
+
+    def guestbench(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "guestbench", *args, "--db", self.url],
+                              capture_output=True, text=True, cwd=self.folder, timeout=120)
+
+    def start(self, name: str, labels: str = "") -> None:
+        log = open(self.folder / f"{name}.log", "a")
+        self.workers[name] = subprocess.Popen(
+            [sys.executable, "-m", "guestbench", "worker", "--db", self.url, "--name", name,
+             "--labels", labels, "--logs", str(self.folder / "logs")],
+            stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, start_new_session=True)
+
+    def query(self, sql: str) -> list[tuple]:
+        with self.engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(sa.text(sql))]
+
+    def wait_for(self, condition, seconds: float = 120) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                if condition():
+                    return
+            except sa.exc.SQLAlchemyError:
+                pass  # tables not made yet
+            time.sleep(0.2)
+        raise AssertionError(f"not within {seconds} s; worker logs: " + " | ".join(
+            (self.folder / f"{name}.log").read_text()[-300:] for name in self.workers))
+
+    def stop(self) -> None:
+        for process in self.workers.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.workers.values():
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.engine.dispose()
+
+
+@pytest.fixture
+def pool(postgres_url, tmp_path):
+    started = Pool(postgres_url, tmp_path)
+    yield started
+    started.stop()
+
+
+def test_a_plan_submitted_by_label_runs_once_on_each_host_with_the_label(pool) -> None:
+    for name, labels in (("alpha", "kvm"), ("beta", "kvm,xen-dom0"), ("gamma", "xen-dom0")):
+        pool.start(name, labels)
+    pool.wait_for(lambda: len(pool.query("select name from pool_host")) == 3, 60)
+    listed = pool.guestbench("hosts")
+    assert listed.returncode == 0 and all(name in listed.stdout
+                                          for name in ("alpha", "beta", "gamma"))
+    (pool.folder / "small.toml").write_text(PLAN.format(repeat=3))
+    submitted = pool.guestbench("submit", "small.toml", "--labels", "kvm")
+    assert submitted.returncode == 0, submitted.stderr
+    assert "queued on alpha, beta" in submitted.stdout
+    pool.wait_for(lambda: pool.query("select count(*) from campaign where status = 'finished'")
+                  == [(2,)])
+    assert sorted(pool.query("select c.pool_host, count(*) from run r join campaign c "
+                             "on c.id = r.campaign_id group by c.pool_host")) == [
+        ("alpha", 3), ("beta", 3)]
+    refused = pool.guestbench("submit", "small.toml", "--hosts", "delta")
+    assert refused.returncode == 2 and "delta not in the pool" in refused.stderr
+
+
+def test_a_worker_killed_mid_campaign_takes_its_job_up_again_when_it_restarts(pool) -> None:
+    pool.start("alpha")
+    pool.wait_for(lambda: pool.query("select name from pool_host") == [("alpha",)], 60)
+    (pool.folder / "long.toml").write_text(PLAN.format(repeat=20))
+    assert pool.guestbench("submit", "long.toml", "--hosts", "alpha").returncode == 0
+    pool.wait_for(lambda: pool.query("select count(*) from run")[0][0] >= 5)
+    pool.workers["alpha"].send_signal(signal.SIGKILL)  # the worker alone, by its pid
+    pool.workers["alpha"].wait()
+    # its campaign's guestbench ends with it (SIGTERM on its parent's death): interrupted
+    pool.wait_for(lambda: pool.query("select status from campaign") == [("interrupted",)], 30)
+    assert pool.query("select status from procrastinate_jobs") == [("doing",)]
+    pool.start("alpha")
+    pool.wait_for(lambda: pool.query("select status from procrastinate_jobs") == [("succeeded",)])
+    assert pool.query("select status from campaign") == [("finished",)]
+    rows = pool.query("select repetition, count(*), min(status) from run group by repetition "
+                      "order by repetition")
+    assert rows == [(repetition, 1, "ok") for repetition in range(20)]
