@@ -376,7 +376,10 @@ def _ab_sides(opened, campaign_id: int):
 @click.option("--logs", "logs_dir", type=click.Path(path_type=Path),
               default=Path("guestbench-logs"), show_default=True,
               help="where the campaigns this worker runs keep their run logs")
-def worker(db: str, name: str | None, labels: str, logs_dir: Path) -> None:
+@click.option("--allow", "allowed", default="", help="also run plans with these, comma-"
+              "separated: command (environments), exec (workloads), binary (own program or "
+              "kernel paths)  [default: none of them]")
+def worker(db: str, name: str | None, labels: str, logs_dir: Path, allowed: str) -> None:
     """Serve as one host of the pool: run the campaigns queued for it, one at a time."""
     import socket
 
@@ -386,11 +389,16 @@ def worker(db: str, name: str | None, labels: str, logs_dir: Path) -> None:
     _no_other_worker(opened, name)
     click.echo(f"guestbench: worker {name!r} ({labels or 'no labels'}) takes the jobs of "
                f"queue host:{name} from {opened.engine.url.render_as_string()}", err=True)
-    click.echo("guestbench: warning: this worker runs every plan submitted to it, command "
-               "environments and exec workloads included: whoever can write to this store can "
-               "run programs on this host as this user (no --allow policy yet; docs/pool.md)",
-               err=True)
-    serving.serve(opened, name, list(_names(labels, "--labels")) if labels else [], [], logs_dir)
+    from guestbench.pool import policy
+    allow = list(_names(allowed, "--allow")) if allowed else []
+    unknown = [word for word in allow if word not in policy.PERMISSIONS]
+    if unknown:
+        raise BadInput(f"--allow: unknown {', '.join(unknown)} (fix: use "
+                       f"{', '.join(policy.PERMISSIONS)})")
+    click.echo(f"guestbench: plans this worker runs: built-in kinds and workloads"
+               f"{' and ' + ', '.join(allow) if allow else ' only'}", err=True)
+    serving.serve(opened, name, list(_names(labels, "--labels")) if labels else [], allow,
+                  logs_dir)
 
 
 @main.command()
@@ -604,6 +612,7 @@ def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resu
         raise BadInput(str(error)) from None
     results.on_wait = lambda message: click.echo(f"guestbench: {message}", err=True)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous_int = signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         with _progress(quiet) as progress:
             runner = Runner(the_plan, results, facts, logs_root, agent_path, progress, pool=pool)
@@ -617,11 +626,22 @@ def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resu
         sys.exit(143 if str(stop) == "SIGTERM" else 130)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     return results, logs_root, campaign_id
 
 
 def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt("SIGTERM")
+    """The first Ctrl-C or SIGTERM stops the campaign; a second one, while the runner ends
+    its guests and marks the campaign interrupted, is noted and does not cut that short
+    (a campaign left 'running' with its guests alive would be the result)."""
+    signal.signal(signal.SIGTERM, _noted)
+    signal.signal(signal.SIGINT, _noted)
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _noted(signum, frame) -> None:
+    click.echo(f"guestbench: {signal.Signals(signum).name} again: finishing the teardown first",
+               err=True)
 
 
 class _progress:

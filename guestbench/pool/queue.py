@@ -28,6 +28,10 @@ class JobFailed(Exception):
     """The campaign's guestbench ended with an error; its message has the end of its stderr."""
 
 
+class JobRefused(JobFailed):
+    """The worker's policy does not let it run the plan (pool/policy.py); nothing ran."""
+
+
 def queue_of(host: str) -> str:
     return f"host:{host}"
 
@@ -37,13 +41,15 @@ def conninfo(url: str) -> str:
     return sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def app_for(url: str, logs: Path | None = None) -> procrastinate.App:
-    """The queue's app; logs: where the campaigns that its jobs run keep their run logs."""
+def app_for(url: str, logs: Path | None = None,
+            allow: list[str] | None = None) -> procrastinate.App:
+    """The queue's app; logs: where the campaigns that its jobs run keep their run logs;
+    allow: what the worker's operator lets plans run beyond the defaults (policy.py)."""
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(url)))
 
     @app.task(name=TASK)
     def run_on_host(group_id: int, host: str) -> None:
-        run_job(url, group_id, host, logs or Path("guestbench-logs"))
+        run_job(url, group_id, host, logs or Path("guestbench-logs"), allow or [])
 
     return app
 
@@ -59,7 +65,7 @@ def ensure_schema(engine: sa.Engine, app: procrastinate.App) -> None:
         cursor.execute(app.schema_manager.get_schema())
 
 
-def run_job(url: str, group_id: int, host: str, logs: Path) -> None:
+def run_job(url: str, group_id: int, host: str, logs: Path, allow: list[str]) -> None:
     """The job of one host of a group: a new campaign, or the rest of the one it began."""
     from guestbench import store
     opened = store.open(url, create=False)
@@ -76,14 +82,38 @@ def run_job(url: str, group_id: int, host: str, logs: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="guestbench-job-") as folder:
         if mine and mine[-1]["status"] == "finished":
             return
+        plan_file = Path(folder) / Path(group["plan_source"]).name
+        plan_file.write_text(group["plan_text"])
+        refused = _refusal(plan_file, allow)
+        if refused:
+            opened = store.open(url, create=False)
+            try:
+                pool_rows.refuse(opened.engine, group_id, host, f"unsupported: {refused}")
+            finally:
+                opened.engine.dispose()
+            raise JobRefused(refused)
         if mine:
             argv = [*base, "--resume", str(mine[-1]["id"])]
         else:
-            plan = Path(folder) / Path(group["plan_source"]).name
-            plan.write_text(group["plan_text"])
-            argv = [*base, str(plan), "--pool-group", str(group_id), "--pool-host", host]
-        done = subprocess.run(argv, cwd=folder, capture_output=True, text=True,
-                              env={**os.environ, proc.PARENT_ENV: str(os.getpid())})
+            argv = [*base, str(plan_file), "--pool-group", str(group_id), "--pool-host", host]
+        logs.mkdir(parents=True, exist_ok=True)
+        said = logs.resolve() / f"group{group_id}-{host}.stderr.log"  # kept on this host
+        with open(said, "a") as stderr:
+            done = subprocess.run(argv, cwd=folder, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=stderr,
+                                  env={**os.environ, proc.PARENT_ENV: str(os.getpid())})
     if done.returncode != 0:
-        raise JobFailed(f"guestbench exited with {done.returncode}: "
-                        f"{done.stderr.strip()[-600:]}")
+        tail = said.read_text(errors="replace").strip()[-600:]
+        raise JobFailed(f"guestbench exited with {done.returncode} ({said}): {tail}")
+
+
+def _refusal(plan_file: Path, allow: list[str]) -> str | None:
+    """Why this worker may not run the plan, read as this host resolves it; None if it may."""
+    from guestbench import host, plan
+    from guestbench.pool import policy
+    try:
+        the_plan = plan.load(plan_file, host.collect())
+    except plan.PlanError as error:
+        return f"the plan does not load on this host: {error}"
+    return policy.refusal(the_plan, allow)
+

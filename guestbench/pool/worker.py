@@ -19,7 +19,8 @@ def serve(store, name: str, labels: list[str], allow: list[str], logs: Path,
           wait: bool = True) -> None:
     """Run the worker until it is stopped (SIGINT, SIGTERM), or, with wait=False, until
     this host's queue is empty."""
-    app = queue.app_for(str(store.engine.url.render_as_string(hide_password=False)), logs)
+    app = queue.app_for(str(store.engine.url.render_as_string(hide_password=False)), logs,
+                        allow)
     queue.ensure_schema(store.engine, app)
     pool_rows.register_host(store.engine, name, labels, host_facts.collect().facts, allow,
                             proc.identity())

@@ -159,6 +159,21 @@ def _server_gone(error: sa.exc.DBAPIError) -> bool:
     return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
+def _host_row(connection: sa.Connection, fingerprint: str, facts: dict[str, Any]) -> int:
+    """The host's row, made if new. Two campaigns of one machine that start at once (two
+    pool workers there) may both find none: the one whose insert loses takes the other's."""
+    query = sa.select(schema.host.c.id).where(schema.host.c.fingerprint == fingerprint)
+    host_id = connection.execute(query).scalar()
+    if host_id is not None:
+        return host_id
+    try:
+        with connection.begin_nested():
+            return connection.execute(sa.insert(schema.host).values(
+                fingerprint=fingerprint, facts=facts)).inserted_primary_key[0]
+    except sa.exc.IntegrityError:
+        return connection.execute(query).scalar_one()
+
+
 def _version_of(connection: sa.Connection) -> int:
     if not sa.inspect(connection).has_table("schema_meta"):
         return 0
@@ -232,11 +247,7 @@ class Store:
                         owner: dict[str, Any] | None = None, group_id: int | None = None,
                         pool_host: str | None = None) -> int:
         with self.engine.begin() as connection:
-            host_id = connection.execute(sa.select(schema.host.c.id).where(
-                schema.host.c.fingerprint == fingerprint)).scalar()
-            if host_id is None:
-                host_id = connection.execute(sa.insert(schema.host).values(
-                    fingerprint=fingerprint, facts=host_facts)).inserted_primary_key[0]
+            host_id = _host_row(connection, fingerprint, host_facts)
             return connection.execute(sa.insert(schema.campaign).values(
                 name=name, created_at=_now(), guestbench_version=guestbench_version, plan=plan,
                 host_id=host_id, host_facts=host_facts, baseline=baseline, log_dir=log_dir,

@@ -53,7 +53,17 @@ def create_group(engine: sa.Engine, name: str, plan_text: str, plan_source: str,
         return connection.execute(sa.insert(table).values(
             name=name, plan_text=plan_text, plan_source=plan_source,
             plan_hash=hashlib.sha256(plan_text.encode()).hexdigest(), submitted_by=role,
-            submitted_at=_now(), hosts=hosts)).inserted_primary_key[0]
+            submitted_at=_now(), hosts=hosts, refusals={})).inserted_primary_key[0]
+
+
+def refuse(engine: sa.Engine, group_id: int, host: str, reason: str) -> None:
+    """Record that this host's worker refused the group's plan, and why."""
+    table = schema.campaign_group
+    with engine.begin() as connection:
+        current = connection.execute(sa.select(table.c.refusals).where(table.c.id == group_id)
+                                     .with_for_update()).scalar() or {}
+        connection.execute(sa.update(table).where(table.c.id == group_id)
+                           .values(refusals={**current, host: reason}))
 
 
 def group(engine: sa.Engine, selector: str) -> dict[str, Any] | None:

@@ -212,6 +212,7 @@ campaign_group = sa.Table(
     sa.Column("submitted_by", sa.String(128), nullable=False),  # the database role
     sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("hosts", sa.JSON, nullable=False),  # the pool hosts it was queued for
+    sa.Column("refusals", sa.JSON, nullable=False),  # host -> why its worker ran nothing
 )
 
 

@@ -55,8 +55,11 @@ class Pool:
             except sa.exc.SQLAlchemyError:
                 pass  # tables not made yet
             time.sleep(0.2)
-        raise AssertionError(f"not within {seconds} s; worker logs: " + " | ".join(
-            (self.folder / f"{name}.log").read_text()[-300:] for name in self.workers))
+        raise AssertionError(
+            f"not within {seconds} s; campaigns {self.query('select id, status from campaign')}"
+            f", jobs {self.query('select id, status from procrastinate_jobs')}; worker logs: "
+            + " | ".join((self.folder / f"{name}.log").read_text()[-300:]
+                         for name in self.workers))
 
     def stop(self) -> None:
         for process in self.workers.values():
@@ -115,3 +118,31 @@ def test_a_worker_killed_mid_campaign_takes_its_job_up_again_when_it_restarts(po
     rows = pool.query("select repetition, count(*), min(status) from run group by repetition "
                       "order by repetition")
     assert rows == [(repetition, 1, "ok") for repetition in range(20)]
+
+
+EXEC_PLAN = PLAN.format(repeat=1) + """
+[[workload]]
+name = "exec"
+label = "marker"
+argv = ["touch", "{marker}"]
+
+[[workload.metrics]]
+name = "none"
+regex = '(?P<value>[0-9]+)'
+unit = "s"
+better = "lower"
+"""
+
+
+def test_a_worker_without_allow_refuses_an_exec_plan_and_runs_nothing(pool) -> None:
+    marker = pool.folder / "ran"
+    pool.start("alpha")
+    pool.wait_for(lambda: pool.query("select name from pool_host") == [("alpha",)], 60)
+    (pool.folder / "exec.toml").write_text(EXEC_PLAN.format(marker=marker))
+    assert pool.guestbench("submit", "exec.toml", "--hosts", "alpha").returncode == 0
+    pool.wait_for(lambda: pool.query("select status from procrastinate_jobs") == [("failed",)])
+    (refusals,) = pool.query("select refusals from campaign_group")[0]
+    assert refusals["alpha"].startswith("unsupported: this worker is not allowed to run exec")
+    assert "--allow exec" in refusals["alpha"]
+    assert pool.query("select count(*) from campaign") == [(0,)]
+    assert not marker.exists()
