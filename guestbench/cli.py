@@ -170,14 +170,24 @@ def images_command() -> None:
 @click.option("--detail", is_flag=True, help="table format: every metric and table, not only "
                                              "the summary")
 @click.option("--list", "list_campaigns", is_flag=True, help="list the stored campaigns")
+@click.option("--group", metavar="GROUP", help="a campaign group of the host pool (id or "
+              "name): one column per host and environment, and each host's facts")
 def report(campaign: str | None, baseline: str | None, output_format: str, output: Path | None,
-           db: str, all_metrics: bool, detail: bool, list_campaigns: bool) -> None:
+           db: str, all_metrics: bool, detail: bool, list_campaigns: bool,
+           group: str | None) -> None:
     """Show CAMPAIGN (id or name; default: the latest) as tables or raw exports."""
     _short_lived()
     from guestbench import store
 
     try:
         results = store.open(db, create=False)
+        if group is not None:
+            from guestbench.report import group as grouped
+            if campaign is not None or output_format != "table":
+                raise BadInput("--group: the group's tables are shown on their own, as a "
+                               "table (fix: drop CAMPAIGN and --format)")
+            _print_tables(grouped.tables(results, group))
+            return
         if list_campaigns:
             for row in results.campaigns():
                 click.echo(f"{row['id']:>5}  {row['created_at']:%Y-%m-%d %H:%M}  "
