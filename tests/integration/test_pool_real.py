@@ -146,3 +146,15 @@ def test_a_worker_without_allow_refuses_an_exec_plan_and_runs_nothing(pool) -> N
     assert "--allow exec" in refusals["alpha"]
     assert pool.query("select count(*) from campaign") == [(0,)]
     assert not marker.exists()
+
+
+def test_the_load_test_in_small_loses_no_row(tmp_path) -> None:
+    """benchmarks/pool_load.py with 5 workers (the suite's small version of the 50-worker
+    load test): every job ends, every campaign holds each of its runs once."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "pool_load.py"
+    done = subprocess.run([sys.executable, str(script), "--workers", "5", "--repeat", "2"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = dict(line.split(None, 1) for line in done.stdout.splitlines() if line.strip())
+    assert figures["jobs"] == "{'succeeded': 5}"
+    assert (figures["campaigns"], figures["runs"], figures["lost_or_doubled"]) == ("5", "10", "[]")
