@@ -45,7 +45,10 @@ def app_for(url: str, logs: Path | None = None,
             allow: list[str] | None = None) -> procrastinate.App:
     """The queue's app; logs: where the campaigns that its jobs run keep their run logs;
     allow: what the worker's operator lets plans run beyond the defaults (policy.py)."""
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(url)))
+    # one job at a time needs few connections: one that listens for new jobs, one or two
+    # for queries (psycopg_pool's default keeps 4 open per worker, 200 for 50 workers)
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(
+        conninfo=conninfo(url), min_size=1, max_size=3))
 
     @app.task(name=TASK)
     def run_on_host(group_id: int, host: str) -> None:
