@@ -59,7 +59,10 @@ def _ratio(cell: CellComparison) -> str:
 def _note(comparison: Comparison) -> str:
     hosts = ""
     facts_a, facts_b = comparison.a.campaign["host_facts"], comparison.b.campaign["host_facts"]
-    differing = [key for key in ("hostname", "cpu_model", "kernel", "logical_cpus")
+    # a pool host's name counts too: two pool hosts may share a hostname (or a machine)
+    facts_a = {**facts_a, "pool host": comparison.a.campaign.get("pool_host")}
+    facts_b = {**facts_b, "pool host": comparison.b.campaign.get("pool_host")}
+    differing = [key for key in ("pool host", "hostname", "cpu_model", "kernel", "logical_cpus")
                  if facts_a.get(key) != facts_b.get(key)]
     if differing:
         hosts = " The hosts differ in " + ", ".join(

@@ -35,3 +35,17 @@ def test_a_group_shows_one_column_per_host_and_environment(build_plan, store, ho
 
     missing = CliRunner().invoke(main, ["report", "--group", "nope", "--db", url])
     assert missing.exit_code == EXIT_BAD_INPUT and "no campaign group 'nope'" in missing.output
+
+
+def test_compare_of_two_hosts_of_a_group_says_the_hosts_differ(build_plan, store, host,
+                                                               tmp_path) -> None:
+    plan = build_plan([{"name": "base", "kind": "fake"}], [{"name": "getpid"}], repeat=5)
+    group = pool_rows.create_group(store.engine, "g", "(plan)", "g.toml", ["alpha", "beta"])
+    ids = [Runner(plan, store, host, tmp_path / "logs", Path("/bin/true"),
+                  snapshot_host=lambda host: QUIET_HOST,
+                  pool={"group_id": group, "pool_host": name}).run()
+           for name in ("alpha", "beta")]
+    url = store.engine.url.render_as_string(hide_password=False)
+    result = CliRunner().invoke(main, ["compare", *map(str, ids), "--db", url])
+    assert result.exit_code == 0, result.output
+    assert "The hosts differ in pool host (alpha / beta)" in " ".join(result.output.split())
