@@ -644,9 +644,10 @@ def _raise_interrupt(signum, frame) -> None:
     """The first Ctrl-C or SIGTERM stops the campaign; a second one, while the runner ends
     its guests and marks the campaign interrupted, is noted and does not cut that short
     (a campaign left 'running' with its guests alive would be the result)."""
+    from guestbench import proc
     signal.signal(signal.SIGTERM, _noted)
     signal.signal(signal.SIGINT, _noted)
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    proc.interrupt(KeyboardInterrupt(signal.Signals(signum).name))
 
 
 def _noted(signum, frame) -> None:

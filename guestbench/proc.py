@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -44,6 +45,36 @@ def kill_all() -> None:
         process.kill()
 
 
+# A signal handler's exception (Ctrl-C, SIGTERM) raised while Popen has forked a child but
+# not yet returned, or before the child is in _live, would leave that child running with
+# nobody holding its pid. interrupt() holds such an exception until the child is known.
+_starting = 0
+_held: list[BaseException] = []
+
+
+def interrupt(error: BaseException) -> None:
+    """For signal handlers: raise error now, or, while a child is being started, as soon as
+    it is registered (so that kill_all() can end it)."""
+    if _starting:
+        _held.append(error)
+        return
+    raise error
+
+
+@contextlib.contextmanager
+def _starting_child() -> Iterator[None]:
+    global _starting
+    _starting += 1
+    try:
+        yield
+    finally:
+        _starting -= 1
+        if not _starting and _held:
+            error = _held[0]
+            _held.clear()
+            raise error
+
+
 def now_ns() -> int:
     """The host's monotonic clock, the one every arrival timestamp uses."""
     return time.monotonic_ns()
@@ -57,22 +88,25 @@ def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
     its whole process group) if it outlives timeout_s.
     """
     start = time.monotonic()
+    child = None
     try:
-        child = subprocess.Popen(
-            argv, cwd=cwd, env=env, text=True, start_new_session=True,
-            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as error:
-        raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
-    try:
+        with _starting_child():
+            try:
+                child = subprocess.Popen(
+                    argv, cwd=cwd, env=env, text=True, start_new_session=True,
+                    stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            except OSError as error:
+                raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
         out, err = child.communicate(stdin_data, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(child.pid)
         child.communicate()
         raise DeadlineExceeded(f"{argv[0]} did not finish within {timeout_s:g} s") from None
     except BaseException:
-        _kill_group(child.pid)
-        child.communicate()
+        if child is not None:
+            _kill_group(child.pid)
+            child.communicate()
         raise
     return Completed(tuple(argv), child.returncode, out, err, time.monotonic() - start)
 
@@ -109,18 +143,19 @@ class Process:
         self._stdout_log = open(stdout_log, "xb")
         self._stderr_log = open(stderr_log, "xb")
         self.started_ns = now_ns()
-        try:
-            self._child = subprocess.Popen(
-                argv, cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds,
-                stdin=subprocess.DEVNULL,
-                stdout=self._stdout_log if stdout_to_log else subprocess.PIPE,
-                stderr=self._stderr_log)
-        except OSError as error:
-            self._close_logs()
-            raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
-        self.pid = self._child.pid
-        _live[self.pid] = self
         self.first_byte_ns: int | None = None
+        with _starting_child():  # a Ctrl-C now waits until the child is in _live
+            try:
+                self._child = subprocess.Popen(
+                    argv, cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds,
+                    stdin=subprocess.DEVNULL,
+                    stdout=self._stdout_log if stdout_to_log else subprocess.PIPE,
+                    stderr=self._stderr_log)
+            except OSError as error:
+                self._close_logs()
+                raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
+            self.pid = self._child.pid
+            _live[self.pid] = self
 
     def lines(self, deadline_ns: int | Callable[[], int]) -> Iterator[tuple[int, bytes]]:
         """Yield (host_arrival_ns, line) for each stdout line until EOF.
