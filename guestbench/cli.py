@@ -315,6 +315,51 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
 
 
 @main.command()
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="SQLAlchemy URL of the store")
+@click.option("--host", help="only campaigns of this host (pool host name, else hostname)")
+@click.option("--group", metavar="GROUP", help="only campaigns of this pool group's plan "
+              "(every group submitted the same plan)")
+@click.option("--name", help="only campaigns of this name (the plan's campaign name)")
+@click.option("--env", "env_names", help="only these environments (comma-separated)")
+@click.option("--workload", "workload_names", help="only these workloads or labels")
+@click.option("--order", type=click.Choice(["time", "version"]), default="time",
+              show_default=True, help="campaigns in time order, or by the versions they ran "
+                                      "(VMM, guest kernel, host kernel, guestbench)")
+@click.option("--max-pvalue", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.001, show_default=True, help="p-value a change point must beat")
+@click.option("--min-change", type=click.FloatRange(0, 10), default=0.0, show_default=True,
+              help="smallest relative change that counts (0.05 = 5%)")
+@click.option("--format", "output_format", default="table", show_default=True,
+              type=click.Choice(["table", "json", "html"]))
+@click.option("--output", "-o", type=click.Path(path_type=Path), help="write to this file")
+@click.option("--detail", is_flag=True, help="table format: every campaign of every cell")
+def history(db: str, host: str | None, group: str | None, name: str | None,
+            env_names: str | None, workload_names: str | None, order: str, max_pvalue: float,
+            min_change: float, output_format: str, output: Path | None, detail: bool) -> None:
+    """Each cell's median over every finished campaign, and its change points (Apache Otava)."""
+    _short_lived()
+    from guestbench import store
+    from guestbench.report import history as trend
+
+    try:
+        found = trend.load(store.open(db, create=False), host, group,
+                           _names(env_names, "--env"), _names(workload_names, "--workload"),
+                           name, order, max_pvalue, min_change)
+    except store.StoreError as error:
+        raise BadInput(str(error)) from None
+    if output_format == "json":
+        _write(trend.render_json(found), output)
+    elif output_format == "html":
+        from guestbench.report import history_html
+        _write(history_html.render(found), output)
+    elif output is not None:
+        raise BadInput("--output: the table goes to the terminal (fix: --format json or html)")
+    else:
+        _print_tables([trend.summary_table(found),
+                       *(trend.series_tables(found) if detail else [])])
+
+
+@main.command()
 @click.argument("plan_file", type=click.Path(path_type=Path))
 @click.option("--a", "a_options", multiple=True, metavar="KEY=VALUE",
               help="option of every environment on side A (repeatable)")

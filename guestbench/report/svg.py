@@ -212,3 +212,70 @@ def _stack(row: Stack, axis: Axis, left: float, middle: float, colour: dict[str,
     out.append(f'<text class="value" x="{left + PLOT_PX + 8}" y="{_px(middle + 4)}">'
                f"{_e(row.total_text)}</text>")
     return out
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One campaign on a trend: its x label, median and interval."""
+
+    name: str  # under the x axis: the campaign's id
+    median: float
+    low: float | None = None
+    high: float | None = None
+    tooltip: str = ""
+
+
+TREND_HEIGHT_PX = 200
+TREND_LEFT_PX = 70
+CHANGE_COLOUR = "#d55e00"
+
+
+def trend(title: str, unit: str, points: list[TrendPoint],
+          changes: list[tuple[int, str]]) -> str:
+    """Medians over campaigns, left to right, with whiskers over their intervals; a dashed
+    line before each change point (index of the first point after it), labelled."""
+    values = [v for p in points for v in (p.median, p.low, p.high) if v is not None]
+    low, high = min(values), max(values)
+    pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
+    low, high = low - pad, high + pad
+    step = PLOT_PX / max(len(points), 1)
+    top, bottom = TOP_PX + 16, TOP_PX + 16 + TREND_HEIGHT_PX
+
+    def y(value: float) -> float:
+        return bottom - (value - low) / (high - low) * TREND_HEIGHT_PX
+
+    def x(index: float) -> float:
+        return TREND_LEFT_PX + step * (index + 0.5)
+
+    body = []
+    for tick in (low + (high - low) * share for share in (0.1, 0.5, 0.9)):
+        body.append(f'<line class="grid" x1="{TREND_LEFT_PX}" y1="{_px(y(tick))}" '
+                    f'x2="{TREND_LEFT_PX + PLOT_PX}" y2="{_px(y(tick))}" stroke="#ddd"/>')
+        body.append(f'<text class="tick" x="{TREND_LEFT_PX - 6}" y="{_px(y(tick) + 4)}" '
+                    f'text-anchor="end" fill="#444">{_e(format_value(tick))}</text>')
+    body.append(f'<text class="axis-label" x="12" y="{_px((top + bottom) / 2)}" '
+                f'transform="rotate(-90 12 {_px((top + bottom) / 2)})" text-anchor="middle">'
+                f"{_e(unit)}</text>")
+    for index, text in changes:
+        at = x(index - 0.5)
+        body.append(f'<g class="change"><line x1="{_px(at)}" y1="{top - 12}" x2="{_px(at)}" '
+                    f'y2="{bottom}" stroke="{CHANGE_COLOUR}" stroke-dasharray="4 3" '
+                    f'stroke-width="1.5"/><text x="{_px(at + 4)}" y="{top - 4}" '
+                    f'fill="{CHANGE_COLOUR}">{_e(text)}</text></g>')
+    path = " ".join(f"{'M' if i == 0 else 'L'}{_px(x(i))},{_px(y(p.median))}"
+                    for i, p in enumerate(points))
+    body.append(f'<path d="{path}" fill="none" stroke="{BAR_COLOUR}" stroke-width="1"/>')
+    for index, point in enumerate(points):
+        cx = x(index)
+        if point.low is not None and point.high is not None:
+            body.append(f'<line class="whisker" x1="{_px(cx)}" y1="{_px(y(point.low))}" '
+                        f'x2="{_px(cx)}" y2="{_px(y(point.high))}" stroke="#000"/>')
+        body.append(f'<circle class="median" cx="{_px(cx)}" cy="{_px(y(point.median))}" r="3" '
+                    f'fill="{BAR_COLOUR}"><title>{_e(point.tooltip or point.name)}</title>'
+                    "</circle>")
+        if len(points) <= 30 or index % max(1, len(points) // 15) == 0:
+            body.append(f'<text class="tick" x="{_px(cx)}" y="{bottom + 14}" '
+                        f'text-anchor="middle" fill="#444">{_e(point.name)}</text>')
+    body.append(f'<text class="axis-label" x="{_px(TREND_LEFT_PX + PLOT_PX / 2)}" '
+                f'y="{bottom + 32}" text-anchor="middle">campaign</text>')
+    return _frame(title, TREND_LEFT_PX + PLOT_PX + 20, bottom + AXIS_PX, body)

@@ -86,6 +86,15 @@ def campaigns_of(engine: sa.Engine, group_id: int) -> list[dict[str, Any]]:
             .where(table.c.group_id == group_id).order_by(table.c.id)).mappings()]
 
 
+def campaigns_of_plan(engine: sa.Engine, plan_hash: str) -> list[int]:
+    """Every campaign of every group that was submitted this plan (same hash), in order."""
+    campaign, grouped = schema.campaign, schema.campaign_group
+    with engine.connect() as connection:
+        return list(connection.execute(
+            sa.select(campaign.c.id).join(grouped, campaign.c.group_id == grouped.c.id)
+            .where(grouped.c.plan_hash == plan_hash).order_by(campaign.c.id)).scalars())
+
+
 def _utc(row: dict[str, Any]) -> dict[str, Any]:
     for key, value in row.items():
         if isinstance(value, str) and key.endswith("_at"):
