@@ -280,10 +280,13 @@ def _write(text: str, output: Path | None) -> None:
 @click.option("--fail-on-regression", is_flag=True, help="exit 1 if any cell is slower in B")
 @click.option("--all", "every", is_flag=True, help="table format: list every cell, not only "
                                                     "those slower or faster")
+@click.option("--group", metavar="GROUP", help="CAMPAIGN_A and CAMPAIGN_B are pool hosts: "
+              "their campaigns of this group")
 def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, threshold: float,
             alpha: float, ignore_spec: tuple[str, ...], output_format: str,
-            fail_on_regression: bool, every: bool) -> None:
-    """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names): per cell B/A, p-value and a verdict."""
+            fail_on_regression: bool, every: bool, group: str | None) -> None:
+    """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
+    per cell B/A, p-value and a verdict."""
     _short_lived()
     from guestbench import store
     from guestbench.analysis import compare as comparing
@@ -292,6 +295,10 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
     try:
         stores = (store.open(db, create=False),)
         stores += (store.open(db_b, create=False),) if db_b else stores
+        if group is not None:
+            from guestbench.report.group import campaign_of_host
+            campaign_a, campaign_b = (campaign_of_host(opened, group, host) for opened, host
+                                      in zip(stores, (campaign_a, campaign_b)))
         sides = _sides(stores, (campaign_a, campaign_b))
     except store.StoreError as error:
         raise BadInput(str(error)) from None
@@ -423,144 +430,6 @@ def _ab_sides(opened, campaign_id: int):
     return sides
 
 
-@main.command()
-@click.option("--db", required=True, help="the pool's store: a PostgreSQL URL")
-@click.option("--name", help="this host's name in the pool  [default: its hostname]")
-@click.option("--labels", default="", help="what this host offers, comma-separated "
-                                           "(kvm,xen-dom0,...): submit --labels picks by them")
-@click.option("--logs", "logs_dir", type=click.Path(path_type=Path),
-              default=Path("guestbench-logs"), show_default=True,
-              help="where the campaigns this worker runs keep their run logs")
-@click.option("--allow", "allowed", default="", help="also run plans with these, comma-"
-              "separated: command (environments), exec (workloads), binary (own program or "
-              "kernel paths)  [default: none of them]")
-def worker(db: str, name: str | None, labels: str, logs_dir: Path, allowed: str) -> None:
-    """Serve as one host of the pool: run the campaigns queued for it, one at a time."""
-    import socket
-
-    from guestbench.pool import worker as serving
-    opened = _pool_store(db)
-    name = name or socket.gethostname()
-    _no_other_worker(opened, name)
-    click.echo(f"guestbench: worker {name!r} ({labels or 'no labels'}) takes the jobs of "
-               f"queue host:{name} from {opened.engine.url.render_as_string()}", err=True)
-    from guestbench.pool import policy
-    allow = list(_names(allowed, "--allow")) if allowed else []
-    unknown = [word for word in allow if word not in policy.PERMISSIONS]
-    if unknown:
-        raise BadInput(f"--allow: unknown {', '.join(unknown)} (fix: use "
-                       f"{', '.join(policy.PERMISSIONS)})")
-    click.echo(f"guestbench: plans this worker runs: built-in kinds and workloads"
-               f"{' and ' + ', '.join(allow) if allow else ' only'}", err=True)
-    serving.serve(opened, name, list(_names(labels, "--labels")) if labels else [], allow,
-                  logs_dir)
-
-
-@main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path))
-@click.option("--db", required=True, help="the pool's store: a PostgreSQL URL")
-@click.option("--hosts", "host_names", help="the pool hosts to run it on, comma-separated")
-@click.option("--labels", help="or every host with all of these labels, comma-separated")
-@click.option("--name", help="the group's name  [default: the plan's file name]")
-def submit(plan_file: Path, db: str, host_names: str | None, labels: str | None,
-           name: str | None) -> None:
-    """Queue PLAN_FILE as one campaign on each chosen host of the pool (a campaign group)."""
-    from guestbench import host, plan
-    from guestbench.pool import queue
-    from guestbench.store import pool as pool_rows
-
-    try:
-        plan.load(plan_file, host.collect())  # a plan that cannot run anywhere is caught here
-    except plan.PlanError as error:
-        raise BadInput(str(error)) from None
-    opened = _pool_store(db)
-    known = {row["name"]: row for row in pool_rows.hosts(opened.engine)}
-    if bool(host_names) == bool(labels):
-        raise BadInput("submit: give --hosts or --labels, one of them (fix: e.g. --hosts "
-                       f"{','.join(known) or 'NAME'})")
-    if host_names:
-        chosen = list(_names(host_names, "--hosts"))
-        unknown = [name for name in chosen if name not in known]
-        if unknown:
-            raise BadInput(f"--hosts: {', '.join(unknown)} not in the pool (fix: start "
-                           "'guestbench worker' there, or pick from 'guestbench hosts': "
-                           f"{', '.join(known) or 'none yet'})")
-    else:
-        wanted = set(_names(labels, "--labels"))
-        chosen = [name for name, row in known.items() if wanted <= set(row["labels"])]
-        if not chosen:
-            raise BadInput(f"--labels: no host of the pool has {', '.join(sorted(wanted))} "
-                           "(fix: see 'guestbench hosts')")
-    group_name = name or plan_file.stem
-    group_id = pool_rows.create_group(opened.engine, group_name, plan_file.read_text(),
-                                      str(plan_file), chosen)
-    app = queue.app_for(db)
-    queue.ensure_schema(opened.engine, app)
-    with app.open():
-        task = app.tasks[queue.TASK]
-        for host_name in chosen:
-            task.configure(queue=queue.queue_of(host_name), lock=queue.queue_of(host_name)) \
-                .defer(group_id=group_id, host=host_name)
-    click.echo(f"group {group_id} ({group_name!r}): queued on {', '.join(chosen)}")
-
-
-@main.command()
-@click.option("--db", required=True, help="the pool's store: a PostgreSQL URL")
-def hosts(db: str) -> None:
-    """The pool's hosts: labels, facts, last heartbeat, the job each runs now."""
-    import datetime as dt
-
-    from rich.console import Console
-    from rich.table import Table
-
-    from guestbench.store import pool as pool_rows
-    opened = _pool_store(db)
-    busy = _running_jobs(opened)
-    table = Table("host", "labels", "CPU", "kernel", "heartbeat", "running now")
-    now = dt.datetime.now(dt.timezone.utc)
-    for row in pool_rows.hosts(opened.engine):
-        facts = row["facts"]
-        age = (now - row["heartbeat_at"]).total_seconds()
-        table.add_row(row["name"], ",".join(row["labels"]) or "-",
-                      f"{facts.get('cpu_model', '?')} x{facts.get('logical_cpus', '?')}",
-                      str(facts.get("kernel", "?")), f"{age:.0f} s ago",
-                      busy.get(row["name"], "-"))
-    Console(width=120).print(table)
-
-
-def _pool_store(db: str):
-    from guestbench import store
-    try:
-        opened = store.open(db)
-    except store.StoreError as error:
-        raise BadInput(str(error)) from None
-    if opened.engine.dialect.name != "postgresql":
-        raise BadInput(f"--db {db!r}: a host pool shares one PostgreSQL store (fix: "
-                       "--db postgresql://USER@HOST/DATABASE)")
-    return opened
-
-
-def _no_other_worker(opened, name: str) -> None:
-    from guestbench import proc
-    from guestbench.store import pool as pool_rows
-    for row in pool_rows.hosts(opened.engine):
-        if row["name"] == name and proc.still_running(row["worker"]):
-            raise BadInput(f"worker {name!r} runs already here (process {row['worker']['pid']})"
-                           " (fix: stop it, or give this one another --name)")
-
-
-def _running_jobs(opened) -> dict[str, str]:
-    """host name -> 'job N (group G)' for the jobs being done now."""
-    import sqlalchemy as sa
-    with opened.engine.connect() as connection:
-        if not connection.execute(sa.text("SELECT to_regclass('procrastinate_jobs')")).scalar():
-            return {}
-        rows = connection.execute(sa.text(
-            "SELECT id, queue_name, args FROM procrastinate_jobs WHERE status = 'doing'")).all()
-    return {queue.removeprefix("host:"): f"job {job} (group {args.get('group_id')})"
-            for job, queue, args in rows}
-
-
 def _short_lived() -> None:
     """report and compare build hundreds of thousands of rows and cells, none of them in a
     reference cycle, and end within seconds: Python's cycle collector, which would walk
@@ -663,6 +532,7 @@ def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resu
         store.check(db)
         logs_root = _logs_folder(logs_dir, db)
         results = store.open(db)
+        results.require("run")
     except (agent.AgentMissing, store.StoreError) as error:
         raise BadInput(str(error)) from None
     results.on_wait = lambda message: click.echo(f"guestbench: {message}", err=True)
@@ -765,3 +635,12 @@ class _progress:
     def __exit__(self, *exc_info) -> None:
         if not self.quiet:
             self.bar.__exit__(*exc_info)
+
+
+def _pool_commands() -> None:
+    from guestbench.pool import commands
+    for command in (commands.worker, commands.submit, commands.hosts, commands.grants):
+        main.add_command(command)
+
+
+_pool_commands()

@@ -31,6 +31,22 @@ def tables(store: Store, selector: str) -> list[Table]:
     return [_medians(group, reports), _facts(group, reports)]
 
 
+def campaign_of_host(store: Store, selector: str, host: str) -> str:
+    """The id of the group's latest campaign on a pool host (compare --group G HOST HOST)."""
+    group = pool_rows.group(store.engine, selector)
+    if group is None:
+        raise StoreError(f"--group {selector!r}: no such campaign group in this store "
+                         "(fix: 'guestbench report --list', or 'guestbench hosts')")
+    mine = [row for row in pool_rows.campaigns_of(store.engine, group["id"])
+            if row["pool_host"] == host]
+    if not mine:
+        ran = sorted({row["pool_host"] for row in pool_rows.campaigns_of(store.engine,
+                                                                         group["id"])})
+        raise StoreError(f"--group {selector!r}: host {host!r} has no campaign in group "
+                         f"{group['id']} (fix: name one of {', '.join(ran) or 'none yet'})")
+    return str(mine[-1]["id"])
+
+
 def _medians(group: dict, reports: list[tuple[str, model.Report]]) -> Table:
     footnotes = Footnotes()
     columns = [(host, env, report) for host, report in reports

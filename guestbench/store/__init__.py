@@ -68,6 +68,13 @@ def open(url: str = DEFAULT_URL, create: bool = True) -> "Store":  # noqa: A001 
     except sa.exc.OperationalError as error:
         raise StoreError(f"--db {url!r}: cannot open the database ({error.orig}) "
                          "(fix: check the URL, the server and the permissions)") from None
+    except sa.exc.ProgrammingError as error:
+        if getattr(error.orig, "sqlstate", None) != "42501":  # insufficient_privilege
+            raise
+        raise StoreError(f"--db {url!r}: the store needs its schema made or migrated to "
+                         f"version {SCHEMA_VERSION}, and this role may not ({error.orig}) "
+                         "(fix: run guestbench once as the store's owner, e.g. 'guestbench "
+                         "grants ROLE --as worker --apply --db URL')") from None
     return store
 
 
@@ -110,6 +117,10 @@ def _check_sqlite_path(database: str | None, url: str, create: bool) -> None:
     if not create and not path.exists():
         raise StoreError(f"--db {url!r}: no store at {path} "
                          "(fix: run 'guestbench run' first, or point --db at an existing store)")
+
+
+DOING = {"run": "store a campaign", "worker": "serve as a pool worker",
+         "submitter": "submit plans to the pool"}
 
 
 # How long a write waits for a store whose server went away (a PostgreSQL restart), trying
@@ -232,6 +243,23 @@ class Store:
                     schema.schema_meta.c.key == "schema_version"))
                 connection.execute(sa.insert(schema.schema_meta).values(
                     key="schema_version", value=str(SCHEMA_VERSION)))
+
+    def require(self, what: str) -> None:
+        """On PostgreSQL, check that this role may do `what` (run: store a campaign; worker;
+        submitter) before anything starts, rather than fail at the first write."""
+        if self.engine.dialect.name != "postgresql":
+            return
+        from guestbench.store import grants
+        with self.engine.connect() as connection:
+            lacking = grants.missing(connection, what)
+        if lacking:
+            user = self.engine.url.username or "this role"
+            kind = "worker" if what == "run" else what
+            raise StoreError(
+                f"{self.engine.url.render_as_string()}: the database role {user!r} may not "
+                f"{DOING[what]} here: it lacks {', '.join(lacking[:4])}"
+                f"{' and more' if len(lacking) > 4 else ''} (fix: as the store's owner, "
+                f"'guestbench grants {user} --as {kind} --apply --db URL'; docs/pool.md)")
 
     def _has_foreign_tables(self) -> bool:
         """Tables that are neither guestbench's nor its pool queue's (procrastinate_*)."""

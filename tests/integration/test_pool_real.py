@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from tests.support.postgres import PORT
+
 PLAN = """\
 [campaign]
 repeat = {repeat}
@@ -31,14 +33,15 @@ class Pool:
         self.url, self.folder, self.workers = url, folder, {}
         self.engine = sa.create_engine(url)
 
-    def guestbench(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "guestbench", *args, "--db", self.url],
+    def guestbench(self, *args: str, url: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "guestbench", *args, "--db",
+                               url or self.url],
                               capture_output=True, text=True, cwd=self.folder, timeout=120)
 
-    def start(self, name: str, labels: str = "") -> None:
+    def start(self, name: str, labels: str = "", url: str | None = None) -> None:
         log = open(self.folder / f"{name}.log", "a")
         self.workers[name] = subprocess.Popen(
-            [sys.executable, "-m", "guestbench", "worker", "--db", self.url, "--name", name,
+            [sys.executable, "-m", "guestbench", "worker", "--db", url or self.url, "--name", name,
              "--labels", labels, "--logs", str(self.folder / "logs")],
             stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, start_new_session=True)
 
@@ -158,3 +161,53 @@ def test_the_load_test_in_small_loses_no_row(tmp_path) -> None:
     figures = dict(line.split(None, 1) for line in done.stdout.splitlines() if line.strip())
     assert figures["jobs"] == "{'succeeded': 5}"
     assert (figures["campaigns"], figures["runs"], figures["lost_or_doubled"]) == ("5", "10", "[]")
+
+
+def test_roles_of_a_worker_and_a_submitter_do_their_job_and_no_more(pool, postgres_server):
+    import psycopg
+
+    suffix = Path(pool.folder).name[-12:].replace("-", "_").lower()
+    roles = {kind: f"gb_{kind}_{suffix}" for kind in ("worker", "submitter")}
+    for role in roles.values():
+        postgres_server.execute(f'CREATE ROLE "{role}" LOGIN')
+    as_role = {kind: pool.url.replace("postgres@", f"{role}@", 1)
+               for kind, role in roles.items()}
+    try:
+        for kind, role in roles.items():
+            granted = pool.guestbench("grants", role, "--as", kind, "--apply")
+            assert granted.returncode == 0, granted.stderr
+        pool.start("alpha", url=as_role["worker"])
+        pool.wait_for(lambda: pool.query("select name from pool_host") == [("alpha",)], 60)
+        (pool.folder / "small.toml").write_text(PLAN.format(repeat=2))
+        submitted = pool.guestbench("submit", "small.toml", "--hosts", "alpha",
+                                    url=as_role["submitter"])
+        assert submitted.returncode == 0, submitted.stderr
+        pool.wait_for(lambda: pool.query("select status from campaign") == [("finished",)])
+        assert pool.query("select count(*) from run where status = 'ok'") == [(2,)]
+        assert pool.query("select submitted_by from campaign_group") == [(roles["submitter"],)]
+        refused = {"submitter": ("run", "--env", "native", "--workload", "getpid", "--quiet"),
+                   "worker": ("submit", "small.toml", "--hosts", "alpha")}
+        for kind, args in refused.items():
+            done = pool.guestbench(*args, url=as_role[kind])
+            assert done.returncode == 2 and f"the database role {roles[kind]!r} may not" \
+                in done.stderr and "guestbench grants" in done.stderr, done.stderr
+        assert pool.query("select count(*) from campaign") == [(1,)]
+        search_path = pool.url.rsplit("search_path%3D", 1)[1]
+        denied = {"worker": ["DROP TABLE run", "DELETE FROM campaign", "TRUNCATE sample",
+                             "CREATE TABLE mine (i int)", "UPDATE campaign SET plan = '{}'",
+                             "DELETE FROM campaign_group", "DELETE FROM procrastinate_jobs"],
+                  "submitter": ["INSERT INTO run (campaign_id) VALUES (1)",
+                                "DELETE FROM campaign", "UPDATE procrastinate_jobs SET "
+                                "status = 'failed'", "DROP TABLE campaign_group"]}
+        for kind, statements in denied.items():
+            for statement in statements:
+                with psycopg.connect(host=str(postgres_server.folder), port=PORT,
+                                     user=roles[kind], dbname="guestbench_tests",
+                                     options=f"-csearch_path={search_path}") as connection:
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                        connection.execute(statement)
+    finally:
+        pool.stop()
+        for role in roles.values():
+            postgres_server.execute(f'DROP OWNED BY "{role}"', database="guestbench_tests")
+            postgres_server.execute(f'DROP ROLE "{role}"')

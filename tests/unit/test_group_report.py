@@ -49,3 +49,11 @@ def test_compare_of_two_hosts_of_a_group_says_the_hosts_differ(build_plan, store
     result = CliRunner().invoke(main, ["compare", *map(str, ids), "--db", url])
     assert result.exit_code == 0, result.output
     assert "The hosts differ in pool host (alpha / beta)" in " ".join(result.output.split())
+    by_host = CliRunner().invoke(main, ["compare", "alpha", "beta", "--group", "g", "--db", url,
+                                        "--format", "json"])
+    assert by_host.exit_code == 0, by_host.output
+    assert '"id": %d' % ids[0] in by_host.output and '"id": %d' % ids[1] in by_host.output
+    unknown = CliRunner().invoke(main, ["compare", "alpha", "gamma", "--group", "g", "--db", url])
+    assert unknown.exit_code == EXIT_BAD_INPUT, unknown.output
+    assert "host 'gamma' has no campaign in group" in unknown.output
+    assert "name one of alpha, beta" in unknown.output
