@@ -211,3 +211,27 @@ def test_roles_of_a_worker_and_a_submitter_do_their_job_and_no_more(pool, postgr
         for role in roles.values():
             postgres_server.execute(f'DROP OWNED BY "{role}"', database="guestbench_tests")
             postgres_server.execute(f'DROP ROLE "{role}"')
+
+
+def test_a_postgresql_restart_mid_campaign_loses_nothing_and_the_worker_goes_on(
+        pool, postgres_server) -> None:
+    pool.start("alpha")
+    pool.wait_for(lambda: pool.query("select name from pool_host") == [("alpha",)], 60)
+    (pool.folder / "two.toml").write_text(PLAN.format(repeat=15) + '\n[[workload]]\n'
+                                          'name = "sched_yield"\n')
+    assert pool.guestbench("submit", "two.toml", "--hosts", "alpha").returncode == 0
+    pool.wait_for(lambda: pool.query("select count(*) from run")[0][0] >= 6)
+    pool.engine.dispose()
+    postgres_server.stop()
+    try:
+        time.sleep(8)
+    finally:
+        postgres_server.start()
+    pool.wait_for(lambda: pool.query("select status from procrastinate_jobs") == [("succeeded",)])
+    assert pool.workers["alpha"].poll() is None, "the worker ended with the server"
+    assert pool.query("select status from campaign") == [("finished",)]
+    rows = pool.query("select workload, repetition, count(*) from run where status = 'ok' "
+                      "group by workload, repetition")
+    assert len(rows) == 30 and all(count == 1 for _, _, count in rows)
+    log = (pool.folder / "alpha.log").read_text()
+    assert "Traceback" not in log and "guestbench: worker:" in log  # one line per message

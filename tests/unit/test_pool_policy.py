@@ -31,3 +31,24 @@ def test_command_exec_and_own_programs_each_need_leave(build_plan) -> None:
     assert "; exec (workload touch)" in refused
     assert "fix: its operator starts it with --allow binary,exec" in refused
     assert policy.refusal(plan, ["command", "exec", "binary"]) is None
+
+
+def test_worker_log_lines_carry_the_cause_in_one_line_and_no_traceback():
+    import logging
+
+    from guestbench.pool.worker import _OneLine
+
+    try:
+        try:
+            raise OSError("connection to server failed:\n\tIs the server running?")
+        except OSError as cause:
+            raise RuntimeError("\n    Database error.\n    ") from cause
+    except RuntimeError:
+        import sys
+        record = logging.LogRecord("procrastinate.utils", logging.WARNING, __file__, 1,
+                                   "listener error: %r", (sys.exc_info()[1],), sys.exc_info())
+    assert _OneLine().filter(record)
+    text = logging.Formatter("%(message)s").format(record)
+    assert "\n" not in text and "Traceback" not in text
+    assert text.startswith("listener error: RuntimeError(")
+    assert text.endswith(": connection to server failed:")
