@@ -38,7 +38,22 @@ def _names(value: str | None, flag: str) -> tuple[str, ...]:
     return names
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Every command: a store that is damaged or a disk that is full ends it with one
+    message and exit 2 (guestbench/store/damage.py), wherever it is met."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (OSError, Exception) as error:  # noqa: BLE001 - only those explain() knows
+            from guestbench.store import damage
+            message = damage.explain(error)
+            if message is None:
+                raise
+            raise BadInput(message) from None
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="guestbench")
 def main() -> None:
     """Measure what an execution environment costs compared with native."""

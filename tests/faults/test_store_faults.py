@@ -1,0 +1,122 @@
+"""Faults of the store: two starts at once on a new file, a damaged file, a schema version
+that is not a number, a full disk. Each ends in one message and exit 2, or in success;
+never a traceback, and nothing is written into a damaged store."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from guestbench import store as gb_store
+
+GUESTBENCH = [sys.executable, "-m", "guestbench"]
+
+
+def _open(url: str, barrier, results) -> None:
+    barrier.wait()
+    try:
+        gb_store.open(url).engine.dispose()
+        results.put("ok")
+    except Exception as error:  # noqa: BLE001 - the test reports what it was
+        results.put(f"{type(error).__name__}: {error}")
+
+
+def test_twenty_double_starts_on_new_store_files_all_succeed(tmp_path):
+    context = multiprocessing.get_context("fork")
+    failures = []
+    for attempt in range(20):
+        url = f"sqlite:///{tmp_path}/store{attempt}.sqlite"
+        barrier, results = context.Barrier(2), context.Queue()
+        openers = [context.Process(target=_open, args=(url, barrier, results))
+                   for _ in range(2)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join(60)
+        failures += [outcome for outcome in (results.get(timeout=5) for _ in openers)
+                     if outcome != "ok"]
+        assert gb_store.open(url).version() == gb_store.SCHEMA_VERSION
+    assert failures == []
+
+
+@pytest.fixture
+def damaged(tmp_path) -> Path:
+    """A store with a real campaign, then every page but the first overwritten."""
+    path = tmp_path / "damaged.sqlite"
+    made = subprocess.run([*GUESTBENCH, "run", "--env", "native", "--workload", "getpid",
+                           "--repeat", "1", "--db", f"sqlite:///{path}", "--quiet"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    size = path.stat().st_size
+    with open(path, "r+b") as file:
+        file.seek(4096)
+        file.write(b"\xde\xad" * ((size - 4096) // 2))
+    return path
+
+
+def test_a_damaged_store_is_exit_2_and_nothing_is_written_into_it(damaged, tmp_path):
+    before = hashlib.sha256(damaged.read_bytes()).hexdigest()
+    for args in (["run", "--env", "native", "--workload", "getpid", "--repeat", "1"],
+                 ["report"], ["history"], ["report", "--list"]):
+        done = subprocess.run([*GUESTBENCH, *args, "--db", f"sqlite:///{damaged}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert f"the store {damaged} is damaged" in done.stderr and ".recover" in done.stderr
+    assert hashlib.sha256(damaged.read_bytes()).hexdigest() == before
+
+
+def test_a_schema_version_that_is_not_a_number_is_exit_2(tmp_path):
+    path = tmp_path / "odd.sqlite"
+    opened = gb_store.open(f"sqlite:///{path}")
+    with opened.engine.begin() as connection:
+        connection.execute(sa.update(gb_store.schema.schema_meta).values(value="six"))
+    opened.engine.dispose()
+    done = subprocess.run([*GUESTBENCH, "report", "--db", f"sqlite:///{path}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "schema version is 'six', not a number" in done.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs (root only), unmounted after the test."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {made.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_is_exit_2_with_the_fix_and_keeps_what_was_stored(small_disk, tmp_path):
+    url = f"sqlite:///{small_disk}/store.sqlite"
+    run = [*GUESTBENCH, "run", "--env", "native", "--workload", "getpid", "--repeat", "1",
+           "--db", url, "--logs", str(small_disk / "logs"), "--quiet"]
+    first = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    filler = small_disk / "filler"
+    handle = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:  # fill the disk to the last block
+        while os.write(handle, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+    second = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2, second.stderr
+    assert "Traceback" not in second.stderr and "full" in second.stderr
+    assert "free some space" in second.stderr
+    filler.unlink()
+    opened = gb_store.open(url)
+    assert [row["status"] for row in opened.campaigns()][0] == "finished"
+    opened.engine.dispose()
