@@ -548,8 +548,14 @@ def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resu
         logs_root = _logs_folder(logs_dir, db)
         results = store.open(db)
         results.require("run")
+        stale = results.mark_abandoned()
     except (agent.AgentMissing, store.StoreError) as error:
         raise BadInput(str(error)) from None
+    for left in stale:
+        if not resumed or left["id"] != resumed["id"]:
+            click.echo(f"guestbench: campaign {left['id']} ({left['name']!r}) was left running: "
+                       f"{left['reason']}; now marked interrupted (fix: 'guestbench run "
+                       f"--resume {left['id']}' completes it)", err=True)
     results.on_wait = lambda message: click.echo(f"guestbench: {message}", err=True)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     previous_int = signal.signal(signal.SIGINT, _raise_interrupt)

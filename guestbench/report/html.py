@@ -124,6 +124,7 @@ def _header(report: Report) -> str:
         ("runs", f"{len(report.runs)} ({sum(run['status'] == 'ok' for run in report.runs)} ok)"),
         ("measured by", f"guestbench {campaign.get('guestbench_version', '?')}"),
         ("log folder", campaign.get("log_dir", "-")),
+        *([("ended because", campaign["end_reason"])] if campaign.get("end_reason") else []),
     ]
     return "\n".join([
         f"<header><h1>Campaign {_e(campaign['id'])} '{_e(campaign['name'])}' "

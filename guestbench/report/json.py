@@ -31,6 +31,7 @@ def document(report: Report) -> dict[str, Any]:
             "finished_at": campaign["finished_at"].isoformat() if campaign["finished_at"] else None,
             "guestbench_version": campaign["guestbench_version"],
             "baseline": report.baseline, "plan": campaign["plan"], "log_dir": campaign["log_dir"],
+            "end_reason": campaign.get("end_reason"),
         },
         "host": campaign["host_facts"],
         "host_checks": report.host_checks,

@@ -382,6 +382,32 @@ class Store:
                 schema.campaign.c.id == campaign_id).values(**values))
             packed.pack(connection, campaign_id)
 
+    def mark_abandoned(self) -> list[dict[str, Any]]:
+        """Campaigns left 'running' by a guestbench of this host that has since ended
+        (killed, or stopped by a full disk before it could say so) become 'interrupted',
+        with the reason; a campaign whose owner still runs, or is on another host, or is
+        not recorded, is left alone. Returns the campaigns marked."""
+        from guestbench import proc
+        table = schema.campaign
+        marked = []
+        with self.engine.begin() as connection:
+            rows = connection.execute(sa.select(table.c.id, table.c.name, table.c.owner)
+                                      .where(table.c.status == "running")).mappings().all()
+            for row in rows:
+                owner = _document(row["owner"]) if isinstance(row["owner"], str) \
+                    else row["owner"]
+                if proc.still_running(owner) is not False:
+                    continue
+                reason = (f"its guestbench (process {owner['pid']} on {owner['hostname']}) "
+                          "ended without closing it: killed, or stopped by an error it could "
+                          f"not store; found {_now():%Y-%m-%d %H:%M:%S} UTC")
+                done = connection.execute(sa.update(table).where(
+                    table.c.id == row["id"], table.c.status == "running").values(
+                        status="interrupted", end_reason=reason))
+                if done.rowcount:
+                    marked.append({"id": row["id"], "name": row["name"], "reason": reason})
+        return marked
+
     @_waits_for_the_server
     def reopen_campaign(self, campaign_id: int, owner: dict[str, Any] | None) -> list[str]:
         """Make an ended or abandoned campaign 'running' again for `run --resume`, in one
@@ -403,7 +429,7 @@ class Store:
                 schema.sample_block.c.campaign_id == campaign_id))
             connection.execute(sa.update(schema.campaign).where(
                 schema.campaign.c.id == campaign_id).values(
-                    status="running", finished_at=None, owner=owner))
+                    status="running", finished_at=None, owner=owner, end_reason=None))
         return [row.log_path for row in unfinished if row.log_path]
 
     # -- reading --------------------------------------------------------------

@@ -25,7 +25,8 @@ ROLES = ("worker", "submitter", "reader")
 # table -> privileges (a tuple of column names after a privilege limits it to them)
 _WORKER = {
     "host": ["INSERT"],
-    "campaign": ["INSERT", ("UPDATE", ("status", "finished_at", "host_checks", "owner"))],
+    "campaign": ["INSERT", ("UPDATE", ("status", "finished_at", "host_checks", "owner",
+                                       "end_reason"))],
     "environment": ["INSERT"],
     "run": ["INSERT", "DELETE"],
     "sample": ["INSERT", "DELETE"],

@@ -18,7 +18,9 @@ import sqlalchemy as sa
 #   6  the host pool: pool_host (each worker's host: labels, facts, heartbeat),
 #      campaign_group (a plan submitted to several hosts) and campaign.group_id,
 #      campaign.pool_host (which host of the pool ran it).
-SCHEMA_VERSION = 6
+#   7  campaign.end_reason: why a campaign ended other than by finishing, where that is
+#      known (its process gone while the campaign was still 'running').
+SCHEMA_VERSION = 7
 PACKED_SINCE = 4  # the version that added sample_block
 
 metadata = sa.MetaData()
@@ -59,7 +61,13 @@ def _campaign_columns(version: int) -> list[sa.Column]:
         columns.append(_owner_column())
     if version >= 6:
         columns += _group_columns()
+    if version >= 7:
+        columns.append(_end_reason_column())
     return columns
+
+
+def _end_reason_column() -> sa.Column:
+    return sa.Column("end_reason", sa.Text)
 
 
 def _group_columns() -> list[sa.Column]:
@@ -228,6 +236,12 @@ def _add_sample_block(connection: sa.Connection) -> None:
     sample_block.create(connection)  # the campaigns that had ended: Store.migrate packs them
 
 
+def _add_end_reason(connection: sa.Connection) -> None:
+    column = _end_reason_column()
+    column_type = column.type.compile(dialect=connection.dialect)
+    connection.execute(sa.text(f"ALTER TABLE campaign ADD COLUMN {column.name} {column_type}"))
+
+
 # MIGRATIONS[n] takes a store at version n to n+1; version 0 is an empty database.
 # A migration must not change once released: a new schema gets a new migration.
 MIGRATIONS = {
@@ -237,4 +251,5 @@ MIGRATIONS = {
     3: _add_sample_block,
     4: _add_campaign_owner,
     5: _add_pool,
+    6: _add_end_reason,
 }

@@ -160,3 +160,25 @@ def test_resume_takes_no_plan_or_flags(stored, store) -> None:
     result = resume_cli(store, campaign_id, "--repeat", "9")
     assert result.exit_code == EXIT_BAD_INPUT
     assert "--repeat would change it (fix: drop --repeat)" in result.output
+
+
+def test_the_next_run_marks_campaigns_left_running_by_a_gone_process(stored, store, fake_agent,
+                                                                     tmp_path) -> None:
+    gone = stored({"hostname": os.uname().nodename, "pid": os.getpid(), "started": -1})
+    alive = stored(proc.identity())
+    elsewhere = stored({"hostname": "another-host", "pid": 1, "started": 1})
+    plan = tmp_path / "next.toml"
+    plan.write_text('[campaign]\nrepeat = 1\n[[environment]]\nname = "a"\nkind = "fake"\n'
+                    '[[workload]]\nname = "getpid"\n')
+    result = CliRunner().invoke(main, ["run", str(plan), "--db",
+                                       store.engine.url.render_as_string(False), "--quiet"],
+                                env={"GUESTBENCH_AGENT": str(fake_agent)})
+    assert result.exit_code == 0, result.output
+    assert f"campaign {gone} " in result.output and "was left running" in result.output
+    assert f"guestbench run --resume {gone}" in result.output
+    marked = store.campaign(str(gone))
+    assert marked["status"] == "interrupted" and "ended without closing it" in marked["end_reason"]
+    assert store.campaign(str(alive))["status"] == "running"  # its process lives: untouched
+    assert store.campaign(str(elsewhere))["status"] == "running"  # cannot be told from here
+    assert resume_cli(store, gone, agent=fake_agent).exit_code == 0
+    assert store.campaign(str(gone))["end_reason"] is None
