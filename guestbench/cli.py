@@ -176,7 +176,8 @@ def images_command() -> None:
 @click.argument("campaign", required=False)
 @click.option("--baseline", help="environment to normalise to  [default: the plan's baseline]")
 @click.option("--format", "output_format", default="table", show_default=True,
-              type=click.Choice(["table", "markdown", "csv", "json", "html"]))
+              type=click.Choice(["table", "markdown", "csv", "json", "html", "bmf",
+                                 "github-action-benchmark"]))
 @click.option("--output", "-o", type=click.Path(path_type=Path),
               help="write to this file instead of standard output (html: log links are "
                    "made relative to it)")
@@ -230,12 +231,14 @@ def _print_report(results, campaign: str | None, baseline: str | None, output_fo
         from guestbench.report import html
         _write(html.render(loaded, output.resolve().parent if output else None), output)
         return
-    from guestbench.report import csv, json, markdown
+    from guestbench.report import csv, dashboards, json, markdown
     if output_format == "table":  # to a file: plain text at a width that never wraps
         _write(_plain_tables(loaded), output)
         return
-    renderer = {"markdown": markdown, "csv": csv, "json": json}[output_format]
-    _write(renderer.render(loaded), output)
+    render = {"markdown": markdown.render, "csv": csv.render, "json": json.render,
+              "bmf": dashboards.render_bmf,
+              "github-action-benchmark": dashboards.render_github_action_benchmark}
+    _write(render[output_format](loaded), output)
 
 
 def _plain_tables(loaded) -> str:
