@@ -77,6 +77,8 @@ class CampaignSection(BaseModel):
     timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, le=86400,
                              description="per-run limit; the run is killed and recorded timeout")
     description: str = Field("", description="free text stored with the campaign")
+    log_cap_mib: int = Field(64, ge=1, le=65536, description="each run's stdout and stderr "
+                             "logs keep at most this much: the first and the last half")
     auto: AutoSection = Field(default_factory=AutoSection,
                               description='when repeat = "auto" stops repeating a cell')
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from guestbench import logcap, reaper
 
 
 class ProcessError(Exception):
@@ -37,6 +40,30 @@ class Completed:
 # Every process group started through this module and not yet reaped, so that
 # an interrupted campaign can end them all (by id, never by name).
 _live: dict[int, "Process"] = {}
+
+
+# Each run's stdout and stderr logs keep at most this much (head and tail; logcap.py).
+LOG_CAP_BYTES = logcap.DEFAULT_CAP_MIB << 20
+MAX_LINE_BYTES = 1 << 20  # a record is a short line; a longer one is cut here
+
+
+# The kernel's parent-death signal for every long-running child (a guest's own process):
+# util-linux's setpriv sets it and execs the program, so the child is killed when this
+# process ends, however it ends. (Python's preexec_fn could do it, but is unsafe in a
+# process with threads.) Without setpriv, the reaper alone ends them (reaper.py).
+_SETPRIV = shutil.which("setpriv")
+_DIE_WITH_US = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
+
+
+def _cannot_exec(program: str, env: dict[str, str] | None, cwd: Path | None) -> str | None:
+    """Why execvp could not start program, or None if it could."""
+    if "/" in program:
+        path = Path(cwd or ".", program) if not program.startswith("/") else Path(program)
+        if not path.exists():
+            return os.strerror(2)
+        return None if os.access(path, os.X_OK) and path.is_file() else os.strerror(13)
+    search = (env or os.environ).get("PATH", os.defpath)
+    return None if shutil.which(program, path=search) else os.strerror(2)
 
 
 def kill_all() -> None:
@@ -129,8 +156,10 @@ def _kill_group(pgid: int) -> None:
 class Process:
     """A long-running child in its own session, its stdout read line by line.
 
-    Every stdout byte is appended to ``stdout_log`` as it arrives and stderr
-    goes straight to ``stderr_log``, so a run's logs survive a crash or a kill.
+    Its stdout and stderr go to ``stdout_log`` and ``stderr_log`` as they arrive (stderr,
+    and stdout when nobody reads it, through a thread each), so a run's logs survive a
+    crash; each log keeps at most LOG_CAP_BYTES, its head as it comes and its tail at
+    the end (logcap.py).
     """
 
     def __init__(self, argv: list[str], stdout_log: Path, stderr_log: Path,
@@ -140,22 +169,31 @@ class Process:
         elsewhere); lines() then has nothing to give."""
         self.argv = argv
         # "x": a run's logs are its own; an existing file means two runs share a folder
-        self._stdout_log = open(stdout_log, "xb")
-        self._stderr_log = open(stderr_log, "xb")
+        self._stdout_log = logcap.CappedLog(stdout_log, LOG_CAP_BYTES)
+        self._stderr_log = logcap.CappedLog(stderr_log, LOG_CAP_BYTES)
+        self._pumps: list = []
         self.started_ns = now_ns()
         self.first_byte_ns: int | None = None
         with _starting_child():  # a Ctrl-C now waits until the child is in _live
+            missing = _cannot_exec(argv[0], env, cwd) if _DIE_WITH_US else None
+            if missing:  # setpriv would start, then fail to exec it: say so as Popen would
+                self._close_logs()
+                raise ProcessError(f"cannot start {argv[0]}: {missing}")
             try:
                 self._child = subprocess.Popen(
-                    argv, cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds,
+                    [*_DIE_WITH_US, *argv], cwd=cwd, env=env, start_new_session=True,
+                    pass_fds=pass_fds,
                     stdin=subprocess.DEVNULL,
-                    stdout=self._stdout_log if stdout_to_log else subprocess.PIPE,
-                    stderr=self._stderr_log)
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             except OSError as error:
                 self._close_logs()
                 raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
             self.pid = self._child.pid
             _live[self.pid] = self
+            self._pumps.append(logcap.pump(self._child.stderr, self._stderr_log))
+            if stdout_to_log:  # nobody reads it: it goes to its log as it comes
+                self._pumps.append(logcap.pump(self._child.stdout, self._stdout_log))
+            reaper.KEEPER.group(self.pid)  # its process group ends with us, however we end
 
     def lines(self, deadline_ns: int | Callable[[], int]) -> Iterator[tuple[int, bytes]]:
         """Yield (host_arrival_ns, line) for each stdout line until EOF.
@@ -167,7 +205,7 @@ class Process:
         deadline = deadline_ns if callable(deadline_ns) else (lambda: deadline_ns)
         fd = self._child.stdout.fileno()
         os.set_blocking(fd, False)
-        pending = b""
+        pending = bytearray()  # a line's start; scanned once, however long (linear time)
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while True:
@@ -183,13 +221,20 @@ class Process:
                 if self.first_byte_ns is None:
                     self.first_byte_ns = arrival_ns
                 self._stdout_log.write(chunk)
-                self._stdout_log.flush()
-                pending += chunk
-                *complete, pending = pending.split(b"\n")
-                for line in complete:
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    if pending:
+                        pending += chunk[start:end]
+                        line = bytes(pending)
+                        pending.clear()
+                    else:
+                        line = chunk[start:end]
                     yield arrival_ns, line
+                    start = end + 1
+                if len(pending) < MAX_LINE_BYTES:  # beyond, a line is no record: cut short
+                    pending += chunk[start:start + MAX_LINE_BYTES - len(pending)]
         if pending:
-            yield now_ns(), pending
+            yield now_ns(), bytes(pending)
 
     def wait(self, timeout_s: float) -> int | None:
         """The exit status, or None if it is still running after timeout_s."""
@@ -205,10 +250,14 @@ class Process:
             self._child.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - a process in D state
             pass
-        if self._child.stdout is not None:
-            self._child.stdout.close()
+        for pump in self._pumps:  # the group is dead: its pipes end
+            pump.join(5)
+        for pipe in (self._child.stdout, self._child.stderr):
+            if pipe is not None:
+                pipe.close()
         self._close_logs()
-        _live.pop(self.pid, None)
+        if _live.pop(self.pid, None) is not None:
+            reaper.KEEPER.group_ended(self.pid)
 
     @property
     def returncode(self) -> int | None:
@@ -221,6 +270,11 @@ class Process:
     def _close_logs(self) -> None:
         self._stdout_log.close()
         self._stderr_log.close()
+
+    @property
+    def log_overflow(self) -> int:
+        """Bytes of output dropped from the middle of the logs (logcap.py); 0 if none."""
+        return self._stdout_log.dropped + self._stderr_log.dropped
 
 
 def identity(pid: int | None = None) -> dict[str, object]:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from guestbench import proc
+from guestbench import proc, reaper
 from guestbench.host import Host
 from guestbench.protocol import Record, RecordStream
 
@@ -176,6 +176,11 @@ class Guest(ABC):
         """Milliseconds from process start to each boot phase seen; {} for process guests."""
         return {}
 
+    @property
+    def log_overflow(self) -> int:
+        """Bytes dropped from the middle of its logs, over their cap (after stop())."""
+        return 0
+
     def artifacts(self) -> dict[str, Any]:
         """What the environment recorded beside the agent for this run (after stop()): e.g.
         "block_trace", the traced disk's writes and flushes. {} when nothing was."""
@@ -298,6 +303,10 @@ class ProcessGuest(Guest):
     def __post_init__(self) -> None:
         self.logdir.mkdir(parents=True, exist_ok=True)
         (self.logdir / "command").write_text(" ".join(_quote(a) for a in self.argv) + "\n")
+        for argv in self.cleanup:  # done even if guestbench is killed (reaper.py)
+            reaper.KEEPER.command(argv)
+        for directory in self.scratch:
+            reaper.KEEPER.folder(str(directory))
         try:
             self._process = proc.Process(self.argv, self.logdir / "stdout.log",
                                          self.logdir / "stderr.log", pass_fds=self.pass_fds,
@@ -306,7 +315,15 @@ class ProcessGuest(Guest):
             self._finalize()
             for directory in self.scratch:
                 shutil.rmtree(directory, ignore_errors=True)
+            self._released()
             raise GuestStartError(str(error)) from error
+
+    def _released(self) -> None:
+        """Its cleanup commands have run and its folders are gone: the reaper forgets them."""
+        for argv in self.cleanup:
+            reaper.KEEPER.command_done(argv)
+        for directory in self.scratch:
+            reaper.KEEPER.folder_gone(str(directory))
 
     def records(self) -> Iterator[Record]:
         stream = RecordStream()
@@ -351,6 +368,7 @@ class ProcessGuest(Guest):
         self._finalize()
         for directory in self.scratch:
             shutil.rmtree(directory, ignore_errors=True)
+        self._released()
         code = self._process.returncode
         signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
         return StopInfo(code if not killed else None, signal_name, killed)
@@ -371,6 +389,10 @@ class ProcessGuest(Guest):
     @property
     def returncode(self) -> int | None:
         return self._process.returncode
+
+    @property
+    def log_overflow(self) -> int:
+        return self._process.log_overflow if self._process is not None else 0
 
     def diagnostics(self) -> str:
         try:

@@ -9,6 +9,7 @@ after its worker died takes up the campaign where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 import procrastinate
 import sqlalchemy as sa
 
-from guestbench import proc
+from guestbench import proc, reaper
 from guestbench.store import pool as pool_rows
 
 TASK = "guestbench.run_on_host"
@@ -82,7 +83,7 @@ def run_job(url: str, group_id: int, host: str, logs: Path, allow: list[str]) ->
         raise JobFailed(f"group {group_id} is not in the store")
     base = [sys.executable, "-m", "guestbench", "run", "--db", url, "--quiet",
             "--logs", str(logs.resolve())]
-    with tempfile.TemporaryDirectory(prefix="guestbench-job-") as folder:
+    with tempfile.TemporaryDirectory(prefix="guestbench-job-") as folder, _reaped(folder):
         if mine and mine[-1]["status"] == "finished":
             return
         plan_file = Path(folder) / Path(group["plan_source"]).name
@@ -108,6 +109,16 @@ def run_job(url: str, group_id: int, host: str, logs: Path, allow: list[str]) ->
     if done.returncode != 0:
         tail = said.read_text(errors="replace").strip()[-600:]
         raise JobFailed(f"guestbench exited with {done.returncode} ({said}): {tail}")
+
+
+@contextlib.contextmanager
+def _reaped(folder: str):
+    """The job's folder goes even if the worker is killed (reaper.py)."""
+    reaper.KEEPER.folder(folder)
+    try:
+        yield
+    finally:
+        reaper.KEEPER.folder_gone(folder)
 
 
 def _refusal(plan_file: Path, allow: list[str]) -> str | None:

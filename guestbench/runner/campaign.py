@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guestbench import __version__, environments, proc
+from guestbench import __version__, environments, proc, reaper
 from guestbench import host as host_checks
 from guestbench.batching import Part, job_arguments, part_of
 from guestbench.environments.base import (
@@ -100,6 +100,7 @@ class Runner:
         return self._run_cells()
 
     def _start(self) -> list[Column]:
+        proc.LOG_CAP_BYTES = self.plan.campaign.log_cap_mib << 20  # each run's logs' bound
         self.host_before = self.snapshot_host(self.host)  # before probes boot or start anything
         for message in host_checks.warnings_at_start(self.host_before):
             self.progress.host_warning(message)
@@ -137,6 +138,7 @@ class Runner:
     def _remove_inputs(self) -> None:
         if self._inputs_dir is not None:
             shutil.rmtree(self._inputs_dir, ignore_errors=True)
+            reaper.KEEPER.folder_gone(str(self._inputs_dir))
             self._inputs_dir = None
 
     def _create_campaign(self, columns: list[Column]) -> None:
@@ -399,4 +401,5 @@ class Runner:
         """The campaign's folder for generated inputs (source trees, data files), made once."""
         if self._inputs_dir is None:
             self._inputs_dir = Path(tempfile.mkdtemp(prefix="guestbench-inputs-"))
+            reaper.KEEPER.folder(str(self._inputs_dir))  # removed even if we are killed
         return self._inputs_dir

@@ -112,6 +112,17 @@ def watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool = 
            seen: Seen | None = None) -> Outcome:
     """Collect a guest's records and decide the run's status."""
     seen = seen if seen is not None else Seen()
+    outcome = _watched(guest, timeout_s, workload, expect_samples, seen)
+    if outcome.status != Status.OK and seen.records == 0 and guest.log_overflow:
+        return Outcome(Status.FAILED, (
+            f"its output passed the {proc.LOG_CAP_BYTES >> 20} MiB cap of the run's logs "
+            f"({guest.log_overflow} bytes dropped from their middle) without one valid record "
+            f"(then: {outcome.reason})"))
+    return outcome
+
+
+def _watched(guest: Guest, timeout_s: float, workload: str, expect_samples: bool,
+             seen: Seen) -> Outcome:
     try:
         ended = read_to_the_end(guest, timeout_s, seen.add)
     except ProtocolError as error:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from guestbench import agent, environments, host
+from tests.support.leaks import guest_folders, guest_processes, left_since
 
 # Process-level presets; full-system guests (each kind says whether it is one) have
 # tests/integration/test_full_system.py.
@@ -81,3 +82,14 @@ def agent_processes(agent_path: Path) -> list[int]:
                 or b"guestbench-oci-" in cmdline):
             pids.append(int(entry.name))
     return pids
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    """After every integration test, as after every VM in Firecracker's framework: no guest
+    process and no guestbench folder under /tmp that the test made is left (5 s grace)."""
+    processes, folders = guest_processes(), guest_folders()
+    yield
+    left = left_since(processes, folders)
+    if left:
+        pytest.fail(f"left behind: {left}")

@@ -211,7 +211,7 @@ def test_unknown_campaign_key_lists_campaign_fields(write_plan, host: Host) -> N
     with pytest.raises(PlanError) as caught:
         load(path, host)
     message = str(caught.value)
-    assert "allowed here: name, baseline, repeat, timeout_s, description, auto" in message
+    assert "allowed here: name, baseline, repeat, timeout_s, description, log_cap_mib, auto" in message
     path = write_plan(campaign("[campaign.auto]\ntagret = 0.01"))
     with pytest.raises(PlanError, match="allowed here: target, min_runs, max_runs, max_cell_s"):
         load(path, host)

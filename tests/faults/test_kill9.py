@@ -1,0 +1,73 @@
+"""guestbench killed with SIGKILL mid-run, under each kind installed here: within 5 s no
+guest process and no folder of its is left (the kernel's parent-death signal and the
+reaper, guestbench/reaper.py), and the next run marks the campaign interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from guestbench import environments
+from tests.integration.conftest import FULL_SYSTEM_PRESETS, prepared
+from tests.support.leaks import guest_folders, guest_processes, left_since
+
+GUESTBENCH = [sys.executable, "-m", "guestbench"]
+
+
+@pytest.mark.parametrize("preset", ["native", "namespace", "runc", "runsc", "qemu-user",
+                                    "qemu-tcg", "uml"])
+def test_sigkill_leaves_nothing_and_the_next_run_marks_the_campaign(preset, tmp_path, probes,
+                                                                     host_facts):
+    if preset in FULL_SYSTEM_PRESETS:
+        prepared(host_facts, environments.create(environments.preset_spec(preset)))
+    else:
+        _environment, answer = probes[preset]
+        if not answer.available:
+            pytest.skip(f"{preset} unavailable here: {answer.reason}")
+    processes, folders = guest_processes(), guest_folders()
+    database = tmp_path / "store.sqlite"
+    child = subprocess.Popen([*GUESTBENCH, "run", "--env", preset, "--workload", "hang",
+                              "--repeat", "1", "--timeout", "120", "--quiet", "--db",
+                              f"sqlite:///{database}"], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 90
+        while not any(_is_hang(pid) for pid in guest_processes() - processes):
+            assert child.poll() is None, child.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the hanging run did not start within 90 s"
+            time.sleep(0.1)
+        time.sleep(1.5)  # a sandbox or a VMM: its guest gets to the workload
+        during = guest_processes() - processes
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    assert during, "no guest process was seen"
+    assert not left_since(processes, folders, wait_s=5.0)
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("select status from campaign").fetchall() == [("running",)]
+    again = subprocess.run([*GUESTBENCH, "run", "--env", "native", "--workload", "getpid",
+                            "--repeat", "1", "--quiet", "--db", f"sqlite:///{database}"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "campaign 1 ('quick') was left running" in again.stderr
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("select status from campaign order by id").fetchall() == [
+            ("interrupted",), ("finished",)]
+
+
+def _is_hang(pid: int) -> bool:
+    """The guest has got as far as running the hanging workload (or is a VMM, whose guest's
+    processes are not the host's to see)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(word in cmdline for word in (b"hang", b"qemu-system", b"linux.uml",
+                                            b"runsc-sandbox"))
