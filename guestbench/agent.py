@@ -20,11 +20,15 @@ def path() -> Path:
     """The agent binary: $GUESTBENCH_AGENT, else agent/gbagent of this source tree."""
     configured = os.environ.get(AGENT_ENV_VAR)
     candidate = Path(configured) if configured else SOURCE_DIR / "gbagent"
-    if not candidate.is_file() or not os.access(candidate, os.X_OK):
-        where = f"${AGENT_ENV_VAR}={configured}" if configured else str(candidate)
+    where = f"${AGENT_ENV_VAR}={configured}" if configured else str(candidate)
+    if not candidate.is_file():
         raise AgentMissing(
             f"the agent binary is missing at {where}: build it with 'make -C {SOURCE_DIR}' "
             f"or point {AGENT_ENV_VAR} at a built gbagent")
+    if not os.access(candidate, os.X_OK):
+        raise AgentMissing(
+            f"the agent binary at {where} is not executable (fix: chmod +x {candidate}, or "
+            f"rebuild it with 'make -C {SOURCE_DIR}')")
     return candidate
 
 

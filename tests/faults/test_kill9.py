@@ -71,3 +71,27 @@ def _is_hang(pid: int) -> bool:
         return False
     return any(word in cmdline for word in (b"hang", b"qemu-system", b"linux.uml",
                                             b"runsc-sandbox"))
+
+
+def test_a_second_sigterm_during_an_oci_teardown_leaves_nothing(tmp_path, probes):
+    _environment, answer = probes["runc"]
+    if not answer.available:
+        pytest.skip(f"runc unavailable here: {answer.reason}")
+    processes, folders = guest_processes(), guest_folders()
+    child = subprocess.Popen([*GUESTBENCH, "run", "--env", "runc", "--workload", "hang",
+                              "--repeat", "1", "--timeout", "120", "--quiet", "--db",
+                              f"sqlite:///{tmp_path}/store.sqlite"], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(_is_hang(pid) for pid in guest_processes() - processes):
+        assert time.monotonic() < deadline and child.poll() is None
+        time.sleep(0.05)
+    child.send_signal(signal.SIGTERM)
+    time.sleep(0.05)  # into the teardown (runc delete --force)
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert not left_since(processes, folders, wait_s=5.0)
+    with sqlite3.connect(tmp_path / "store.sqlite") as connection:
+        assert connection.execute("select status from campaign").fetchall() == [("interrupted",)]

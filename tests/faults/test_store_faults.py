@@ -120,3 +120,16 @@ def test_a_full_disk_is_exit_2_with_the_fix_and_keeps_what_was_stored(small_disk
     opened = gb_store.open(url)
     assert [row["status"] for row in opened.campaigns()][0] == "finished"
     opened.engine.dispose()
+
+
+def test_an_agent_that_is_not_executable_is_told_apart_from_a_missing_one(tmp_path):
+    agent = tmp_path / "gbagent"
+    for made, words in ((False, "is missing at"), (True, "is not executable (fix: chmod +x")):
+        if made:
+            agent.write_bytes(b"\x7fELF")
+            agent.chmod(0o644)
+        done = subprocess.run([*GUESTBENCH, "run", "--env", "native", "--workload", "getpid",
+                               "--db", f"sqlite:///{tmp_path}/s.sqlite"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "GUESTBENCH_AGENT": str(agent)})
+        assert done.returncode == 2 and words in done.stderr, done.stderr
