@@ -12,16 +12,25 @@ from guestbench.environments.guestdisk import GUEST_SCRATCH
 from guestbench.environments.base import (
     GuestCrashed, GuestStartError, Job, JobNeeds, ProcessGuest)
 from guestbench.environments.consoles import Console
-from guestbench.protocol import PREFIX, Record
+from guestbench.protocol import PREFIX, ProtocolError, Record
 
 # Printed by the image's /init as its first act (guestbench/images): the hand-over to userspace.
 USERSPACE_MARKER = b"guestbench-init: userspace"
 PANIC_MARKER = b"Kernel panic - not syncing"
+# Printed by the image's /init when the agent has ended; before its hello, it never started.
+AGENT_EXITED = re.compile(rb"guestbench-init: agent exited with status (\d+)")
 CONSOLE_TAIL_LINES = 6
 
 
 class BootTimeout(proc.DeadlineExceeded):
     """The guest did not reach userspace within its boot timeout."""
+
+
+class AgentNotStarted(ProtocolError):
+    """The guest booted, but its /init could not start the agent (an infrastructure fault:
+    a wrong binary in the image, a missing library), told at once rather than at a timeout."""
+
+    infra = True
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,11 @@ class ConsoleGuest(ProcessGuest):
                 self.userspace_ns = arrival_ns
             if PANIC_MARKER in line:
                 raise GuestCrashed(f"guest kernel panic; console: {self.console_tail()}")
+            exited = AGENT_EXITED.search(line) if self.agent_ready_ns is None else None
+            if exited and self.agent:
+                raise AgentNotStarted(
+                    f"the agent could not start in the guest (its /init says: exit status "
+                    f"{int(exited.group(1))}); console: {self.console_tail()}")
             yield arrival_ns, line
 
     def _booted(self, line: bytes) -> bool:

@@ -207,6 +207,8 @@ def broken(guest: Guest, seen: Seen, error: ProtocolError) -> Outcome:
     """The record stream broke off or was garbled: a crash, a start failure or bad output."""
     stop = guest.stop()
     said = guest.diagnostics()
+    if getattr(error, "infra", False):  # the environment failed the agent (console.py)
+        return Outcome(Status.INFRA, str(error))
     signal_name = stop.signal_name or _signal_in_status(stop.exit_code)
     if signal_name and not stop.killed:
         return Outcome(Status.CRASHED, _with(f"agent died by {signal_name}: {error}", said))

@@ -111,3 +111,17 @@ def test_breakdown_takes_per_run_differences():
     assert cells["guest clock zero -> userspace (kernel boot)"].median_ms == 795  # 750, 840
     assert cells["total: VMM start -> powered off"].median_ms == 1050
     assert cells["guest's own uptime at agent start"].n == 2
+
+
+def test_an_agent_that_cannot_start_in_the_guest_is_infra_at_once(tmp_path):
+    script = """
+        print("guestbench-init: userspace", flush=True)
+        print("/init: line 73: /bin/gbagent: Permission denied", flush=True)
+        print("guestbench-init: agent exited with status 126", flush=True)
+        time.sleep(30)  # a poweroff that does not come
+    """
+    with console(tmp_path, script, timeout_s=30) as guest:
+        outcome = watch(guest, 30, "getpid")
+    assert outcome.status == Status.INFRA, outcome.reason  # not a timeout: told at once
+    assert "the agent could not start in the guest" in outcome.reason
+    assert "exit status 126" in outcome.reason and "Permission denied" in outcome.reason
