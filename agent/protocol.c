@@ -333,6 +333,13 @@ void proto_error(const char *workload, const char *message, int unsupported)
 	emit();
 }
 
+void proto_clock(unsigned mark)
+{
+	begin("clock");
+	field_uint("mark", mark);
+	emit();
+}
+
 void proto_end(int ok)
 {
 	begin("end");

@@ -32,6 +32,7 @@ void proto_sample(const char *workload, const char *metric, const char *unit, do
 void proto_output(const char *workload, const char *stream, const char *data, size_t len);
 /* unsupported: the environment lacks what the workload needs (not a failure of it). */
 void proto_error(const char *workload, const char *message, int unsupported);
+void proto_clock(unsigned mark);
 void proto_end(int ok);
 /* Nonzero once a record could not be written out whole. */
 int proto_write_failed(void);

@@ -28,6 +28,7 @@ struct options {
 	unsigned size_mib;   /* upload: MiB to move */
 	int drop_caches;     /* exec: sync and drop the kernel's caches first */
 	unsigned warmup_runs; /* exec: untimed runs of the command before the measured one */
+	unsigned clock_marks_ms; /* the clock check's marks after the hello, 0: none */
 	/* exec: the command (everything after the word exec), NULL-terminated */
 	char **command;
 };

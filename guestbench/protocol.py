@@ -80,6 +80,7 @@ _REQUIRED: dict[str, dict[str, Callable[[Any], bool]]] = {
     "output": {"workload": lambda v: isinstance(v, str) and bool(v),
                "stream": lambda v: v in ("stdout", "stderr"),
                "text": lambda v: isinstance(v, str)},
+    "clock": {"mark": lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0},
     "end": {"status": lambda v: v in ("ok", "failed"),
             "records": lambda v: isinstance(v, int) and not isinstance(v, bool)},
 }

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from guestbench import proc
+from guestbench.analysis.clock import CLOCK_MARKS_MS
 from guestbench.environments.guestdisk import GUEST_SCRATCH
 from guestbench.environments.base import (
     GuestCrashed, GuestStartError, Job, JobNeeds, ProcessGuest)
@@ -43,7 +44,7 @@ class GuestJob(Job):
 def guest_job(job: Job, needs: JobNeeds, mounts: list[str] = (), options: list[str] = ()) -> Job:
     """The job with the agent options a guest kernel adds: the scratch folder, dropping its own
     caches; mounts are gb.mount= kernel arguments for the image's /init."""
-    added = list(options)
+    added = ["--clock-marks-ms", str(CLOCK_MARKS_MS), *options]  # the clock check's marks
     if mounts and (needs.scratch or needs.scratch_files is not None):
         added = ["--cwd", GUEST_SCRATCH, *added]
     if needs.drop_caches:

@@ -168,9 +168,12 @@ STATUS_MARKS = {
 
 FLAG_MEANINGS = {
     "clock-drift": "the guest's clock and the host's disagreed by more than 5% over the run "
-                   "(see clock_ratio with --all-metrics): its time-based numbers are suspect, "
-                   "or the host was too busy to timestamp the guest's lines promptly (check "
-                   "the host checks' load)",
+                   "(in every span between the agent's clock marks, for full-system guests; "
+                   "see clock_ratio with --all-metrics): its time-based numbers are suspect",
+    "console-latency": "the agent's clock marks reached the host unevenly (some spans off by "
+                       "more than 5%, others not): the host was slow to timestamp the guest's "
+                       "console, so the clock check could not judge the guest's clock (check "
+                       "the host checks' load)",
     "unstable": f"the runs' coefficient of variation is above {stats.UNSTABLE_CV:.0%} "
                 "(standard deviation over mean, of each run's median where runs give several "
                 "values): look at the spread before trusting the median",

@@ -125,3 +125,52 @@ def test_an_agent_that_cannot_start_in_the_guest_is_infra_at_once(tmp_path):
     assert outcome.status == Status.INFRA, outcome.reason  # not a timeout: told at once
     assert "the agent could not start in the guest" in outcome.reason
     assert "exit status 126" in outcome.reason and "Permission denied" in outcome.reason
+
+
+def marked(agent_step_ns: int, host_sleep_s: float, late_mark: int | None = None) -> str:
+    """A console script: the hello, three clock marks agent_step_ns apart on the agent's
+    clock, host_sleep_s apart on the host's (one mark late if asked), then a short run."""
+    lines = [line(0, {"type": "hello", "t_ns": 0, "protocol": 1})]
+    lines += [line(k, {"type": "clock", "t_ns": k * agent_step_ns, "mark": k}) for k in (1, 2, 3)]
+    lines += [line(4, {"type": "workload", "t_ns": 3 * agent_step_ns, "workload": "getpid"}),
+              line(5, {"type": "sample", "t_ns": 3 * agent_step_ns, "workload": "getpid",
+                       "metric": "time_per_op", "unit": "ns", "value": 50.0}),
+              line(6, {"type": "end", "t_ns": 3 * agent_step_ns, "status": "ok", "records": 6})]
+    body = ['print("guestbench-init: userspace", flush=True)', f"print({lines[0]!r}, flush=True)"]
+    for k in (1, 2, 3):
+        delay = host_sleep_s * (1.6 if k == late_mark else 1.0)
+        if late_mark is not None and k == late_mark + 1:
+            delay = host_sleep_s * 0.4  # the late mark's lateness comes off the next span
+        body += [f"time.sleep({delay})", f"print({lines[k]!r}, flush=True)"]
+    body += [f"print({text!r}, flush=True)" for text in lines[4:]]
+    return "\n".join(body)
+
+
+def test_a_fast_guest_clock_is_flagged_however_short_the_run(tmp_path):
+    # the agent's clock says 100 ms per span while the host sees 25 ms: 4x fast, and the
+    # whole run lasts far less than the 0.2 s a hello-to-end check needs
+    with console(tmp_path, marked(100_000_000, 0.025)) as guest:
+        outcome = watch(guest, 30, "getpid")
+    assert outcome.status == Status.OK and outcome.flags == ["clock-drift"]
+    ratio = dict((m, v) for m, _, v in outcome.samples)["clock_ratio"]
+    assert 2.5 < ratio < 6  # about 4; the host's sleeps overshoot a little
+
+
+def test_marks_that_agree_with_the_host_are_not_flagged(tmp_path):
+    with console(tmp_path, marked(100_000_000, 0.1)) as guest:
+        outcome = watch(guest, 30, "getpid")
+    ratio = dict((m, v) for m, _, v in outcome.samples)["clock_ratio"]
+    assert outcome.flags == [] and abs(ratio - 1) < CLOCK_DRIFT_LIMIT
+
+
+def test_one_late_mark_is_console_latency_not_a_wrong_clock():
+    from guestbench.analysis.clock import marks_verdict
+    ms = 1_000_000
+    steady = [(0, 0), (100 * ms, 100 * ms), (200 * ms, 200 * ms), (300 * ms, 300 * ms)]
+    late = [(0, 0), (100 * ms, 130 * ms), (200 * ms, 200 * ms), (300 * ms, 300 * ms)]
+    fast = [(0, 0), (100 * ms, 25 * ms), (200 * ms, 50 * ms), (300 * ms, 75 * ms)]
+    slow = [(0, 0), (100 * ms, 200 * ms), (200 * ms, 400 * ms), (300 * ms, 600 * ms)]
+    assert marks_verdict(steady) == (1.0, None)
+    assert marks_verdict(late)[1] == "console-latency"
+    assert marks_verdict(fast) == (4.0, "clock-drift")
+    assert marks_verdict(slow) == (0.5, "clock-drift")
