@@ -554,6 +554,9 @@ def _campaign(the_plan, facts, db: str, logs_dir: Path | None, quiet: bool, resu
         stale = results.mark_abandoned()
     except (agent.AgentMissing, store.StoreError) as error:
         raise BadInput(str(error)) from None
+    from guestbench import reaper
+    for line in reaper.sweep():  # what a guestbench killed with its reaper left
+        click.echo(f"guestbench: {line}", err=True)
     for left in stale:
         if not resumed or left["id"] != resumed["id"]:
             click.echo(f"guestbench: campaign {left['id']} ({left['name']!r}) was left running: "

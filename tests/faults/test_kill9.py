@@ -4,6 +4,7 @@ reaper, guestbench/reaper.py), and the next run marks the campaign interrupted."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -95,3 +96,77 @@ def test_a_second_sigterm_during_an_oci_teardown_leaves_nothing(tmp_path, probes
     assert not left_since(processes, folders, wait_s=5.0)
     with sqlite3.connect(tmp_path / "store.sqlite") as connection:
         assert connection.execute("select status from campaign").fetchall() == [("interrupted",)]
+
+
+def test_a_journal_left_by_a_guestbench_killed_with_its_reaper_is_swept(tmp_path):
+    from guestbench import proc, reaper
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    marker, left = tmp_path / "delete-ran", tmp_path / "guest-folder"
+    left.mkdir()
+    reaper.JOURNALS.mkdir(mode=0o700, exist_ok=True)
+    journal = reaper.JOURNALS / f"{dead.pid}-1.jsonl"  # that pid, but not that process
+    journal.write_text("\n".join(json.dumps(line) for line in [
+        ["group", 999999], ["command", ["touch", str(marker)]], ["folder", str(left)],
+        ["command", ["touch", str(tmp_path / "taken-back")]],
+        ["-command", ["touch", str(tmp_path / "taken-back")]]]) + "\n{cut sh")
+    me = proc.identity()
+    mine = reaper.JOURNALS / f"{me['pid']}-{me['started']}.jsonl"  # alive: never touched
+    kept = not mine.exists()
+    if kept:
+        mine.write_text(json.dumps(["folder", str(left)]) + "\n")
+    try:
+        done = subprocess.run([*GUESTBENCH, "run", "--env", "native", "--workload", "getpid",
+                               "--repeat", "1", "--quiet", "--db",
+                               f"sqlite:///{tmp_path}/store.sqlite"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert f"killed with its reaper (process {dead.pid})" in done.stderr
+        assert marker.exists() and not left.exists() and not journal.exists()
+        assert not (tmp_path / "taken-back").exists()
+        assert not kept or mine.exists()
+    finally:
+        if kept:
+            mine.unlink(missing_ok=True)
+
+
+def test_runc_killed_with_its_reaper_is_cleaned_up_by_the_next_run(tmp_path, probes):
+    _environment, answer = probes["runc"]
+    if not answer.available:
+        pytest.skip(f"runc unavailable here: {answer.reason}")
+    processes, folders = guest_processes(), guest_folders()
+    child = subprocess.Popen([*GUESTBENCH, "run", "--env", "runc", "--workload", "hang",
+                              "--repeat", "1", "--timeout", "120", "--quiet", "--db",
+                              f"sqlite:///{tmp_path}/store.sqlite"], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not any(_is_hang(pid) for pid in guest_processes() - processes):
+        assert time.monotonic() < deadline and child.poll() is None
+        time.sleep(0.05)
+    reapers = [pid for pid in _children(child.pid)
+               if b"guestbench.reaper" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(reapers) == 1
+    os.kill(reapers[0], signal.SIGKILL)  # the reaper first, then its guestbench
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    time.sleep(1)
+    assert guest_folders() - folders, "nothing was left to sweep: the test proves nothing"
+    again = subprocess.run([*GUESTBENCH, "run", "--env", "native", "--workload", "getpid",
+                            "--repeat", "1", "--quiet", "--db",
+                            f"sqlite:///{tmp_path}/store.sqlite"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "killed with its reaper" in again.stderr
+    assert not left_since(processes, folders, wait_s=5.0)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return found

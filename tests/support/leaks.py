@@ -9,7 +9,8 @@ from pathlib import Path
 
 GUEST_NAMES = ("gbagent", "runc", "runsc", "exe", "qemu-system-x86", "qemu-x86_64", "linux.uml",
                "setpriv")
-NOT_A_GUESTS = ("guestbench-pg-",)  # the suite's own PostgreSQL server
+# the suite's own PostgreSQL server; the reapers' journals (a folder shared by every run)
+NOT_A_GUESTS = ("guestbench-pg-", "guestbench-reaper")
 
 
 def guest_processes() -> set[int]:
