@@ -74,7 +74,9 @@ def _is_hang(pid: int) -> bool:
                                             b"runsc-sandbox"))
 
 
-def test_a_second_sigterm_during_an_oci_teardown_leaves_nothing(tmp_path, probes):
+def hanging_runc(tmp_path, probes):
+    """A campaign under runc whose run hangs, once its agent runs; with the snapshot of
+    guest processes and folders from before it."""
     _environment, answer = probes["runc"]
     if not answer.available:
         pytest.skip(f"runc unavailable here: {answer.reason}")
@@ -87,6 +89,11 @@ def test_a_second_sigterm_during_an_oci_teardown_leaves_nothing(tmp_path, probes
     while not any(_is_hang(pid) for pid in guest_processes() - processes):
         assert time.monotonic() < deadline and child.poll() is None
         time.sleep(0.05)
+    return child, processes, folders
+
+
+def test_a_second_sigterm_during_an_oci_teardown_leaves_nothing(tmp_path, probes):
+    child, processes, folders = hanging_runc(tmp_path, probes)
     child.send_signal(signal.SIGTERM)
     time.sleep(0.05)  # into the teardown (runc delete --force)
     child.send_signal(signal.SIGTERM)
@@ -131,18 +138,7 @@ def test_a_journal_left_by_a_guestbench_killed_with_its_reaper_is_swept(tmp_path
 
 
 def test_runc_killed_with_its_reaper_is_cleaned_up_by_the_next_run(tmp_path, probes):
-    _environment, answer = probes["runc"]
-    if not answer.available:
-        pytest.skip(f"runc unavailable here: {answer.reason}")
-    processes, folders = guest_processes(), guest_folders()
-    child = subprocess.Popen([*GUESTBENCH, "run", "--env", "runc", "--workload", "hang",
-                              "--repeat", "1", "--timeout", "120", "--quiet", "--db",
-                              f"sqlite:///{tmp_path}/store.sqlite"], cwd=tmp_path,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while not any(_is_hang(pid) for pid in guest_processes() - processes):
-        assert time.monotonic() < deadline and child.poll() is None
-        time.sleep(0.05)
+    child, processes, folders = hanging_runc(tmp_path, probes)
     reapers = [pid for pid in _children(child.pid)
                if b"guestbench.reaper" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(reapers) == 1
