@@ -76,8 +76,15 @@ def _live_pids() -> list[int]:
 
 
 def leftovers(scratch_root: Path) -> set:
-    """What a campaign whose TMPDIR was scratch_root left: folders there, processes naming it."""
-    folders = {p.name for p in scratch_root.glob("guestbench-*")}
+    """What a campaign whose TMPDIR was scratch_root left: folders there, processes naming it.
+    The reapers' journal folder stays (it is shared by every guestbench), but empty: each
+    reaper removes its journal once it has done (within moments of its guestbench's end)."""
+    journals = scratch_root / "guestbench-reaper"
+    deadline = time.monotonic() + 5
+    while journals.is_dir() and any(journals.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    folders = {p.name for p in scratch_root.glob("guestbench-*") if p != journals}
+    folders |= {f"guestbench-reaper/{p.name}" for p in journals.glob("*")}
     vmms = set()
     for pid in _live_pids():
         try:
