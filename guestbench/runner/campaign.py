@@ -167,11 +167,11 @@ class Runner:
             self.progress.host_warning(message)
 
     def _cell(self, column: Column, case: WorkloadCase) -> Cell:
+        refused = refusal(column, case) is not None  # one run, which records why
         if not case.adaptive:
-            return Cell(column, case, None, case.repeat)
+            return Cell(column, case, None, 1 if refused else case.repeat)
         auto = self.plan.campaign.auto
-        # a refused cell takes one run, which records why
-        return Cell(column, case, auto, 1 if refusal(column, case) else auto.max_runs)
+        return Cell(column, case, auto, 1 if refused else auto.max_runs)
 
     def _probe_all(self) -> list[Column]:
         """Every environment probed (fast), then each available one prepared: the explicit

@@ -81,11 +81,13 @@ class Cell:
                 self.primary_sizes.append(len(found))
 
     def stop_reason(self) -> str | None:
-        """Why the cell stops now, or None while it goes on."""
-        if self.auto is None:
-            return StopReason.FIXED if self.runs >= self.case.repeat else None
+        """Why the cell stops now, or None while it goes on. A cell whose environment is
+        unavailable, or lacks what the workload needs, stops after its first run, whatever
+        its repeat: there is nothing to repeat (its one run says why)."""
         if self.last_status in (Status.UNAVAILABLE, Status.UNSUPPORTED):
             return self.last_status
+        if self.auto is None:
+            return StopReason.FIXED if self.runs >= self.case.repeat else None
         self._measure()
         return adaptive_stop(self, self.auto)
 
