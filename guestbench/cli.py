@@ -45,7 +45,7 @@ class _Commands(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (OSError, Exception) as error:  # noqa: BLE001 - only those explain() knows
+        except Exception as error:  # noqa: BLE001 - only those explain() knows; others go on
             from guestbench.store import damage
             message = damage.explain(error)
             if message is None:

@@ -65,7 +65,7 @@ def pump(source: BinaryIO, log: CappedLog) -> threading.Thread:
     """Copy a pipe into a capped log on a thread of its own, until the pipe closes."""
     def copy() -> None:
         try:
-            while chunk := source.read1(65536) if hasattr(source, "read1") else source.read(65536):
+            while chunk := source.read1(65536):
                 log.write(chunk)
         except (OSError, ValueError):  # closed under us at teardown
             pass

@@ -120,10 +120,10 @@ def _pool_store(db: str, role: str | None = None):
     (worker, submitter), checked now."""
     from guestbench import store
     try:
-        opened = store.open(db)
-        if opened.engine.dialect.name != "postgresql":
+        if store.check(db).dialect.name != "postgresql":  # said before anything is written
             raise BadInput(f"--db {db!r}: a host pool shares one PostgreSQL store (fix: "
                            "--db postgresql://USER@HOST/DATABASE)")
+        opened = store.open(db)
         if role:
             opened.require(role)
     except store.StoreError as error:

@@ -142,13 +142,14 @@ def series_tables(found: History) -> list[Table]:
         at = {change.index: change for change in one.changes}
         table = Table(f"{one.environment} / {one.label} / {one.metric} ({one.unit})"
                       + (f" on {one.host}" if len(found.hosts) > 1 else ""),
-                      ["campaign", "date", "median", "95% CI", "runs", "versions", "change"],
+                      ["campaign", "date", "median", "95% CI", "runs", "versions changed",
+                       "change"],
                       [], label_columns=2, name="history-series")
         for index, point in enumerate(one.points):
             change = at.get(index)
             table.add([f"{point.campaign} {point.name}", f"{point.created_at:%Y-%m-%d %H:%M}",
                        model.format_value(point.median), _interval(point), str(point.runs),
-                       _versions_text(point.versions, change),
+                       _versions_text(change),
                        f"{change.change:+.1%} p={change.pvalue:.1g}" if change else ""])
         tables.append(table)
     return tables
@@ -174,10 +175,12 @@ def _change_text(one: Series, change: Change, footnotes: list[str]) -> str:
     return text
 
 
-def _versions_text(versions: dict[str, str], change: Change | None) -> str:
-    if change is not None and change.versions_changed:
-        return ", ".join(f"{key} -> {new}" for key, (_old, new) in change.versions_changed.items())
-    return "" if change is None else "same as before"
+def _versions_text(change: Change | None) -> str:
+    """At a change point, what its campaign ran that the one before did not."""
+    if change is None:
+        return ""
+    return ", ".join(f"{key} -> {new}" for key, (_old, new) in change.versions_changed.items()) \
+        or "none"
 
 
 def _span(campaigns: list[dict[str, Any]]) -> str:
