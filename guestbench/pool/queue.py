@@ -60,10 +60,18 @@ def app_for(url: str, logs: Path | None = None,
 
 def ensure_schema(engine: sa.Engine, app: procrastinate.App) -> None:
     """procrastinate's tables, created once: under an advisory lock, so that workers that
-    start together do not create them twice."""
+    start together do not create them twice. Whether they exist is read from pg_class by
+    a query, which sees what a worker that held the lock before committed; to_regclass
+    reads the server process's own cache, which may still hold an earlier "no such
+    table" (a worker checks its grants on the queue's tables first): 5 of 45 starts of
+    three workers at once failed with "type procrastinate_job_status already exists"."""
     with engine.begin() as connection:
         connection.execute(sa.text("SELECT pg_advisory_xact_lock(7305119)"))
-        if connection.execute(sa.text("SELECT to_regclass('procrastinate_jobs')")).scalar():
+        if connection.execute(sa.text(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class WHERE relname = "
+                "'procrastinate_jobs' AND relnamespace = "
+                "(SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = current_schema()))"
+        )).scalar():
             return
         cursor = connection.connection.cursor()  # the driver's own: the SQL holds % signs
         cursor.execute(app.schema_manager.get_schema())

@@ -5,7 +5,6 @@ never a traceback, and nothing is written into a damaged store."""
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from guestbench import store as gb_store
+from tests.support.together import run_together
 
 GUESTBENCH = [sys.executable, "-m", "guestbench"]
 
@@ -28,21 +28,48 @@ def _open(url: str, barrier, results) -> None:
         results.put(f"{type(error).__name__}: {error}")
 
 
+def _failed(target, url: str, count: int) -> list[str]:
+    """What failed of count processes started together on url, each running target."""
+    codes, outcomes = run_together(target, [(url,)] * count)
+    return [f"exit {code}" for code in codes if code != 0] + [
+        outcome for outcome in outcomes if outcome != "ok"]
+
+
 def test_twenty_double_starts_on_new_store_files_all_succeed(tmp_path):
-    context = multiprocessing.get_context("fork")
     failures = []
     for attempt in range(20):
         url = f"sqlite:///{tmp_path}/store{attempt}.sqlite"
-        barrier, results = context.Barrier(2), context.Queue()
-        openers = [context.Process(target=_open, args=(url, barrier, results))
-                   for _ in range(2)]
-        for opener in openers:
-            opener.start()
-        for opener in openers:
-            opener.join(60)
-        failures += [outcome for outcome in (results.get(timeout=5) for _ in openers)
-                     if outcome != "ok"]
+        failures += _failed(_open, url, 2)
         assert gb_store.open(url).version() == gb_store.SCHEMA_VERSION
+    assert failures == []
+
+
+def _first_worker_start(url: str, barrier, results) -> None:
+    """What a worker does before it takes jobs: open the store, check its role's rights
+    (which looks up the queue's tables), then make the queue's tables if they are not there."""
+    from guestbench.pool import queue
+    barrier.wait()
+    try:
+        opened = gb_store.open(url)
+        opened.require("worker")
+        queue.ensure_schema(opened.engine, queue.app_for(url))
+        opened.engine.dispose()
+        results.put("ok")
+    except Exception as error:  # noqa: BLE001 - the test reports what it was
+        results.put(f"{type(error).__name__}: {error}")
+
+
+def test_three_workers_starting_at_once_on_a_new_pool_store_all_start(postgres_server):
+    """Ten rounds of three first starts at once, each round on a new store (a schema of its
+    own). Before the queue's tables were looked for in pg_class, 5 of 45 starts failed with
+    'type procrastinate_job_status already exists'."""
+    failures = []
+    for attempt in range(10):
+        name = f"three_starts_{attempt}"
+        postgres_server.execute(f'CREATE SCHEMA "{name}"', database="guestbench_tests")
+        failures += _failed(_first_worker_start,
+                            postgres_server.url("guestbench_tests", search_path=name), 3)
+        postgres_server.execute(f'DROP SCHEMA "{name}" CASCADE', database="guestbench_tests")
     assert failures == []
 
 

@@ -4,19 +4,19 @@ mixed into another campaign, on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import datetime as dt
-import multiprocessing
 
 import sqlalchemy as sa
 
 from guestbench import store as gb_store
 from guestbench.store import RunRecord
+from tests.support.together import run_together
 
 WRITERS, RUNS = 4, 25
 PLAN = {"source": "x.toml", "campaign": {"name": "c"}, "environments": [], "workloads": []}
 STARTED = dt.datetime(2026, 11, 24, tzinfo=dt.timezone.utc)
 
 
-def write_campaign(url: str, writer: int, barrier) -> None:
+def write_campaign(url: str, writer: int, barrier, _results) -> None:
     store = gb_store.open(url)
     barrier.wait(30)  # all at once, on one machine: the first insert of its host row races
     campaign = store.create_campaign(f"writer-{writer}", PLAN, {"hostname": "one"},
@@ -36,15 +36,9 @@ def write_campaign(url: str, writer: int, barrier) -> None:
 
 def test_campaigns_written_at_once_keep_every_row_in_its_own_campaign(store_url: str) -> None:
     gb_store.open(store_url).engine.dispose()  # the schema first, as `guestbench run` would
-    context = multiprocessing.get_context("fork")
-    barrier = context.Barrier(WRITERS)
-    writers = [context.Process(target=write_campaign, args=(store_url, writer, barrier))
-               for writer in range(WRITERS)]
-    for process in writers:
-        process.start()
-    for process in writers:
-        process.join(120)
-    assert [process.exitcode for process in writers] == [0] * WRITERS
+    codes, _ = run_together(write_campaign, [(store_url, writer) for writer in range(WRITERS)],
+                            timeout_s=120)
+    assert codes == [0] * WRITERS
 
     store = gb_store.open(store_url, create=False)
     with store.engine.connect() as connection:  # one host row, however many raced for it
