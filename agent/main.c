@@ -1,5 +1,4 @@
 /* main.c: command-line parsing and running the named workloads in order. */
-#include "calibrate.h"
 #include "protocol.h"
 #include "timing.h"
 #include "workload.h"
@@ -12,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: gbagent [--min-time S] [--values N] [--ops W:N+...] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --list | --version"
+#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --list | --version"
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
 						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads };
@@ -47,7 +46,6 @@ static const struct option_spec option_specs[] = {
 	{ "--source", STRING, 0, 1, 0, "a path", "--source /dev/hvc1" },
 	{ "--dest", STRING, 0, 1, 0, "a path", "--dest /scratch/upload" },
 	{ "--mode", STRING, 0, 1, 0, "a mode name", "--mode write" },
-	{ "--ops", STRING, 0, 1, 0, "a list of WORKLOAD:OPERATIONS joined by +", "--ops getpid:150000+sched_yield:40000" },
 	{ "--clock-marks-ms", COUNT, 0, 1, 10000, "a whole number of ms from 0 to 10000", "--clock-marks-ms 300" },
 };
 
@@ -166,8 +164,6 @@ static void store_string(struct options *opt, const char *name, const char *valu
 		opt->source = value;
 	else if (strcmp(name, "--dest") == 0)
 		opt->dest = value;
-	else if (strcmp(name, "--ops") == 0)
-		opt->ops = value;
 	else
 		opt->mode = value;
 }
@@ -226,7 +222,7 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	int used = 1;
 
 	if (!spec)
-		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --ops, --clock-marks-ms, --drop-caches, --list, --version)",
+		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --clock-marks-ms, --drop-caches, --list, --version)",
 			  argv[i]);
 	if (!value) {
 		if (i + 1 >= argc)
@@ -237,10 +233,6 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	if (spec->kind == STRING) {
 		if (value[0] == '\0')
 			bad_usage("%s: needs %s, not an empty string (try %s)", spec->name, spec->expected, spec->example);
-		uint64_t ignored;
-		if (strcmp(spec->name, "--ops") == 0 && given_ops(value, "", &ignored) != 0)
-			bad_usage("--ops: '%s' is not %s, each count from 1 to 2^40 (try %s)", value, spec->expected,
-				  spec->example);
 		store_string(opt, spec->name, value);
 		return used;
 	}

@@ -24,7 +24,6 @@ struct options {
 	const char *source;  /* upload: where the data comes from */
 	const char *dest;    /* upload: where it goes */
 	const char *mode;    /* upload: write, no_write or no_upload */
-	const char *ops;     /* timing workloads: NAME:N[+NAME:N...], the batch size each one uses */
 	unsigned count;      /* fsync_records: records to write */
 	unsigned size_mib;   /* upload: MiB to move */
 	int drop_caches;     /* exec: sync and drop the kernel's caches first */

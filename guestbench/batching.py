@@ -26,33 +26,27 @@ class Part:
     options: tuple[str, ...]
 
 
-def part_of(case: WorkloadCase, needs: JobNeeds, args: list[str]) -> Part | None:
+def part_of(case: WorkloadCase, needs: JobNeeds) -> Part | None:
     """The case as a part of a shared job, or None if it must run alone: it needs more
-    than the agent (a disk, a tool, its own boot's phases) or its output is derived.
-    args: its agent command line (Cell.agent_args)."""
+    than the agent (a disk, a tool, its own boot's phases) or its output is derived."""
     workload = case.workload
     if (not workload.uses_agent or workload.agent_name is not None or workload.boot_phases
             or workload.derive is not None or needs.capabilities()):
         return None
+    args = workload.agent_args(case.params)
     return Part(args[-1], tuple(args[:-1]))
-
-
-JOINED = {"--ops": "+"}  # options whose values name their workload: every part's, joined
 
 
 def merged_options(parts: Sequence[Part]) -> list[str] | None:
     """The agent options of every part, once each; None if two parts give one option
-    different values (the agent's options hold for every workload of its command line),
-    but for the options in JOINED, whose values are joined."""
+    different values (the agent's options hold for every workload of its command line)."""
     chosen: dict[str, str] = {}
     for part in parts:
         options = list(part.options)
         if len(options) % 2:
             return None  # a flag without a value: not the timing or STREAM options
         for key, value in zip(options[::2], options[1::2]):
-            if key in JOINED and key in chosen:
-                chosen[key] += JOINED[key] + value
-            elif chosen.setdefault(key, value) != value:
+            if chosen.setdefault(key, value) != value:
                 return None
     return [item for pair in chosen.items() for item in pair]
 

@@ -40,7 +40,6 @@ class Fake(Environment):
         self.capabilities = frozenset(spec.capabilities) | {Capability.AGENT}
         self.full_system = spec.full_system
         self.started = 0
-        self.jobs: list[Job] = []  # every job started, in order
 
     def probe(self, host: Host) -> Availability:
         if self.spec.behaviour == "unavailable":
@@ -51,7 +50,6 @@ class Fake(Environment):
         if self.spec.behaviour == "infra":
             raise GuestStartError("the fake environment was told not to start")
         self.started += 1
-        self.jobs.append(job)
         return FakeGuest(self.spec, job, logdir, deadline_ns, self.started)
 
 
@@ -74,8 +72,6 @@ class FakeGuest(Guest):
                  "unit": "ns", "value": 100.0 * self.spec.scale * jitter},
                 {"type": "sample", "t_ns": 3, "workload": workload, "metric": "tsc_per_op",
                  "unit": "cycles", "value": 250.0 * self.spec.scale * jitter},
-                {"type": "sample", "t_ns": 3, "workload": workload, "metric": "iterations",
-                 "unit": "count", "value": self._ops(workload)},
             ]
         if self.spec.behaviour == "error":
             bodies[2:] = [{"type": "error", "t_ns": 2, "workload": self.job.workload,
@@ -88,17 +84,6 @@ class FakeGuest(Guest):
         if self.spec.behaviour in ("truncated", "crash"):
             lines = lines[:-1]
         return iter(lines)
-
-    def _ops(self, workload: str) -> int:
-        """Operations per value, as the agent: what --ops gives the workload, or what the
-        fake 'calibrates' (a count that differs from guest to guest)."""
-        args = list(self.job.agent_args)
-        given = args[args.index("--ops") + 1] if "--ops" in args else ""
-        for entry in filter(None, given.split("+")):
-            name, ops = entry.split(":")
-            if name == workload:
-                return int(ops)
-        return 1000 + self.ordinal
 
     def records(self) -> Iterator[Record]:
         if self.spec.behaviour == "hang":

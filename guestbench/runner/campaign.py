@@ -250,7 +250,7 @@ class Runner:
             return None
         if column.environment.refusal(workload.requires, needs) is not None:
             return None
-        return part_of(case, needs, cell.agent_args())
+        return part_of(case, needs)
 
     def _shared(self, group: list[Cell], parts: list[Part], repetition: int) -> None:
         """One fresh guest runs every part of the group; each cell stores its own run."""
@@ -318,7 +318,7 @@ class Runner:
         log_path: str | None = str(logdir)
         try:
             self.progress.run_started(name, case.label, repetition)
-            outcome = self._outcome(column, case, logdir, cell.agent_args())
+            outcome = self._outcome(column, case, logdir)
         except KeyboardInterrupt as stop:
             outcome = Outcome(Status.INTERRUPTED,
                               f"campaign stopped by {str(stop) or 'SIGINT'} during this run")
@@ -342,8 +342,7 @@ class Runner:
             samples=tuple(outcome.samples), flags=tuple(outcome.flags)))
         return host_seconds
 
-    def _outcome(self, column: Column, case: WorkloadCase, logdir: Path,
-                 agent_args: list[str]) -> Outcome:
+    def _outcome(self, column: Column, case: WorkloadCase, logdir: Path) -> Outcome:
         refused = refusal(column, case)
         if refused is not None:
             return refused
@@ -364,7 +363,7 @@ class Runner:
             dropped = drop_host_caches()
             if dropped:
                 return Outcome(Status.UNSUPPORTED, dropped)
-        job = Job(case.name, self.agent_path, tuple(agent_args), needs)
+        job = Job(case.name, self.agent_path, tuple(workload.agent_args(case.params)), needs)
         timeout_s = self.plan.campaign.timeout_s
         deadline_ns = proc.now_ns() + int(timeout_s * 1e9)
         try:

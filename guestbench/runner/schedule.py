@@ -55,7 +55,6 @@ class Cell:
     primary_sizes: list[int] = field(default_factory=list)  # primary values of each ok run
     half_width: float | None = None
     stopped: str | None = None
-    batch_ops: int | None = None  # a sized-batch workload's operations per value, once known
 
     @property
     def environment(self) -> str:
@@ -80,15 +79,6 @@ class Cell:
             if found:
                 self.primary_values += found
                 self.primary_sizes.append(len(found))
-            if self.batch_ops is None and self.case.workload.sized_batches:
-                self.batch_ops = next((int(value) for name, _, value in outcome.samples
-                                       if name == "iterations" and value >= 1), None)
-
-    def agent_args(self) -> list[str]:
-        """The agent's command line for the cell's next run: a sized-batch workload runs
-        batches of the size its first ok run found (as pyperf calibrates its loops once),
-        with a warm-up and no calibration of its own."""
-        return self.case.workload.agent_args(self.case.params, self.batch_ops)
 
     def stop_reason(self) -> str | None:
         """Why the cell stops now, or None while it goes on. A cell whose environment is

@@ -68,9 +68,6 @@ class Workload:
 
     # False for a workload that reads a guest's own output (no agent runs: image = "none")
     uses_agent: bool = field(default=True, kw_only=True)
-    # a timing workload whose batch size (operations per value, its `iterations` sample) the
-    # first ok run of a cell finds and later runs of the cell are given (the agent's --ops)
-    sized_batches: bool = field(default=False, kw_only=True)
 
     # programs the environment must provide (full-system images include them)
     tools: tuple[str, ...] = field(default=(), kw_only=True)
@@ -94,10 +91,7 @@ class Workload:
         """The host programs a run with these parameters needs (copied into guest images)."""
         return self.tools_of(params) if self.tools_of is not None else self.tools
 
-    def agent_args(self, params: Params, batch_ops: int | None = None) -> list[str]:
-        """The agent's command line; batch_ops: the batch size of a sized-batch workload,
-        known from an earlier run of its cell (None: the run calibrates it)."""
+    def agent_args(self, params: Params) -> list[str]:
         if self.agent_name is not None:
             return self.to_agent_args(params)
-        sized = ["--ops", f"{self.name}:{batch_ops}"] if batch_ops and self.sized_batches else []
-        return [*self.to_agent_args(params), *sized, self.name]
+        return [*self.to_agent_args(params), self.name]

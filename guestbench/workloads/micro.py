@@ -51,8 +51,7 @@ def _first_write_args(params: FirstWriteParams) -> list[str]:
 
 def _timing(name: str, summary: str, *needs: Capability, quick: bool = True) -> Workload:
     return Workload(name, "micro", summary, TimingParams, _timing_args,
-                    frozenset({Capability.TSC, *needs}), quick=quick, primary_metric=TIME_PER_OP,
-                    sized_batches=True)
+                    frozenset({Capability.TSC, *needs}), quick=quick, primary_metric=TIME_PER_OP)
 
 
 WORKLOADS = [
@@ -63,11 +62,10 @@ WORKLOADS = [
     _timing("malloc_1mib", "malloc 1 MiB, touch every page, free"),
     Workload("first_write", "micro", "first write to a fresh anonymous page",
              FirstWriteParams, _first_write_args, frozenset({Capability.TSC}),
-             primary_metric=TIME_PER_OP, sized_batches=True),
+             primary_metric=TIME_PER_OP),
     Workload("pipe_switch", "micro", "switch between two processes over pipes",
              PipeSwitchParams, _pipe_switch_args,
-             frozenset({Capability.TSC, Capability.PROCESSES}), primary_metric=TIME_PER_OP,
-             sized_batches=True),
+             frozenset({Capability.TSC, Capability.PROCESSES}), primary_metric=TIME_PER_OP),
     _timing("fork_exit", "fork, _exit, waitpid", Capability.PROCESSES),
     # What a VM exit costs, as kvm-unit-tests' vmexit test and HyperBench time it.
     _timing("cpuid", "cpuid leaf 0 (a VM exit under hardware virtualisation)"),

@@ -29,22 +29,10 @@ def test_what_cannot_share_a_guest(build_plan):
     plan = build_plan([{"name": "f", "kind": "fake"}],
                       [{"name": "getpid"}, {"name": "boot"}, {"name": "fio_seq_write"}])
     getpid, boot, fio = plan.workloads
-    def args(case):
-        return case.workload.agent_args(case.params)
-
-    assert part_of(getpid, JobNeeds(), args(getpid)) == Part(
-        "getpid", ("--min-time", "0.02", "--values", "3"))
-    assert part_of(boot, JobNeeds(), args(boot)) is None  # its phases are its own boot's
-    assert part_of(fio, JobNeeds(scratch=True), args(fio)) is None  # a tool, a disk, derived
-    assert part_of(getpid, JobNeeds(scratch=True), args(getpid)) is None
-
-
-def test_the_batch_sizes_of_a_shared_guest_are_joined_into_one_option():
-    getpid = Part("getpid", ("--min-time", "0.02", "--ops", "getpid:140000"))
-    fork = Part("fork_exit", ("--min-time", "0.02", "--ops", "fork_exit:150"))
-    calibrating = Part("sched_yield", ("--min-time", "0.02"))
-    assert job_arguments([getpid, calibrating, fork], 0)[:4] == [
-        "--min-time", "0.02", "--ops", "getpid:140000+fork_exit:150"]
+    assert part_of(getpid, JobNeeds()) == Part("getpid", ("--min-time", "0.02", "--values", "3"))
+    assert part_of(boot, JobNeeds()) is None  # its phases are its own boot's
+    assert part_of(fio, JobNeeds(scratch=True)) is None  # a tool, a disk, derived samples
+    assert part_of(getpid, JobNeeds(scratch=True)) is None
 
 
 def test_a_round_boots_one_guest_for_every_plain_workload(build_plan, run_plan, store):
@@ -80,29 +68,3 @@ def test_process_kinds_keep_one_process_per_run(build_plan, run_plan, store):
                       [{"name": "getpid"}, {"name": "sched_yield"}], repeat=2)
     run_plan(plan, create=create)
     assert made[0].started == 4
-
-
-def test_later_rounds_give_each_workload_the_batch_size_its_first_run_found(build_plan,
-                                                                             run_plan, store):
-    made = []
-
-    def create(spec):
-        made.append(environments.create(spec))
-        return made[-1]
-
-    plan = build_plan([{"name": "vm", "kind": "fake", "full_system": True},
-                       {"name": "p", "kind": "fake"}],
-                      [{"name": "getpid"}, {"name": "sched_yield"}, {"name": "stream"}], repeat=3)
-    campaign_id = run_plan(plan, create=create)
-    shared, alone = made
-    first, *later = [list(job.agent_args) for job in shared.jobs if "getpid" in job.workload]
-    assert "--ops" not in first  # the first round calibrates
-    assert all(args[args.index("--ops") + 1] == "getpid:1001+sched_yield:1001" for args in later)
-    getpid_runs = [list(job.agent_args) for job in alone.jobs if job.workload == "getpid"]
-    assert "--ops" not in getpid_runs[0]
-    assert [args[-3:] for args in getpid_runs[1:]] == [["--ops", "getpid:1001", "getpid"]] * 2
-    stream_args = [list(job.agent_args) for job in alone.jobs if job.workload == "stream"]
-    assert all("--ops" not in args for args in stream_args)  # not a sized-batch workload
-    iterations = [sample["value"] for sample in store.samples(campaign_id)
-                  if sample["metric"] == "iterations"]
-    assert len(iterations) == 2 * 3 * 3  # every run says its batch size
