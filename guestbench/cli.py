@@ -655,8 +655,11 @@ class _progress:
                     return  # the same every repetition: once is enough
                 self.said.add(said)
                 if outcome.status not in ("ok", "unavailable"):
-                    bar.console.print(f"{environment} {label}: {outcome.status}: "
-                                      f"{outcome.reason[:160]}", markup=False, highlight=False)
+                    reason = " ".join(outcome.reason.split())  # whole: it ends with the fix
+                    if len(reason) > 400:
+                        reason = reason[:400] + " ... (the whole reason: report --detail)"
+                    bar.console.print(f"{environment} {label}: {outcome.status}: {reason}",
+                                      markup=False, highlight=False)
         return Drawn()
 
     def __exit__(self, *exc_info) -> None:
