@@ -1,11 +1,22 @@
-"""Whether KVM can run a guest here: /dev/kvm usable, and a test guest that really boots."""
+"""Whether KVM can run a guest here: /dev/kvm usable, and a test guest that really boots.
+
+A test boot's answer is kept until the host reboots (kvm-boot.json beside the image
+cache): where guests hang under KVM it costs KVM_PROBE_S at every campaign's start, and
+within one boot of the host, with the same VMM binary, image and /dev/kvm, the answer
+does not change. A kept answer says when it was found and how to test again.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
+import shutil
+from pathlib import Path
 
 from guestbench import proc
 from guestbench.environments.base import Availability
+from guestbench.images import cache
 
 # A KVM guest of guestbench's image reaches its agent in well under a second where KVM
 # works; where /dev/kvm exists but guests hang (nested PVM hosts), we give up here.
@@ -34,3 +45,63 @@ def boots(argv: list[str]) -> Availability:
         return Availability.yes(f"KVM test guest booted in {result.seconds:.2f} s")
     said = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or ["no output"]
     return Availability.no(f"a test guest failed under KVM: {said[0][:200]}")
+
+
+def remembered_file() -> Path:
+    return cache.cache_root().parent / "kvm-boot.json"
+
+
+def remembered(key: list[str]) -> Availability | None:
+    """The answer of a test boot of this key (VMM binary, image, machine) found earlier in
+    this boot of the host, with the same binary and /dev/kvm; None if there is none."""
+    try:
+        kept = json.loads(remembered_file().read_text())
+        answer = kept["answers"][json.dumps(_identity(key))] if kept["boot"] == _boot() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(answer, dict):
+        return None
+    return Availability(bool(answer.get("available")),
+                        f"{answer.get('reason', '')} (a test boot at {answer.get('at', '?')}, "
+                        f"in this boot of the host; to test again: rm {remembered_file()})")
+
+
+def remember(key: list[str], answer: Availability) -> None:
+    """Keeps a test boot's answer for this boot of the host (best effort: a cache)."""
+    path = remembered_file()
+    try:
+        kept = json.loads(path.read_text())
+        if kept.get("boot") != _boot() or not isinstance(kept.get("answers"), dict):
+            raise ValueError("another boot's answers")
+    except (OSError, ValueError, AttributeError):
+        kept = {"boot": _boot(), "answers": {}}
+    kept["answers"][json.dumps(_identity(key))] = {
+        "available": answer.available, "reason": answer.reason,
+        "at": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M")}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_text(json.dumps(kept, indent=1))
+        temporary.replace(path)
+    except OSError:
+        pass  # no cache: the next campaign boots its test guest again
+
+
+def _boot() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _identity(key: list[str]) -> list[str]:
+    """The key, with what would make an earlier answer stale: the VMM binary's size and
+    time of change (an upgrade), /dev/kvm's time of change (the module loaded again)."""
+    marks = []
+    for path in (shutil.which(key[0]) or key[0], "/dev/kvm"):
+        try:
+            found = os.stat(path)
+            marks.append(f"{found.st_size}:{found.st_ctime_ns}")
+        except OSError:
+            marks.append("-")
+    return [*key, *marks]

@@ -330,7 +330,13 @@ def _kvm_boots(environment: Qemu) -> Availability:
         return _kvm_answers[key]
     answer = kvm.device()
     if answer.available:
-        argv = environment.command_line(["gb.args=--version"], None, accel="kvm", paused=False)
-        answer = kvm.boots(argv)
+        answer = kvm.remembered(list(key)) or _kvm_test_boot(environment, list(key))
     _kvm_answers[key] = answer
+    return answer
+
+
+def _kvm_test_boot(environment: Qemu, key: list[str]) -> Availability:
+    argv = environment.command_line(["gb.args=--version"], None, accel="kvm", paused=False)
+    answer = kvm.boots(argv)
+    kvm.remember(key, answer)
     return answer
