@@ -120,6 +120,11 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
         for preset, why in NOT_IN_DEFAULT_CAMPAIGN.items():
             click.echo(f"not in the default campaign: {preset} ({why}); add it with "
                        f"--env native,{preset}", err=True)
+    if plan_file is None and not workload_names and resumed is None:
+        from guestbench.workloads import NOT_IN_DEFAULT_CAMPAIGN as LEFT_OUT
+        for names, why in LEFT_OUT.items():
+            click.echo(f"not in the default campaign: {names} ({why}); run them with "
+                       f"--workload {names}", err=True)
 
 
 @main.command()

@@ -11,5 +11,6 @@ CATALOGUE: dict[str, Workload] = {
                          *build.WORKLOADS, *tool.WORKLOADS)}
 
 QUICK_SUITE: tuple[str, ...] = tuple(name for name, w in CATALOGUE.items() if w.quick)
+NOT_IN_DEFAULT_CAMPAIGN: dict[str, str] = micro.VM_EXITS  # names -> why, said after a run
 
-__all__ = ["CATALOGUE", "QUICK_SUITE", "Params", "Workload"]
+__all__ = ["CATALOGUE", "NOT_IN_DEFAULT_CAMPAIGN", "QUICK_SUITE", "Params", "Workload"]
