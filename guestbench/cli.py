@@ -10,6 +10,7 @@ import gc
 import os
 import signal
 import sys
+import textwrap
 from pathlib import Path
 
 import click
@@ -115,16 +116,18 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
     if not quiet:
         _print_report(results, str(campaign_id), None, "table", False, detail=detail)
     click.echo(f"campaign {campaign_id} stored in {db}; logs in {logs_root}", err=True)
+    said = []
     if plan_file is None and not env_names and resumed is None:
         from guestbench.environments import NOT_IN_DEFAULT_CAMPAIGN
-        for preset, why in NOT_IN_DEFAULT_CAMPAIGN.items():
-            click.echo(f"not in the default campaign: {preset} ({why}); add it with "
-                       f"--env native,{preset}", err=True)
+        said += [f"not in the default campaign: {preset} ({why}); add it with --env "
+                 f"native,{preset}" for preset, why in NOT_IN_DEFAULT_CAMPAIGN.items()]
     if plan_file is None and not workload_names and resumed is None:
         from guestbench.workloads import NOT_IN_DEFAULT_CAMPAIGN as LEFT_OUT
-        for names, why in LEFT_OUT.items():
-            click.echo(f"not in the default campaign: {names} ({why}); run them with "
-                       f"--workload {names}", err=True)
+        said += [f"not in the default campaign: {names} ({why}); run them with --workload "
+                 f"{names}" for names, why in LEFT_OUT.items()]
+    for line in said:  # within the 120 columns of the tables, as a person reads them
+        click.echo(textwrap.fill(line, width=100, subsequent_indent="  ",
+                                 break_on_hyphens=False), err=True)
 
 
 @main.command()
