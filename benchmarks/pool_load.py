@@ -61,15 +61,10 @@ def run(workers: int, repeat: int, folder: Path, timeout_s: float = 1800) -> dic
         store.open(url).engine.dispose()  # the schema, before N workers race to make it
         engine = sa.create_engine(url)
         for index in range(1, workers + 1):
-            log = open(folder / f"w{index:02d}.log", "w")
-            started.append(subprocess.Popen(
-                [*guestbench, "worker", "--db", url, "--name", f"w{index:02d}", "--labels", "sim",
-                 "--logs", str(folder / "logs")], stdout=log, stderr=subprocess.STDOUT,
-                cwd=folder, start_new_session=True))
+            started.append(start_worker(url, f"w{index:02d}", "sim", folder))
 
         def query(sql: str) -> list[tuple]:
-            with engine.connect() as connection:
-                return [tuple(row) for row in connection.execute(sa.text(sql))]
+            return rows(engine, sql)
 
         deadline = time.monotonic() + timeout_s
         while len(query("SELECT name FROM pool_host")) < workers:
@@ -105,16 +100,36 @@ def run(workers: int, repeat: int, folder: Path, timeout_s: float = 1800) -> dic
         assert len(per_campaign) == workers and not lost, figures
         return figures
     finally:
-        for process in started:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in started:
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_workers(started)
         server.remove()
+
+
+def start_worker(url: str, name: str, labels: str, folder: Path) -> subprocess.Popen:
+    """`guestbench worker` in its own session (so that its group can be ended), its output
+    in folder/NAME.log."""
+    log = open(folder / f"{name}.log", "a")
+    return subprocess.Popen([sys.executable, "-m", "guestbench", "worker", "--db", url,
+                             "--name", name, "--labels", labels, "--logs", str(folder / "logs")],
+                            stdout=log, stderr=subprocess.STDOUT, cwd=folder,
+                            start_new_session=True)
+
+
+def stop_workers(started: list[subprocess.Popen]) -> None:
+    """SIGTERM to each worker's process group, SIGKILL after 60 s."""
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in started:
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def rows(engine: sa.Engine, sql: str) -> list[tuple]:
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(sa.text(sql))]
 
 
 def main() -> None:
