@@ -54,6 +54,8 @@ def remembered_file() -> Path:
 def remembered(key: list[str]) -> Availability | None:
     """The answer of a test boot of this key (VMM binary, image, machine) found earlier in
     this boot of the host, with the same binary and /dev/kvm; None if there is none."""
+    if _boot() is None:
+        return None
     try:
         kept = json.loads(remembered_file().read_text())
         answer = kept["answers"][json.dumps(_identity(key))] if kept["boot"] == _boot() else None
@@ -67,7 +69,10 @@ def remembered(key: list[str]) -> Availability | None:
 
 
 def remember(key: list[str], answer: Availability) -> None:
-    """Keeps a test boot's answer for this boot of the host (best effort: a cache)."""
+    """Keeps a test boot's answer for this boot of the host (best effort: a cache; nothing
+    is kept where the host's boot cannot be told apart from the next)."""
+    if _boot() is None:
+        return
     path = remembered_file()
     try:
         kept = json.loads(path.read_text())
@@ -87,11 +92,11 @@ def remember(key: list[str], answer: Availability) -> None:
         pass  # no cache: the next campaign boots its test guest again
 
 
-def _boot() -> str:
+def _boot() -> str | None:
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
     except OSError:
-        return "unknown"
+        return None
 
 
 def _identity(key: list[str]) -> list[str]:

@@ -36,6 +36,9 @@ def test_another_boot_or_another_binary_tests_again(cache, monkeypatch):
     kvm.remember(cache, Availability.yes("KVM test guest booted in 0.40 s"))
     monkeypatch.setattr(kvm, "_boot", lambda: "a later boot")
     assert kvm.remembered(cache) is None
+    monkeypatch.setattr(kvm, "_boot", lambda: None)  # no boot id: nothing kept, nothing read
+    kvm.remember(cache, Availability.no("hangs"))
+    assert kvm.remembered(cache) is None
 
 
 def test_a_damaged_memory_is_no_memory(cache):
