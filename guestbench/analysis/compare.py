@@ -223,6 +223,8 @@ def pair_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = ()
                 continue
             for env in environments:
                 x, y = a.results.cells[(label, metric)][env], b.results.cells[(label, metric)][env]
+                if not x.is_performance:
+                    break  # context and verdicts describe a run; nothing to judge
                 missing = [name for name, cell in (("A", x), ("B", y)) if not cell.values]
                 if missing:
                     without.setdefault((env, label, " and ".join(missing)), []).append(metric)

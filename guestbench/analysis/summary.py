@@ -15,9 +15,22 @@ from guestbench.analysis.stats import CellStats
 from guestbench.store.columns import Samples
 
 # Units where a larger number is better; every other unit (time, cycles) is a cost.
-HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "IOPS", "ops/s", "files/s"})
-# Metrics that describe how a run was measured rather than what it measured.
+HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "KB/s", "IOPS", "ops/s",
+                                    "files/s", "seeks/s"})
+# Context metrics that describe how a run was measured rather than what it measured: no
+# table shows them unless asked (--all-metrics).
 CONTEXT_METRICS = frozenset({"iterations", "array_mib", "clock_ratio"})
+
+# What a metric is (docs/results.md): a performance figure, with a direction, that ratios,
+# % tables, geometric means, compare and history judge; a context figure (bytes moved,
+# max RSS, sleeps, CPU %) that detail tables show beside it and nothing judges; or a
+# verdict (1 yes, 0 no) that only its own table shows.
+PERFORMANCE, CONTEXT, VERDICT = "performance", "context", "verdict"
+KINDS = (PERFORMANCE, CONTEXT, VERDICT)
+# Units whose metrics are context unless their workload declares otherwise: counts and
+# sizes, shares of a CPU, ratios of clocks.
+CONTEXT_UNITS = frozenset({"count", "bytes", "KiB", "MiB", "%", "ratio", "index"})
+VERDICT_UNITS = frozenset({"bool"})
 
 
 def higher_is_better(unit: str, declared: bool | None = None) -> bool:
@@ -26,15 +39,36 @@ def higher_is_better(unit: str, declared: bool | None = None) -> bool:
     return declared if declared is not None else unit in HIGHER_IS_BETTER_UNITS
 
 
+def metric_kind(unit: str, declared: str | None = None) -> str:
+    """performance, context or verdict: as declared for the metric if it was (exec's
+    `kind`), else by its unit."""
+    if declared in KINDS:
+        return declared
+    if unit in VERDICT_UNITS:
+        return VERDICT
+    return CONTEXT if unit in CONTEXT_UNITS else PERFORMANCE
+
+
 def declared_directions(params: dict[str, Any] | None) -> dict[str, bool]:
     """{metric: higher is better} that a run's stored parameters declare: a workload whose
     parameters name its metrics (exec) lists them as metrics = [{name, better}, ...]."""
+    return {name: entry["better"] == "higher" for name, entry in _declared(params).items()
+            if entry.get("better") in ("higher", "lower")}
+
+
+def declared_kinds(params: dict[str, Any] | None) -> dict[str, str]:
+    """{metric: kind} that a run's stored parameters declare (exec's metrics = [{name,
+    kind}, ...]); metrics stored before kinds existed declare none."""
+    return {name: entry["kind"] for name, entry in _declared(params).items()
+            if entry.get("kind") in KINDS}
+
+
+def _declared(params: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     declared = (params or {}).get("metrics")
     if not isinstance(declared, list):
         return {}
-    return {metric["name"]: metric["better"] == "higher" for metric in declared
-            if isinstance(metric, dict) and isinstance(metric.get("name"), str)
-            and metric.get("better") in ("higher", "lower")}
+    return {metric["name"]: metric for metric in declared
+            if isinstance(metric, dict) and isinstance(metric.get("name"), str)}
 
 
 @dataclass
@@ -52,10 +86,20 @@ class Cell:
     run_ids: list[int] = field(default_factory=list)  # every run of this cell, ok or not
     stats: CellStats | None = None  # filled by analyse()
     declared_higher: bool | None = None  # the direction its workload declared; None: by unit
+    declared_kind: str | None = None  # the kind its workload declared; None: by unit
 
     @property
     def higher_is_better(self) -> bool:
         return higher_is_better(self.unit, self.declared_higher)
+
+    @property
+    def kind(self) -> str:
+        return metric_kind(self.unit, self.declared_kind)
+
+    @property
+    def is_performance(self) -> bool:
+        """Whether ratios, % tables, geometric means, compare and history may judge it."""
+        return self.kind == PERFORMANCE
 
     @property
     def n(self) -> int:
@@ -178,10 +222,12 @@ def _cells(environments: list[str], runs: list[dict[str, Any]], rows: list[tuple
     """Empty cells for every row and environment, with their runs: counts, ids, problems and
     flags, gathered once per (label, environment) and shared out to the label's metrics."""
     declared: dict[str, dict[str, bool]] = {}
+    kinds: dict[str, dict[str, str]] = {}
     gathered: dict[tuple[str, str], tuple[list[int], list[tuple[str, str]], list[str]]] = {}
     for run in runs:
         if run["label"] not in declared:
             declared[run["label"]] = declared_directions(run.get("params"))
+            kinds[run["label"]] = declared_kinds(run.get("params"))
         ids, problems, flags = gathered.setdefault((run["label"], run["environment"]), ([], [], []))
         ids.append(run["id"])
         if run["status"] != "ok":
@@ -195,7 +241,8 @@ def _cells(environments: list[str], runs: list[dict[str, Any]], rows: list[tuple
             ids, problems, flags = gathered.get((label, env), ([], [], []))
             row[env] = Cell(env, label, metric, unit, problems=list(problems), flags=list(flags),
                             runs=len(ids), run_ids=list(ids),
-                            declared_higher=declared.get(label, {}).get(metric))
+                            declared_higher=declared.get(label, {}).get(metric),
+                            declared_kind=kinds.get(label, {}).get(metric))
         cells[(label, metric)] = row
     return cells
 
@@ -239,7 +286,9 @@ def analyse(results: Results, resamples: int | None = None,
     rows: only the cells of these (label, metric) rows (a view that shows no others). The
     resamples are chosen from every measured cell all the same, and a cell's interval
     depends on its own values alone, so a cell gets the same numbers in every view."""
-    every = [cell for row in results.cells.values() for cell in row.values() if cell.values]
+    # a verdict's 1s and 0s have no median to estimate: its runs are counted, not described
+    every = [cell for row in results.cells.values() for cell in row.values()
+             if cell.values and cell.kind != VERDICT]
     resamples = resamples or cell_stats.resamples_for(sum(cell.n for cell in every))
     wanted = None if rows is None else set(rows)
     measured = [cell for cell in every if wanted is None or (cell.label, cell.metric) in wanted]

@@ -27,7 +27,7 @@ def _measured(report: Report) -> Iterator[Cell]:
         if not metric or metric in CONTEXT_METRICS:
             continue
         for cell in row.values():
-            if cell.stats is not None:
+            if cell.stats is not None and cell.is_performance:  # dashboards alert on these
                 yield cell
 
 

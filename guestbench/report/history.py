@@ -83,7 +83,7 @@ def _add_points(series: dict, report: model.Report, host: str, environments: tup
                 workloads: tuple[str, ...]) -> None:
     workload_of = {run["label"]: run["workload"] for run in report.runs}
     env_rows = {env["name"]: env for env in report.environments}
-    for label, metric in report.primary.items():
+    for label, metric in model.performance_primary(report).items():
         if workloads and label not in workloads and workload_of.get(label) not in workloads:
             continue
         for env, cell in report.results.cells.get((label, metric), {}).items():

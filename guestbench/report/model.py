@@ -12,7 +12,8 @@ from guestbench.analysis import stats
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
 from guestbench.analysis.stats import CellStats, Interval
-from guestbench.analysis.summary import CONTEXT_METRICS, Cell, Results, analyse, summarise
+from guestbench.analysis.summary import (CONTEXT_METRICS, PERFORMANCE, VERDICT, Cell, Results,
+                                         analyse, summarise)
 from guestbench.store import Store, StoreError
 from guestbench.store.columns import Samples
 
@@ -86,7 +87,8 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
 
 
 def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, str]:
-    """Each label's primary metric: the workload's own choice, else its first metric."""
+    """Each label's primary metric: the workload's own choice, else its first performance
+    metric, else its first metric."""
     from guestbench.workloads import CATALOGUE
 
     workload_of = {run["label"]: run["workload"] for run in runs}
@@ -98,8 +100,17 @@ def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, s
     for label, present in metrics.items():
         workload = CATALOGUE.get(workload_of.get(label, ""))
         wanted = getattr(workload, "primary_metric", None)
-        chosen[label] = wanted if wanted in present else present[0]
+        judged = [metric for metric in present
+                  if _kind(results.cells[(label, metric)]) == PERFORMANCE]
+        chosen[label] = wanted if wanted in present else (judged or present)[0]
     return chosen
+
+
+def performance_primary(report: "Report") -> dict[str, str]:
+    """The primary metrics that are performance figures: what % tables, scaling tables and
+    history judge (a workload whose primary is a verdict, fsync_honoured, has none)."""
+    return {label: metric for label, metric in report.primary.items()
+            if _kind(report.results.cells[(label, metric)]) == PERFORMANCE}
 
 
 def _ratios(results: Results, baseline: str | None) -> dict[tuple[str, str, str], Interval]:
@@ -108,8 +119,8 @@ def _ratios(results: Results, baseline: str | None) -> dict[tuple[str, str, str]
     out = {}
     for (label, metric), row in results.cells.items():
         base = row.get(baseline)
-        if not metric or base is None or base.stats is None:
-            continue
+        if not metric or base is None or base.stats is None or not base.is_performance:
+            continue  # context and verdicts are never divided
         for env, cell in row.items():
             interval = stats.ratio_interval(base.stats, cell.stats) if cell.stats else None
             if interval is not None:
@@ -130,7 +141,8 @@ def _geomeans(results: Results, baseline: str | None, primary: dict[str, str]
     if baseline is None:
         return {}
     rows = [results.cells[(label, metric)] for label, metric in primary.items()
-            if results.cells[(label, metric)][baseline].values]
+            if results.cells[(label, metric)][baseline].values
+            and results.cells[(label, metric)][baseline].is_performance]
     out = {}
     for env in results.environments:
         if env == baseline:
@@ -321,9 +333,28 @@ def empty_text(cell: Cell) -> str:
     return "not run" if cell.runs == 0 else "no samples"
 
 
+def verdict_text(cell: Cell, footnotes: Footnotes) -> str:
+    """A verdict's runs: "yes", "no", or "mixed: yes in 3 of 5", with the runs' count."""
+    if not cell.values:
+        return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
+    yes = sum(1 for value in cell.values if value >= 1)
+    text = "yes" if yes == len(cell.values) else "no" if yes == 0 else \
+        f"mixed: yes in {yes} of {len(cell.values)}"
+    if len(cell.values) > 1 and yes in (0, len(cell.values)):
+        text += f" ({len(cell.values)} runs)"
+    return decorate(text, cell, footnotes)
+
+
+def _kind(row: dict[str, Cell]) -> str:
+    """A row's metric kind: its cells share their workload's declaration and unit."""
+    return next(iter(row.values())).kind if row else PERFORMANCE
+
+
 def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: bool) -> str:
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
+    if cell.kind == VERDICT:
+        return verdict_text(cell, footnotes)
     text = format_value(cell.median / divisor)
     half_width = cell.stats.half_width if cell.stats else None
     if half_width is not None:
@@ -400,7 +431,7 @@ def summary_table(report: Report, footnotes: Footnotes) -> Table:
 
 def _summary_text(cell: Cell, base: Cell | None, footnotes: Footnotes, divisor: float) -> str:
     text = _measured_text(cell, footnotes, divisor, show_n=False)
-    if not cell.values or base is None or not base.values:
+    if not cell.values or base is None or not base.values or not cell.is_performance:
         return text
     ratio = cell.ratio_to(base)
     return f"{text} {format_ratio(ratio)}" if ratio is not None else text
@@ -427,6 +458,8 @@ def measured_table(report: Report, footnotes: Footnotes) -> Table:
         [], note=interval_note(report), name="measured")
     for label, metric, unit in results.rows:
         row = results.cells[(label, metric)]
+        if metric and _kind(row) == VERDICT:
+            continue  # in the verdicts table
         shown_unit, divisor = row_scale(unit, list(row.values()))
         measured.add([label, f"{metric} ({shown_unit})" if metric else "-", *(
             _measured_text(row[env], footnotes, divisor, column_n[env] is None)
@@ -459,6 +492,8 @@ def ratio_table(report: Report, footnotes: Footnotes) -> Table | None:
         base = row.get(baseline)
         if not metric or not base or not base.values:
             continue  # nothing to divide by: e.g. boot rows against native
+        if not base.is_performance:
+            continue  # context and verdicts: shown as measured, never as ratios
         table.add([label, metric + (" (higher is better)" if base.higher_is_better else ""), *(
             _ratio_text(row[env], base, footnotes, report.ratios.get((label, metric, env)))
             for env in results.environments)], [(env, label) for env in results.environments])

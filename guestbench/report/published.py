@@ -8,10 +8,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from guestbench.analysis.summary import Cell
+from guestbench.analysis.summary import VERDICT, Cell
 from guestbench.report.model import (
     Footnotes, Report, Table, decorate, empty_text, format_interval, format_percent, format_value,
-    geomean_text, interval_note, problem_text)
+    geomean_text, interval_note, performance_primary, problem_text)
 
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
 
@@ -120,7 +120,7 @@ def _stream_values(report: Report, label: str, prefix: str, env: str,
 def percent_table(report: Report, footnotes: Footnotes) -> Table | None:
     """Each environment's performance as a % of the baseline's, per workload, and overall."""
     baseline, results = report.baseline, report.results
-    labels = [label for label, metric in report.primary.items()
+    labels = [label for label, metric in performance_primary(report).items()
               if baseline and results.cells[(label, metric)][baseline].values]
     if not labels:
         return None
@@ -179,7 +179,7 @@ def scaling_tables(report: Report, footnotes: Footnotes) -> list[Table]:
                     key=lambda combo: (combo[0], PLACEMENT_ORDER.get(combo[1], 9), combo[1]))
     reference = _scaling_reference(report, groups, combos)
     out = []
-    for label, metric in report.primary.items():
+    for label, metric in performance_primary(report).items():
         row_cells = {env: report.results.cells[(label, metric)][env]
                      for members in groups.values() for env in members.values()}
         base = row_cells[reference]
@@ -236,8 +236,8 @@ def statistics_table(report: Report, footnotes: Footnotes) -> Table:
     for label, metric, unit in report.results.rows:
         for env in report.results.environments:
             cell = report.results.cells[(label, metric)][env]
-            if not cell.values or cell.stats is None:
-                continue
+            if not cell.values or cell.stats is None or cell.kind == VERDICT:
+                continue  # a verdict's runs are counted in its own table
             stop = stops.get((env, label))
             table.add([label, f"{metric} ({unit})", env, *_statistics_values(cell, footnotes),
                        _stop_text(stop)], [(env, label)] * 10)

@@ -7,16 +7,19 @@
 - dbench: throughput per client count;
 - upload: MB/s per channel for write / no_write / no_upload, as in libguestfs's UML
   against KVM comparison (upload and write, upload without writing, writing without upload);
-- build: kernbench's columns (elapsed, user, sys, CPU%, context switches, sleeps).
+- build: kernbench's columns (elapsed, user, sys, CPU%, context switches, sleeps);
+- durability: whether the guest's fsync is honoured, and verdicts of any other workload
+  (metrics of kind verdict: yes / no per environment).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from guestbench.analysis.summary import Cell, higher_is_better
+from guestbench.analysis.summary import VERDICT, Cell
 from guestbench.report.model import (
-    Footnotes, Report, Table, decorate, empty_text, format_percent, format_value, problem_text)
+    Footnotes, Report, Table, decorate, empty_text, format_percent, format_value, problem_text,
+    verdict_text)
 
 UPLOAD_MODES = ("write", "no_write", "no_upload")
 BUILD_COLUMNS = (("elapsed", "elapsed (s)"), ("user", "user (s)"), ("sys", "sys (s)"),
@@ -29,7 +32,8 @@ DISK_METRICS = ("bandwidth", "iops", "lat_p99", "fsync_p50", "fsync_p99", "creat
 
 def tables(report: Report, footnotes: Footnotes) -> list[Table]:
     out = []
-    for build in (disk_table, dbench_table, upload_table, build_table, durability_table):
+    for build in (disk_table, dbench_table, upload_table, build_table, durability_table,
+                  verdict_table):
         table = build(report, footnotes)
         if table is not None:
             out.append(table)
@@ -68,9 +72,9 @@ def _any_run(cells) -> bool:
 def _share(cell: Cell | None, base: Cell | None) -> str:
     if cell is None or base is None or not cell.values or not base.values:
         return ""
-    if not cell.median or not base.median:
+    if not cell.median or not base.median or not cell.is_performance:
         return ""
-    share = cell.median / base.median if higher_is_better(cell.unit) else base.median / cell.median
+    share = cell.median / base.median if cell.higher_is_better else base.median / cell.median
     return f" ({share * 100:.3g}%)"
 
 
@@ -220,3 +224,29 @@ def durability_table(report: Report, footnotes: Footnotes) -> Table | None:
                        value_text(cells["records_durable"], footnotes), text],
                       [(env, label)] * 3)
     return table if table.rows else None
+
+
+# -- verdicts of other workloads (an exec metric of kind verdict) --------------------------
+
+# workloads whose verdicts a table of their own shows, beside the figures behind them
+OWN_VERDICT_TABLES = frozenset({"fsync_honoured"})
+
+
+def verdict_table(report: Report, footnotes: Footnotes) -> Table | None:
+    workload_of = {run["label"]: run["workload"] for run in report.runs}
+    results = report.results
+    rows = [(label, metric) for label, metric, _unit in results.rows
+            if metric and workload_of.get(label) not in OWN_VERDICT_TABLES
+            and next(iter(results.cells[(label, metric)].values())).kind == VERDICT]
+    if not rows:
+        return None
+    table = Table("Verdicts: yes or no per environment", ["workload", "verdict",
+                  *results.environments], [], name="verdicts",
+                  note="A verdict metric is 1 (yes) or 0 (no) per run; it enters no ratio, "
+                       "% table or geometric mean. mixed: the runs disagreed.")
+    for label, metric in rows:
+        row = results.cells[(label, metric)]
+        table.add([label, metric, *(verdict_text(row[env], footnotes)
+                                    for env in results.environments)],
+                  [(env, label) for env in results.environments])
+    return table

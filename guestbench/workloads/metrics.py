@@ -40,6 +40,11 @@ class Metric(Params):
     unit: str = Field(min_length=1, description="the unit shown in reports, e.g. events/s")
     better: Literal["higher", "lower"] = Field(
         description="which direction is better: higher (a rate) or lower (a time)")
+    kind: Literal["performance", "context", "verdict"] = Field(
+        "performance", description="performance: ratios, % tables, geometric means and "
+                                   "compare judge it; context: shown beside the results, "
+                                   "never judged (bytes moved, a count); verdict: 1 for yes, "
+                                   "0 for no, shown in its own table")
     scale: float = Field(1.0, description="the captured number is multiplied by this (e.g. "
                                           "1000 to turn s into ms); finite, not 0")
     count: int = Field(1, ge=1, le=100_000,

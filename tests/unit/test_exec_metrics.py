@@ -101,7 +101,7 @@ def test_the_regex_fixes_say_how(write_plan, host: Host) -> None:
 
 
 def test_an_unknown_metric_key_lists_the_metric_keys(write_plan, host: Host) -> None:
-    with pytest.raises(PlanError, match="allowed here: name, regex, unit, better, scale, count, "
+    with pytest.raises(PlanError, match="allowed here: name, regex, unit, better, kind, scale, count, "
                                         "stream"):
         load(write_plan(exec_table("colour = 'red'")), host)
 
