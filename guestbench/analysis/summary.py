@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import Counter
 from collections.abc import Iterable
@@ -20,6 +21,10 @@ HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "KB/s", "IOPS", "op
 # Context metrics that describe how a run was measured rather than what it measured: no
 # table shows them unless asked (--all-metrics).
 CONTEXT_METRICS = frozenset({"iterations", "array_mib", "clock_ratio"})
+
+# A cell whose tool timed a span under its clock's resolution, or whose runs all gave one
+# identical number (a quantised figure): shown like bonnie++'s +++++, never with an interval.
+TOO_FAST = "too-fast"
 
 # What a metric is (docs/results.md): a performance figure, with a direction, that ratios,
 # % tables, geometric means, compare and history judge; a context figure (bytes moved,
@@ -95,6 +100,11 @@ class Cell:
     @property
     def kind(self) -> str:
         return metric_kind(self.unit, self.declared_kind)
+
+    @property
+    def too_fast(self) -> bool:
+        """Whether its figure is under the resolution of what timed it (TOO_FAST)."""
+        return TOO_FAST in self.flags
 
     @property
     def is_performance(self) -> bool:
@@ -239,7 +249,8 @@ def _cells(environments: list[str], runs: list[dict[str, Any]], rows: list[tuple
         row = {}
         for env in environments:
             ids, problems, flags = gathered.get((label, env), ([], [], []))
-            row[env] = Cell(env, label, metric, unit, problems=list(problems), flags=list(flags),
+            row[env] = Cell(env, label, metric, unit, problems=list(problems),
+                            flags=flags_of_metric(flags, metric),
                             runs=len(ids), run_ids=list(ids),
                             declared_higher=declared.get(label, {}).get(metric),
                             declared_kind=kinds.get(label, {}).get(metric))
@@ -275,6 +286,17 @@ def _fill_values(cells: dict[tuple[str, str], dict[str, Cell]], labels: list[str
         cell.sizes = np.diff(np.append(firsts, end)).tolist()
 
 
+def flags_of_metric(flags: list[str], metric: str) -> list[str]:
+    """A run's flags that concern one metric: those of the whole run (clock-drift), and
+    those scoped to this metric ("too-fast:create" concerns create alone)."""
+    out = []
+    for flag in flags:
+        name, _, scope = flag.partition(":")
+        if not scope or scope == metric:
+            out.append(name)
+    return out
+
+
 def status_counts(cell: Cell) -> Counter:
     return Counter(status for status, _ in cell.problems)
 
@@ -295,4 +317,15 @@ def analyse(results: Results, resamples: int | None = None,
     for cell, described in zip(measured, cell_stats.describe(
             [cell.values for cell in measured], resamples, sizes=[cell.sizes for cell in measured])):
         cell.stats = described
+        if quantised(cell) and TOO_FAST not in cell.flags:
+            cell.flags.append(TOO_FAST)
+        if cell.too_fast and described.ci_low is not None:  # no interval for such a figure
+            cell.stats = dataclasses.replace(described, ci_low=None, ci_high=None)
     return resamples
+
+
+def quantised(cell: Cell) -> bool:
+    """A performance figure that every run (two or more) gave identically: a time or a rate
+    computed from a count of a coarse clock's ticks (fio's milliseconds), not a measurement
+    with a spread. Its interval would be falsely tight."""
+    return cell.is_performance and len(cell.values) >= 2 and min(cell.values) == max(cell.values)

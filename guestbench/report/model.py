@@ -12,8 +12,8 @@ from guestbench.analysis import stats
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
 from guestbench.analysis.stats import CellStats, Interval
-from guestbench.analysis.summary import (CONTEXT_METRICS, PERFORMANCE, VERDICT, Cell, Results,
-                                         analyse, summarise)
+from guestbench.analysis.summary import (CONTEXT_METRICS, PERFORMANCE, TOO_FAST, VERDICT, Cell,
+                                         Results, analyse, summarise)
 from guestbench.store import Store, StoreError
 from guestbench.store.columns import Samples
 
@@ -122,6 +122,8 @@ def _ratios(results: Results, baseline: str | None) -> dict[tuple[str, str, str]
         if not metric or base is None or base.stats is None or not base.is_performance:
             continue  # context and verdicts are never divided
         for env, cell in row.items():
+            if cell.too_fast or base.too_fast:
+                continue  # no ratio of a figure under its tool's resolution
             interval = stats.ratio_interval(base.stats, cell.stats) if cell.stats else None
             if interval is not None:
                 out[(label, metric, env)] = interval
@@ -147,7 +149,8 @@ def _geomeans(results: Results, baseline: str | None, primary: dict[str, str]
     for env in results.environments:
         if env == baseline:
             continue
-        pairs = [slowdown_pair(row[baseline], row[env]) for row in rows if row[env].values]
+        pairs = [slowdown_pair(row[baseline], row[env]) for row in rows
+                 if row[env].values and not row[env].too_fast and not row[baseline].too_fast]
         interval = stats.geometric_mean_interval(pairs) if pairs else None
         if interval is not None:
             out[env] = Geomean(interval, len(pairs), len(rows))
@@ -191,6 +194,10 @@ FLAG_MEANINGS = {
                 "values): look at the spread before trusting the median",
     "multimodal": "the runs form separate clusters (peaks of a kernel density estimate): "
                   "the median may sit between two behaviours",
+    "too-fast": "too fast to measure, shown as +++++ like bonnie++: the tool timed a span "
+                "under its clock's resolution, or every run gave the identical number (a "
+                "quantised figure); the median is in brackets, with no interval, and no "
+                "ratio, % or geometric mean uses it",
     "outliers": f"runs beyond Tukey's fences ({stats.OUTLIER_IQR:g} interquartile ranges "
                 "outside the quartiles); the count is in brackets",
 }
@@ -313,7 +320,7 @@ def problem_text(cell: Cell, footnotes: Footnotes) -> str:
 def flag_text(cell: Cell) -> str:
     """'!unstable,outliers(2)' or ''."""
     names = [f"outliers({cell.stats.outliers})" if name == "outliers" and cell.stats else name
-             for name in cell.flag_names]
+             for name in cell.flag_names if name != TOO_FAST]  # too-fast shows as +++++
     return f"!{','.join(names)}" if names else ""
 
 
@@ -324,7 +331,7 @@ def decorate(text: str, cell: Cell, footnotes: Footnotes) -> str:
         text += f" {flags}"
     if cell.problems:
         return f"{text} +{problem_text(cell, footnotes)}"
-    return f"{text} {footnotes.mark(cell)}" if flags else text
+    return f"{text} {footnotes.mark(cell)}" if flags or cell.too_fast else text
 
 
 def empty_text(cell: Cell) -> str:
@@ -345,6 +352,11 @@ def verdict_text(cell: Cell, footnotes: Footnotes) -> str:
     return decorate(text, cell, footnotes)
 
 
+def too_fast_text(cell: Cell, divisor: float = 1.0) -> str:
+    """bonnie++'s mark for a figure too fast to measure, with the median it gave."""
+    return f"+++++ ({format_value(cell.median / divisor)})" if cell.values else "+++++"
+
+
 def _kind(row: dict[str, Cell]) -> str:
     """A row's metric kind: its cells share their workload's declaration and unit."""
     return next(iter(row.values())).kind if row else PERFORMANCE
@@ -355,6 +367,8 @@ def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: boo
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if cell.kind == VERDICT:
         return verdict_text(cell, footnotes)
+    if cell.too_fast:
+        return decorate(too_fast_text(cell, divisor), cell, footnotes)
     text = format_value(cell.median / divisor)
     half_width = cell.stats.half_width if cell.stats else None
     if half_width is not None:
@@ -370,6 +384,8 @@ def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes,
                 interval: Interval | None = None) -> str:
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
+    if cell.too_fast or baseline.too_fast:
+        return f"+++++ {footnotes.mark(cell if cell.too_fast else baseline)}"
     ratio = cell.ratio_to(baseline)
     if interval is not None:
         text = format_interval(interval)
@@ -431,7 +447,8 @@ def summary_table(report: Report, footnotes: Footnotes) -> Table:
 
 def _summary_text(cell: Cell, base: Cell | None, footnotes: Footnotes, divisor: float) -> str:
     text = _measured_text(cell, footnotes, divisor, show_n=False)
-    if not cell.values or base is None or not base.values or not cell.is_performance:
+    if not cell.values or base is None or not base.values or not cell.is_performance \
+            or cell.too_fast or base.too_fast:
         return text
     ratio = cell.ratio_to(base)
     return f"{text} {format_ratio(ratio)}" if ratio is not None else text

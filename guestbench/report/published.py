@@ -142,6 +142,8 @@ def percent_table(report: Report, footnotes: Footnotes) -> Table | None:
 def _percent_text(base: Cell, cell: Cell, footnotes: Footnotes) -> str:
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
+    if cell.too_fast or base.too_fast:
+        return "+++++"
     if not base.median or not cell.median:
         return "-"
     share = cell.median / base.median if cell.higher_is_better else base.median / cell.median

@@ -19,7 +19,7 @@ from typing import Any
 from guestbench.analysis.summary import VERDICT, Cell
 from guestbench.report.model import (
     Footnotes, Report, Table, decorate, empty_text, format_percent, format_value, problem_text,
-    verdict_text)
+    too_fast_text, verdict_text)
 
 UPLOAD_MODES = ("write", "no_write", "no_upload")
 BUILD_COLUMNS = (("elapsed", "elapsed (s)"), ("user", "user (s)"), ("sys", "sys (s)"),
@@ -55,6 +55,8 @@ def value_text(cell: Cell | None, footnotes: Footnotes) -> str:
         return "not run"
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
+    if cell.too_fast:
+        return decorate(too_fast_text(cell), cell, footnotes)
     text = format_value(cell.median)
     half_width = cell.stats.half_width if cell.stats else None
     if half_width is not None:
@@ -72,7 +74,8 @@ def _any_run(cells) -> bool:
 def _share(cell: Cell | None, base: Cell | None) -> str:
     if cell is None or base is None or not cell.values or not base.values:
         return ""
-    if not cell.median or not base.median or not cell.is_performance:
+    if not cell.median or not base.median or not cell.is_performance or cell.too_fast \
+            or base.too_fast:
         return ""
     share = cell.median / base.median if cell.higher_is_better else base.median / cell.median
     return f" ({share * 100:.3g}%)"

@@ -15,7 +15,7 @@ from guestbench import proc
 from guestbench.analysis import clock
 from guestbench.environments.base import Guest, GuestCrashed
 from guestbench.protocol import ProtocolError, Record
-from guestbench.workloads.base import OutputError, RunOutput
+from guestbench.workloads.base import Derived, OutputError, RunOutput
 
 
 class Status:
@@ -53,10 +53,13 @@ def derived(outcome: Outcome, workload, params, seen: "Seen", artifacts: dict) -
         derived = workload.derive(params, output)
     except OutputError as error:
         return Outcome(Status.FAILED, f"{workload.name}: {error}", [], outcome.flags)
+    flags = list(outcome.flags)
+    if isinstance(derived, Derived):
+        derived, flags = derived.samples, [*flags, *derived.flags]
     # kept beside the derived ones: the clock check, and the boot phases the host measured
     context = [sample for sample in outcome.samples
                if sample[0] == "clock_ratio" or (workload.boot_phases and sample[0].startswith("boot_"))]
-    return Outcome(Status.OK, "", [*derived, *context], outcome.flags)
+    return Outcome(Status.OK, "", [*derived, *context], flags)
 
 
 @dataclass

@@ -15,6 +15,25 @@ from guestbench.host import Host
 Sample = tuple[str, str, float]  # metric, unit, value
 
 
+# A run flag scoped to one metric is written "flag:metric" (too-fast:create).
+TOO_FAST = "too-fast"
+
+
+def too_fast(metric: str) -> str:
+    """The run flag saying that a tool timed `metric` over a span under its resolution."""
+    return f"{TOO_FAST}:{metric}"
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What a workload's derive may return instead of its samples alone: the samples, and
+    flags about them (too_fast(metric) where the tool's own runtime was under its clock's
+    resolution, so that the figure is not given a tight interval)."""
+
+    samples: list["Sample"]
+    flags: list[str] = field(default_factory=list)
+
+
 class InputError(Exception):
     """A workload could not generate its inputs on the host (the run's status is infra)."""
 
@@ -63,8 +82,10 @@ class Workload:
     # where a workload may generate files once (a source tree) and name them in the needs
     job_needs: Callable[[Params, Path], JobNeeds] = field(
         default=lambda params, inputs: JobNeeds(), kw_only=True)
-    # the samples of an ok run, from what it gave (a tool's output); None: the agent's samples
-    derive: Callable[[Params, RunOutput], list[Sample]] | None = field(default=None, kw_only=True)
+    # the samples of an ok run, from what it gave (a tool's output), with flags about them
+    # (Derived) or alone; None: the agent's samples
+    derive: Callable[[Params, RunOutput], "list[Sample] | Derived"] | None = field(
+        default=None, kw_only=True)
 
     # False for a workload that reads a guest's own output (no agent runs: image = "none")
     uses_agent: bool = field(default=True, kw_only=True)

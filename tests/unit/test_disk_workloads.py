@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from guestbench.environments import guestdisk, qemu
 from guestbench.environments.qemu import QemuSpec
 from guestbench.workloads import CATALOGUE
-from guestbench.workloads.base import OutputError, RunOutput
+from guestbench.workloads.base import Derived, OutputError, RunOutput
 from guestbench.workloads.disk import FIO_FILE, fio_command, metadata_command
 
 DATA = Path(__file__).parent / "data" / "tools"
@@ -22,9 +22,14 @@ def output(stdout: str, stderr: str = "") -> RunOutput:
 
 
 def derived(name: str, text: str, **given) -> dict[str, tuple[str, float]]:
+    return {metric: (unit, value) for metric, unit, value in derivation(name, text, **given).samples}
+
+
+def derivation(name: str, text: str, **given) -> Derived:
     workload = CATALOGUE[name]
     params = workload.resolve(given, None)
-    return {metric: (unit, value) for metric, unit, value in workload.derive(params, output(text))}
+    made = workload.derive(params, output(text))
+    return made if isinstance(made, Derived) else Derived(made)
 
 
 def recorded(name: str) -> str:
@@ -96,6 +101,17 @@ def test_metadata_gives_files_per_second_for_each_phase():
     samples = derived("metadata", text)
     for phase in ("create", "stat", "delete"):
         assert samples[phase] == ("files/s", pytest.approx(jobs[phase]["read"]["iops"]))
+
+
+def test_metadata_phases_shorter_than_fios_resolution_are_flagged_too_fast():
+    # recorded here: 2000 files created in 7 ms and stat'ed in 5 ms of fio's runtime (whole
+    # milliseconds, so each rate may be off by 15-20%); deleted in 191 ms
+    made = derivation("metadata", recorded("metadata"))
+    assert made.flags == ["too-fast:create", "too-fast:stat"]
+    report = json.loads(recorded("metadata"))
+    for job in report["jobs"]:
+        job["read"]["runtime"] = 500
+    assert derivation("metadata", json.dumps(report)).flags == []
 
 
 def test_metadata_without_a_phase_fails():
