@@ -111,6 +111,8 @@ class WorkloadCase:
     repeat: int | str | None = None  # runs or "auto"; resolved for every case of a Plan
     # environment names (shell-style patterns) it runs in; None: every environment
     environments: tuple[str, ...] | None = None
+    # the [[workload]] table it came from (for errors); -1 when not from a plan file
+    table: int = dataclasses.field(default=-1, compare=False, repr=False)
 
     def runs_in(self, environment: str) -> bool:
         return self.environments is None or any(
@@ -259,6 +261,7 @@ def _build(raw: dict[str, Any], source: str, host: Host, overrides: Overrides) -
     cases = _select(cases, overrides.workloads, source, "--workload", lambda c: c.name)
     if not overrides.environments:
         _check_environment_patterns(cases, specs, source)
+    _check_shared_labels(cases, specs, source)
     campaign = _apply(top.campaign, overrides, specs, source)
     cases = [dataclasses.replace(case, repeat=_resolved_repeat(case, campaign, overrides, source))
              for case in cases]
@@ -350,16 +353,37 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
                 raise PlanError(_explain(source, error, prefix=where,
                                          model=workload.params_model)) from None
             label = base_label + "".join(f"[{key}={combination[key]}]" for key in swept)
-            case = WorkloadCase(name, params, label, repeat, only)
+            case = WorkloadCase(name, params, label, repeat, only, table=index)
             if repeat == AUTO and case.workload.primary_metric is None:
                 raise PlanError(f"{source}: {where}.repeat: \"auto\" judges a workload's "
                                 f"primary metric and {name} has none (fix: give a whole number)")
             cases.append(case)
-    _no_duplicates([case.label for case in cases], source, "workload", "name",
-                   fix="give one [[workload]] table per workload and sweep with a list, "
-                       "e.g. array_mib = [32, 128]; or tell tables of one workload apart "
-                       'with label = "..."')
     return cases
+
+
+def _check_shared_labels(cases: list[WorkloadCase], specs: list[EnvironmentSpec],
+                         source: str) -> None:
+    """Two tables may give one label only as one measurement whose parameters belong to the
+    environment: the same workload, each table with `environments` matching none of the
+    other's. Their rows then align across environments (docs/plan-format.md)."""
+    names = [spec.name for spec in specs]
+    seen: dict[str, list[WorkloadCase]] = {}
+    for case in cases:
+        for other in seen.get(case.label, []):
+            index = case.table
+            overlap = [name for name in names if case.runs_in(name) and other.runs_in(name)]
+            if other.name != case.name or case.environments is None \
+                    or other.environments is None or overlap:
+                why = f" (both run in {', '.join(overlap[:3])})" if overlap and \
+                    other.name == case.name and None not in (case.environments,
+                                                             other.environments) else ""
+                raise PlanError(
+                    f"{source}: workload[{index}].name: {case.label!r} appears twice{why} "
+                    "(fix: give one [[workload]] table per workload and sweep with a list, e.g. "
+                    "array_mib = [32, 128]; tell tables of one workload apart with label = "
+                    '"..."; or, for one measurement whose parameters differ by environment, '
+                    "give each table environments = [...] that share none)")
+        seen.setdefault(case.label, []).append(case)
 
 
 def _workload_label(table: dict[str, Any], name: str, source: str, where: str) -> str:

@@ -337,6 +337,8 @@ def decorate(text: str, cell: Cell, footnotes: Footnotes) -> str:
 def empty_text(cell: Cell) -> str:
     """A cell without values: "not run" when it has no runs (a workload's own `environments`
     leave it out, or the campaign stopped first), "no samples" when its runs gave none."""
+    if cell.too_fast:
+        return "+++++"  # every run said the figure was too fast to time (bonnie++'s mark)
     return "not run" if cell.runs == 0 else "no samples"
 
 
@@ -442,6 +444,9 @@ def summary_table(report: Report, footnotes: Footnotes) -> Table:
     if ratios and report.geomeans:
         table.add(["geometric mean", "slowdown", *(
             geomean_text(report, env) for env in results.environments)])
+    differing = parameter_notes(report)
+    if differing:
+        table.note += " " + differing
     return table
 
 
@@ -466,6 +471,36 @@ def geomean_line(report: Report) -> str:
                          "metrics): " + ", ".join(parts), width=116, break_on_hyphens=False)
 
 
+def parameter_notes(report: Report) -> str:
+    """For rows whose parameters belong to the environment (one label, a [[workload]] table
+    per group of environments), what differs: "upload: channel serial in uml; virtio-serial
+    in qemu-tcg." Empty when every row ran with one set of parameters."""
+    params: dict[str, dict[str, dict[str, Any]]] = {}
+    for run in report.runs:
+        params.setdefault(run["label"], {}).setdefault(run["environment"], run.get("params") or {})
+    notes = []
+    for label, by_env in params.items():
+        keys = sorted({key for one in by_env.values() for key in one
+                       if len({repr(other.get(key)) for other in by_env.values()}) > 1})
+        for key in keys:
+            groups: dict[str, list[str]] = {}
+            for env in report.results.environments:
+                if env in by_env:
+                    groups.setdefault(_param_text(by_env[env].get(key)), []).append(env)
+            notes.append(f"{label}: {key} " + "; ".join(
+                f"{value} in {', '.join(envs)}" for value, envs in groups.items()))
+    if not notes:
+        return ""
+    return ("Parameters that differ by environment (one row, measured the way each environment "
+            "allows): " + ". ".join(notes) + ".")
+
+
+def _param_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "-" if value is None else str(value)
+
+
 def measured_table(report: Report, footnotes: Footnotes) -> Table:
     results = report.results
     column_n = {env: _column_n(results, env) for env in results.environments}
@@ -481,6 +516,9 @@ def measured_table(report: Report, footnotes: Footnotes) -> Table:
         measured.add([label, f"{metric} ({shown_unit})" if metric else "-", *(
             _measured_text(row[env], footnotes, divisor, column_n[env] is None)
             for env in results.environments)], [(env, label) for env in results.environments])
+    differing = parameter_notes(report)
+    if differing:
+        measured.note += " " + differing
     if report.baseline and not baseline_measured(report):
         measured.note += (f" No ratios: the baseline {report.baseline} has no successful run "
                           "(see its cells); choose another with --baseline.")
@@ -517,6 +555,9 @@ def ratio_table(report: Report, footnotes: Footnotes) -> Table | None:
     if report.geomeans:
         table.add(["geometric mean", "slowdown, primary metrics", *(
             geomean_text(report, env) for env in results.environments)])
+    differing = parameter_notes(report)
+    if differing:
+        table.note += " " + differing
     return table
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from guestbench.report import published, published_io, versions
+from guestbench.report import published, published_bonnie, published_io, versions
 from guestbench.report.model import (Footnotes, Report, Table, boot_table, clock_table,
                                      host_table, measured_table, ratio_table, summary_table)
 
@@ -44,7 +44,8 @@ def _every_table(report: Report) -> list[Table]:
     out: list[Table] = [measured_table(report, footnotes)]
     out += _present(ratio_table(report, footnotes))
     for build in (published.basic_table, published.stream_tables, published.percent_table,
-                  published.scaling_tables, versions.version_tables, published_io.tables):
+                  published.scaling_tables, versions.version_tables, published_io.tables,
+                  published_bonnie.tables):
         out += _present(build(report, footnotes))
     out += _present(boot_table(report))
     out.append(published.statistics_table(report, footnotes))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from .test_cli import guestbench
+from .campaigns import run_plan
 
 pytestmark = pytest.mark.integration
 
@@ -44,18 +43,9 @@ KNOWN_TOOL_FAILURES = {("runsc", "dbench")}
 
 
 def test_disk_workloads_in_every_environment(tmp_path, monkeypatch):
-    # a scratch base of this test's own: other guestbench runs on the host make theirs too
-    base = tmp_path / "scratch-base"
-    base.mkdir()
-    monkeypatch.setenv("GUESTBENCH_SCRATCH", str(base))
     environments = "\n".join(f'[[environment]]\npreset = "{name}"\n' for name in PRESETS)
-    (tmp_path / "plan.toml").write_text(PLAN.format(environments=environments))
-    run = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=900)
-    assert run.returncode == 0, run.stderr
-    document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
-    available = {env["name"] for env in document["environments"] if env["available"]}
-    if "native" not in available:
-        pytest.skip("native unavailable?")
+    document, available, base = run_plan(tmp_path, monkeypatch,
+                                         PLAN.format(environments=environments))
     runs = {(r["environment"], r["workload"]): r for r in document["runs"]}
     checked = []
     for (environment, workload), entry in runs.items():

@@ -1,0 +1,143 @@
+"""bonnie++'s tables as the KVM-against-Xen comparisons published them.
+
+Sequential output (per chr, block, rewrite), sequential input (per chr, block), random
+seeks, sequential create and random create (create, read, delete): each figure with its
+%CPU, one row per environment; then each I/O figure as a % of the baseline's. A figure
+bonnie++ could not time shows as +++++ (and its %CPU as +++), as bonnie++ prints it.
+"""
+
+from __future__ import annotations
+
+from guestbench.analysis.summary import Cell
+from guestbench.report.model import (
+    Footnotes, Report, Table, decorate, empty_text, format_value, problem_text, too_fast_text)
+from guestbench.report.published_io import value_text
+from guestbench.workloads.bonnie import FIGURES
+
+TITLE = {metric: title for metric, _unit, title in FIGURES}
+UNIT = {metric: unit for metric, unit, _title in FIGURES}
+SHORT_UNIT = {"KiB/s": "KB/s", "seeks/s": "/s", "files/s": "/s"}  # as bonnie++ heads them
+# (table name, title, metrics)
+SECTIONS = (
+    ("output", "Sequential Output", ("out_char", "out_block", "rewrite")),
+    ("input", "Sequential Input", ("in_char", "in_block")),
+    ("seeks", "Random Seeks", ("seeks",)),
+    ("seq-create", "Sequential Create", ("seq_create", "seq_read", "seq_delete")),
+    ("rand-create", "Random Create", ("rand_create", "rand_read", "rand_delete")),
+)
+PER_CHAR = ("out_char", "in_char")
+PERCENT_METRICS = ("out_char", "out_block", "rewrite", "in_char", "in_block", "seeks")
+PERCENT_TITLES = ("out per chr", "out block", "rewrite", "in per chr", "in block", "seeks")
+
+
+def tables(report: Report, footnotes: Footnotes) -> list[Table]:
+    labels = list(dict.fromkeys(run["label"] for run in report.runs
+                                if run["workload"] == "bonnie"))
+    out = []
+    for label in labels:
+        sizes = _sizes(report, label)
+        for name, title, metrics in SECTIONS:
+            table = _section(report, footnotes, label, f"bonnie++ {title} ({sizes}): {label}",
+                             metrics, f"bonnie-{name}" + ("" if len(labels) == 1 else f"-{label}"))
+            if table is not None:
+                out.append(table)
+        percent = _percent(report, footnotes, label, len(labels) == 1)
+        if percent is not None:
+            out.append(percent)
+    return out
+
+
+def _sizes(report: Report, label: str) -> str:
+    params = next((run.get("params") or {} for run in report.runs if run["label"] == label), {})
+    files = params.get("files")
+    return f"file {params.get('size_mib', '?')} MiB, {files}k small files" if files \
+        else f"file {params.get('size_mib', '?')} MiB"
+
+
+def _section(report: Report, footnotes: Footnotes, label: str, title: str,
+             metrics: tuple[str, ...], name: str) -> Table | None:
+    header = ["environment"]
+    for metric in metrics:
+        header += [f"{TITLE[metric]} {SHORT_UNIT[UNIT[metric]]}", "%CPU"]
+    table = Table(title, header, [], label_columns=1, name=name,
+                  note="Medians of the runs (± half the 95% interval of the median); KB = "
+                       "1024 bytes, as bonnie++ counts. +++++: bonnie++ finished the phase "
+                       "too fast to time it (its %CPU: +++); give a larger size_mib or files. "
+                       "-: not measured (per chr with per_char = false).")
+    shown = False
+    for env in report.results.environments:
+        cells = []
+        for metric in metrics:
+            figure = _cell(report, label, metric, env)
+            cpu = _cell(report, label, f"{metric}_cpu", env)
+            fast = _too_fast_runs(report, label, env, metric)
+            shown |= bool(figure is not None and figure.values) or fast > 0
+            if metric in PER_CHAR and not _params(report, label, env).get("per_char", True):
+                cells += ["-", "-"]  # skipped (-f); the note says so
+                continue
+            cells += [_figure_text(figure, fast, footnotes),
+                      "+++" if fast and (cpu is None or not cpu.values)
+                      else format_value(cpu.median) if cpu is not None and cpu.values else "-"]
+        if any(run["label"] == label and run["environment"] == env for run in report.runs):
+            table.add([env, *cells], [(env, label)] * len(cells))
+    return table if shown else None
+
+
+def _params(report: Report, label: str, env: str) -> dict:
+    return next((run.get("params") or {} for run in report.runs
+                 if run["label"] == label and run["environment"] == env), {})
+
+
+def _figure_text(cell: Cell | None, too_fast_runs: int, footnotes: Footnotes) -> str:
+    if cell is not None and cell.values:
+        if cell.too_fast:
+            return decorate(too_fast_text(cell), cell, footnotes)
+        return value_text(cell, footnotes)
+    if too_fast_runs:
+        return "+++++"
+    if cell is not None and cell.problems:
+        return problem_text(cell, footnotes)
+    return empty_text(cell) if cell is not None else "-"
+
+
+def _cell(report: Report, label: str, metric: str, env: str) -> Cell | None:
+    return report.results.cells.get((label, metric), {}).get(env)
+
+
+def _too_fast_runs(report: Report, label: str, env: str, metric: str) -> int:
+    """Runs that said this figure was too fast to time (a cell need not exist for it)."""
+    flag = f"too-fast:{metric}"
+    return sum(1 for run in report.runs if run["label"] == label and run["environment"] == env
+               and run["status"] == "ok" and flag in (run.get("flags") or []))
+
+
+def _percent(report: Report, footnotes: Footnotes, label: str, only: bool) -> Table | None:
+    baseline = report.baseline
+    if not baseline:
+        return None
+    bases = {metric: _cell(report, label, metric, baseline) for metric in PERCENT_METRICS}
+    if not any(cell is not None and cell.values for cell in bases.values()):
+        return None
+    table = Table(f"bonnie++ comparison to {baseline} (normalised against {baseline}'s "
+                  f"performance): {label}", ["environment", *PERCENT_TITLES], [],
+                  label_columns=1, name="bonnie-percent" + ("" if only else f"-{label}"),
+                  note=f"{baseline} = 100; higher is better (each environment's median over "
+                       f"{baseline}'s). +++++: too fast to time on either side.")
+    for env in report.results.environments:
+        if not any(run["label"] == label and run["environment"] == env for run in report.runs):
+            continue
+        row = []
+        for metric in PERCENT_METRICS:
+            cell, base = _cell(report, label, metric, env), bases[metric]
+            fast = _too_fast_runs(report, label, env, metric) or \
+                _too_fast_runs(report, label, baseline, metric)
+            if fast or (cell is not None and cell.too_fast) or (base is not None and base.too_fast):
+                row.append("+++++")
+            elif cell is None or base is None or not cell.values or not base.values \
+                    or not base.median:
+                row.append(problem_text(cell, footnotes) if cell is not None and cell.problems
+                           else "-")
+            else:
+                row.append(f"{cell.median / base.median * 100:.3g}")
+        table.add([env, *row], [(env, label)] * len(row))
+    return table

@@ -1,0 +1,84 @@
+"""One measurement whose parameters belong to the environment: two [[workload]] tables of one
+workload share a label when their `environments` share no environment, so that their rows
+align (seed 001: uploads into UML over its serial line against a QEMU guest over
+virtio-serial), and every table says what differed."""
+
+from __future__ import annotations
+
+import pytest
+
+from guestbench.plan import PlanError, load
+from guestbench.report import model, views
+from tests.unit.test_published import THREE, Campaign, row
+
+ENVIRONMENTS = """
+[[environment]]
+name = "native"
+kind = "native"
+[[environment]]
+name = "uml"
+kind = "native"
+[[environment]]
+name = "tcg"
+kind = "native"
+"""
+
+
+def upload_tables(first: str, second: str, second_name: str = "upload") -> str:
+    return ENVIRONMENTS + f"""
+[[workload]]
+name = "upload"
+channel = "serial"
+environments = {first}
+
+[[workload]]
+name = "{second_name}"
+environments = {second}
+"""
+
+
+def test_disjoint_environments_share_one_label(write_plan, host) -> None:
+    plan = load(write_plan(upload_tables('["uml"]', '["tcg", "native"]')), host)
+    labels = [(case.label, case.environments) for case in plan.workloads]
+    assert labels == [("upload", ("uml",)), ("upload", ("tcg", "native"))]
+    channels = {case.environments: case.params.channel for case in plan.workloads}
+    assert channels[("uml",)] == "serial"
+
+
+def test_overlapping_environments_are_refused_naming_one(write_plan, host) -> None:
+    with pytest.raises(PlanError, match=r"workload\[1\]\.name: 'upload' appears twice \(both "
+                                        r"run in uml\).*environments = \[\.\.\.\] that share none"):
+        load(write_plan(upload_tables('["uml", "tcg"]', '["u*"]')), host)
+
+
+def test_a_table_without_environments_cannot_share_its_label(write_plan, host) -> None:
+    text = upload_tables('["uml"]', '["tcg"]').replace('environments = ["tcg"]\n', "")
+    with pytest.raises(PlanError, match=r"workload\[1\]\.name: 'upload' appears twice \(fix"):
+        load(write_plan(text), host)
+
+
+def test_two_workloads_cannot_share_a_label(write_plan, host) -> None:
+    text = upload_tables('["uml"]', '["tcg"]', second_name="getpid").replace(
+        'name = "getpid"', 'name = "getpid"\nlabel = "upload"')
+    with pytest.raises(PlanError, match=r"'upload' appears twice"):
+        load(write_plan(text), host)
+
+
+def test_the_rows_align_and_the_tables_say_what_differed(store) -> None:
+    campaign = Campaign(store, {"native": {}, "uml": {"kind": "uml"}, "tcg": {"kind": "qemu"}},
+                        baseline="tcg")
+    for jitter in THREE:
+        for env, channel, mbps in (("uml", "serial", 3.4), ("tcg", "virtio-serial", 31.0)):
+            campaign.run(env, "upload", [("bandwidth", "MB/s", mbps * jitter),
+                                         ("bytes", "bytes", 5e8)], label="upload",
+                         params={"channel": channel, "size_mib": 476})
+    report = model.load(store, str(campaign.id))
+    tables = {table.name: table for table in views.tables(report, "published")}
+    ratio = row(tables["ratios"], "upload")
+    assert ratio[1].startswith("bandwidth")
+    assert ratio[3].startswith("0.11")  # uml over serial at a ninth of tcg over virtio-serial
+    note = ("upload: channel serial in uml; virtio-serial in tcg.")
+    assert note in tables["ratios"].note and note in tables["measured"].note
+    assert "size_mib" not in tables["measured"].note  # the same everywhere: not said
+    summary = views.tables(report, "summary")[0]
+    assert note in summary.note
