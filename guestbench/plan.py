@@ -455,13 +455,13 @@ def _sweep(table: dict[str, Any], model: type[BaseModel], source: str,
     combinations = []
     for values in itertools.product(*swept.values()):
         chosen = dict(zip(swept, values))
-        suffix = "-".join(f"{key}{_plain(value)}" for key, value in chosen.items())
+        suffix = "-".join(f"{key}{plain_value(value)}" for key, value in chosen.items())
         name = f"{table['name']}-{suffix}" if "name" in table else None
         combinations.append({**table, **chosen, **({"name": name} if name else {})})
     return combinations
 
 
-def _plain(value: Any) -> str:
+def plain_value(value: Any) -> str:
     """A swept value as part of a name; a path by its file name (a kernel, a VMM binary)."""
     if isinstance(value, str) and "/" in value.rstrip("/"):
         value = value.rstrip("/").rsplit("/", 1)[1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from guestbench.report import published, published_bonnie, published_io, versions
+from guestbench.report import columns, published, published_bonnie, published_io, versions
 from guestbench.report.model import (Footnotes, Report, Table, boot_table, clock_table,
                                      host_table, measured_table, ratio_table, summary_table)
 
@@ -27,7 +27,13 @@ def tables(report: Report, view: View) -> list[Table]:
     build = VIEWS.get(view)
     if build is None:
         raise ValueError(f"no table view {view!r} (one of {', '.join(VIEWS)})")
-    return build(report)
+    made = build(report)
+    headers = columns.short_names(report.environments)
+    columns.shorten(made, headers)
+    key = columns.legend(report.environments, headers)
+    if key is not None:  # after the first table, whose headers it explains
+        made.insert(1, key)
+    return made
 
 
 def _summary(report: Report) -> list[Table]:

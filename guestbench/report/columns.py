@@ -1,0 +1,128 @@
+"""Short column headers for environments whose names a sweep made long.
+
+A plan that sweeps `machine`, `vcpus` and `placement` names its environments
+`tcg-machinemicrovm-vcpus1-placementdisjoint`: fourteen such columns made lines of 500
+characters. Each name longer than MAX_HEADER becomes its base name and the swept values
+in words ("tcg microvm 1 vCPU disjoint"), shortened further when needed ("(d)" for
+disjoint, as seed 002 heads its columns); a legend table gives every short header's
+environment and spec. Applied to finished tables in one pass (shorten), so that no table
+builder needs to know.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guestbench.plan import plain_value
+from guestbench.report.model import Table
+
+MAX_HEADER = 24
+PLACEMENT_MARKS = {"same": "(s)", "disjoint": "(d)", "free": "(f)"}
+
+
+def short_names(environments: list[dict[str, Any]]) -> dict[str, str]:
+    """{environment name: its column header}; names of at most MAX_HEADER characters stay."""
+    names = [env["name"] for env in environments]
+    if all(len(name) <= MAX_HEADER for name in names):
+        return {name: name for name in names}
+    varying = _varying_keys([env.get("spec") or {} for env in environments])
+    out: dict[str, str] = {}
+    for env in environments:
+        name, spec = env["name"], env.get("spec") or {}
+        out[name] = name if len(name) <= MAX_HEADER else _short(name, spec, varying)
+    taken: dict[str, int] = {}
+    for name, header in out.items():  # two that came out alike: numbered
+        taken[header] = taken.get(header, 0) + 1
+    seen: dict[str, int] = {}
+    for name, header in list(out.items()):
+        if taken[header] > 1:
+            seen[header] = seen.get(header, 0) + 1
+            suffix = f" #{seen[header]}"
+            out[name] = header[:MAX_HEADER - len(suffix)] + suffix
+    return out
+
+
+def _varying_keys(specs: list[dict[str, Any]]) -> list[str]:
+    keys = dict.fromkeys(key for spec in specs for key in spec if key != "name")
+    return [key for key in keys if len({repr(spec.get(key)) for spec in specs}) > 1]
+
+
+def _short(name: str, spec: dict[str, Any], varying: list[str]) -> str:
+    base, words, marks = name, [], []
+    for key in varying:
+        if key not in spec:
+            continue
+        piece = f"-{key}{plain_value(spec[key])}"
+        if piece not in base:
+            continue
+        base = base.replace(piece, "", 1)
+        word, mark = _word(key, spec[key])
+        words.append(word)
+        marks.append(mark)
+    # the values in words, then the last ones as marks, one more at a time
+    for shortened in range(len(words) + 1):
+        kept = len(words) - shortened
+        candidate = " ".join([base, *words[:kept], *marks[kept:]])
+        if len(candidate) <= MAX_HEADER:
+            return candidate
+    tail = " ".join(marks)
+    room = MAX_HEADER - len(tail) - 2
+    return f"{base[:max(room, 1)]}… {tail}"[:MAX_HEADER] if tail else name[:MAX_HEADER - 1] + "…"
+
+
+def _word(key: str, value: Any) -> tuple[str, str]:
+    """(the value in words, a shorter mark) for one swept key."""
+    if key == "vcpus":
+        return f"{value} vCPU", f"{value}v"
+    if key == "placement":
+        return str(value), PLACEMENT_MARKS.get(str(value), str(value))
+    if key == "memory_mib":
+        return f"{value} MiB", f"{value}M"
+    plain = plain_value(value)
+    return (plain, plain[:8]) if key in ("machine", "kernel", "accel", "cache") else \
+        (f"{key}={plain}", f"{key[:3]}={plain[:6]}")
+
+
+def legend(report_environments: list[dict[str, Any]], headers: dict[str, str]) -> Table | None:
+    """Which environment each shortened header stands for, with the spec's swept values."""
+    renamed = [env for env in report_environments if headers[env["name"]] != env["name"]]
+    if not renamed:
+        return None
+    varying = _varying_keys([env.get("spec") or {} for env in report_environments])
+    table = Table("Columns: short headers and the environments they stand for",
+                  ["column", "environment", "kind", "swept values"], [], label_columns=1,
+                  name="columns",
+                  note="Environment names longer than 24 characters are shortened in "
+                       "headers; (s): the VMM and the first vCPU share a host CPU, (d): each "
+                       "on its own, (f): free.")
+    for env in renamed:
+        spec = env.get("spec") or {}
+        swept = ", ".join(f"{key}={plain_value(spec[key])}" for key in varying
+                          if key in spec and f"-{key}{plain_value(spec[key])}" in env["name"])
+        table.add([headers[env["name"]], env["name"], str(env.get("kind", "")), swept or "-"])
+    return table
+
+
+def shorten(tables: list[Table], headers: dict[str, str]) -> None:
+    """Every header and row name that is an environment's name (or starts with it, as in
+    "name n=5") becomes its short header; sources keep the full names."""
+    longest_first = sorted(((name, short) for name, short in headers.items() if name != short),
+                           key=lambda item: -len(item[0]))
+    if not longest_first:
+        return
+    for table in tables:
+        if table.name == "columns":
+            continue
+        table.header = [_renamed(cell, longest_first) for cell in table.header]
+        for row in table.rows:
+            for index in range(min(table.label_columns, len(row))):
+                row[index] = _renamed(row[index], longest_first)
+
+
+def _renamed(text: str, longest_first: list[tuple[str, str]]) -> str:
+    for name, short in longest_first:
+        if text == name:
+            return short
+        if text.startswith(name + " "):
+            return short + text[len(name):]
+    return text

@@ -1,0 +1,57 @@
+"""Short column headers: environments a sweep named at length get headers of at most 24
+characters and a legend; short names stay as they are."""
+
+from __future__ import annotations
+
+from guestbench.report import columns, model, views
+from tests.unit.test_published import THREE, Campaign
+
+SWEPT = {f"tcg-machine{machine}-vcpus{vcpus}-placement{placement}": {
+    "kind": "qemu", "machine": machine, "vcpus": vcpus, "placement": placement}
+    for machine in ("microvm", "pc") for vcpus in (1, 2) for placement in ("same", "disjoint")}
+
+
+def environments(named: dict[str, dict]) -> list[dict]:
+    return [{"name": name, "kind": spec.get("kind", "native"), "spec": {"name": name, **spec}}
+            for name, spec in named.items()]
+
+
+def test_swept_names_become_headers_of_at_most_24_characters() -> None:
+    headers = columns.short_names(environments({"native": {}, **SWEPT}))
+    assert headers["native"] == "native"
+    assert headers["tcg-machinepc-vcpus2-placementsame"] == "tcg pc 2 vCPU same"
+    assert headers["tcg-machinemicrovm-vcpus1-placementdisjoint"] == "tcg microvm 1 vCPU (d)"
+    assert all(len(header) <= columns.MAX_HEADER for header in headers.values())
+    assert len(set(headers.values())) == len(headers)
+
+
+def test_names_that_fit_are_kept() -> None:
+    named = {"tcg-vcpus1": {"vcpus": 1}, "tcg-vcpus2": {"vcpus": 2}}
+    assert columns.short_names(environments(named)) == {name: name for name in named}
+
+
+def test_headers_that_come_out_alike_are_numbered() -> None:
+    named = {f"a-very-long-environment-name-number-{index}": {"kind": "native"}
+             for index in range(2)}
+    headers = columns.short_names(environments(named))
+    assert len(set(headers.values())) == 2
+    assert all(len(header) <= columns.MAX_HEADER for header in headers.values())
+
+
+def test_every_table_uses_the_short_headers_and_a_legend_explains_them(store) -> None:
+    campaign = Campaign(store, {"native": {"kind": "native"}, **SWEPT}, baseline="native")
+    for jitter in THREE:
+        for name in ["native", *SWEPT]:
+            campaign.run(name, "getpid", [("time_per_op", "ns", 100 * jitter)])
+    report = model.load(store, str(campaign.id))
+    for view in ("summary", "published"):
+        tables = views.tables(report, view)
+        widest = max(len(cell) for table in tables for cell in table.header)
+        assert widest <= 40, view  # "workload", "tcg microvm 1 vCPU (d) n=3"
+        assert not [cell for table in tables for cell in table.header if "placement" in cell]
+        legend = next(table for table in tables if table.name == "columns")
+        assert ["tcg pc 2 vCPU same", "tcg-machinepc-vcpus2-placementsame", "qemu",
+                "machine=pc, vcpus=2, placement=same"] in legend.rows
+    percent = next(table for table in views.tables(report, "published") if table.name == "percent")
+    assert [row[0] for row in percent.rows][:2] == ["native", "tcg microvm 1 vCPU same"]
+    assert percent.sources[1][0] == ("tcg-machinemicrovm-vcpus1-placementsame", "getpid")
