@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import itertools
+import os
 import re
 import tomllib
 import typing
@@ -113,6 +114,8 @@ class WorkloadCase:
     environments: tuple[str, ...] | None = None
     # the [[workload]] table it came from (for errors); -1 when not from a plan file
     table: int = dataclasses.field(default=-1, compare=False, repr=False)
+    # parameters written "@vcpus": set per environment (_follow), then the case is split
+    follows: tuple[str, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
     def runs_in(self, environment: str) -> bool:
         return self.environments is None or any(
@@ -261,6 +264,7 @@ def _build(raw: dict[str, Any], source: str, host: Host, overrides: Overrides) -
     cases = _select(cases, overrides.workloads, source, "--workload", lambda c: c.name)
     if not overrides.environments:
         _check_environment_patterns(cases, specs, source)
+    cases = _follow(cases, specs, host, source)
     _check_shared_labels(cases, specs, source)
     campaign = _apply(top.campaign, overrides, specs, source)
     cases = [dataclasses.replace(case, repeat=_resolved_repeat(case, campaign, overrides, source))
@@ -345,20 +349,65 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
         repeat = _workload_repeat(table, source, where)
         only = _workload_environments(table, source, where)
         base_label = _workload_label(table, name, source, where)
+        follows = _following(table, workload.params_model, source, where)
         swept = [key for key, value in table.items() if _is_sweep(value, workload.params_model, key)]
         for combination in _sweep(table, workload.params_model, source, where):
+            # checked now with the host's CPUs; each environment's own count later (_follow)
+            given = {**combination, **{key: host_cpus(host) for key in follows}}
             try:
-                params = workload.resolve(combination, host)
+                params = workload.resolve(given, host)
             except ValidationError as error:
                 raise PlanError(_explain(source, error, prefix=where,
                                          model=workload.params_model)) from None
             label = base_label + "".join(f"[{key}={combination[key]}]" for key in swept)
-            case = WorkloadCase(name, params, label, repeat, only, table=index)
+            case = WorkloadCase(name, params, label, repeat, only, table=index, follows=follows)
             if repeat == AUTO and case.workload.primary_metric is None:
                 raise PlanError(f"{source}: {where}.repeat: \"auto\" judges a workload's "
                                 f"primary metric and {name} has none (fix: give a whole number)")
             cases.append(case)
     return cases
+
+
+FOLLOW_VCPUS = "@vcpus"
+
+
+def host_cpus(host: Host) -> int:
+    return int(host.facts.get("logical_cpus") or os.cpu_count() or 1)
+
+
+def _following(table: dict[str, Any], model: type[BaseModel], source: str,
+               where: str) -> tuple[str, ...]:
+    """Takes out the parameters written "@vcpus": each environment's CPU count (make -jN
+    following the vCPUs). Only whole-number parameters may follow it."""
+    keys = tuple(key for key, value in table.items() if value == FOLLOW_VCPUS)
+    for key in keys:
+        field = model.model_fields.get(key)
+        if field is None or field.annotation is not int:
+            raise PlanError(f"{source}: {where}.{key}: \"{FOLLOW_VCPUS}\" gives a whole number "
+                            "(each environment's CPUs) and this parameter takes none (fix: give "
+                            "a value, or use it for a count such as build's jobs)")
+        del table[key]
+    return keys
+
+
+def _follow(cases: list[WorkloadCase], specs: list[EnvironmentSpec], host: Host,
+            source: str) -> list[WorkloadCase]:
+    """A case with parameters that follow the environment becomes one case per value, each
+    for the environments with that many CPUs, under the one label (rows align)."""
+    out = []
+    for case in cases:
+        if not case.follows:
+            out.append(case)
+            continue
+        groups: dict[int, list[str]] = {}
+        for spec in specs:
+            if case.runs_in(spec.name):
+                groups.setdefault(spec.cpu_count(host_cpus(host)), []).append(spec.name)
+        for cpus, names in groups.items():
+            params = case.params.model_copy(update={key: cpus for key in case.follows})
+            params = type(params).model_validate(params.model_dump())  # checked again
+            out.append(dataclasses.replace(case, params=params, environments=tuple(names)))
+    return out
 
 
 def _check_shared_labels(cases: list[WorkloadCase], specs: list[EnvironmentSpec],

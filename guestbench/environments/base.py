@@ -70,6 +70,12 @@ class EnvironmentSpec(BaseModel):
     name: str = Field(pattern=IDENTIFIER, description="column name in reports; a plain identifier")
     kind: str = Field(description="environment kind, e.g. native, namespace, oci, qemu-user")
 
+    def cpu_count(self, host_cpus: int) -> int:
+        """The CPUs a workload inside sees: the spec's vCPUs where it has them, else the
+        host's (a kind whose guests see fewer says so in its own spec)."""
+        vcpus = getattr(self, "vcpus", None)
+        return vcpus if isinstance(vcpus, int) else host_cpus
+
     def options(self) -> dict[str, Any]:
         """The kind-specific options, for display."""
         return self.model_dump(exclude={"name", "kind"})

@@ -54,6 +54,16 @@ class OciSpec(EnvironmentSpec):
                 {"value": value, "fix": 'give CPU numbers and ranges such as "1", "0-1" or "0,2"'})
         return value
 
+    def cpu_count(self, host_cpus: int) -> int:
+        """The cpuset's CPUs (a quota limits time, not the CPUs a program sees)."""
+        if self.cpus is None:
+            return host_cpus
+        count = 0
+        for part in self.cpus.split(","):
+            first, _, last = part.partition("-")
+            count += int(last or first) - int(first) + 1
+        return count
+
     @model_validator(mode="after")
     def _gvisor_options_need_runsc(self) -> "OciSpec":
         for option in ("platform", "network"):

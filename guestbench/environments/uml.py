@@ -49,6 +49,9 @@ class UmlSpec(FullSystemSpec):
                           description="size of the scratch disk, MiB (grown to fit a "
                                       "workload's files)")
 
+    def cpu_count(self, host_cpus: int) -> int:
+        return 1  # UML runs its guest on one host thread
+
 
 class Uml(FullSystem):
     kind: ClassVar[str] = "uml"

@@ -9,6 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 from guestbench.analysis.summary import VERDICT, Cell
+from guestbench.report import titles
 from guestbench.report.model import (
     Footnotes, Report, Table, decorate, empty_text, format_interval, format_percent, format_value,
     geomean_text, interval_note, performance_primary, problem_text)
@@ -70,7 +71,7 @@ def stream_tables(report: Report, footnotes: Footnotes) -> list[Table]:
     """Per STREAM workload: each kernel's bandwidth and avg/min/max time per environment."""
     out = []
     for label in _labels(report, "stream"):
-        table = Table(f"STREAM {label}: bandwidth and time per kernel",
+        table = Table(f"{titles.label_title(report, label)}: bandwidth and time per kernel",
                       ["kernel", "environment", "bandwidth MB/s", "avg time s", "min time s",
                        "max time s"], [], name=f"stream-{label}",
                       note="Bandwidth is the median over runs of each run's best-rate figure; "

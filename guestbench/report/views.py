@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from guestbench.report import columns, published, published_bonnie, published_io, versions
+from guestbench.report import (columns, published, published_bonnie, published_io, titles,
+                               versions)
 from guestbench.report.model import (Footnotes, Report, Table, boot_table, clock_table,
                                      host_table, measured_table, ratio_table, summary_table)
 
@@ -28,6 +29,7 @@ def tables(report: Report, view: View) -> list[Table]:
     if build is None:
         raise ValueError(f"no table view {view!r} (one of {', '.join(VIEWS)})")
     made = build(report)
+    titles.apply(made, report)
     headers = columns.short_names(report.environments)
     columns.shorten(made, headers)
     key = columns.legend(report.environments, headers)

@@ -15,6 +15,16 @@ from guestbench.host import Host
 Sample = tuple[str, str, float]  # metric, unit, value
 
 
+# How tables name the metrics that many workloads share (a workload names its own in
+# Workload.metric_titles); a metric not named anywhere is shown as it is stored.
+METRIC_TITLES = {
+    "time_per_op": "time per op", "tsc_per_op": "TSC per op", "elapsed": "elapsed",
+    "cpu_percent": "CPU %", "context_switches": "context switches", "sleeps": "sleeps",
+    "max_rss": "max RSS", "bandwidth": "bandwidth", "lat_p50": "latency p50",
+    "lat_p99": "latency p99", "cpu_usr": "CPU user %", "cpu_sys": "CPU system %",
+    "max_latency": "max latency", "boot_powered_off": "boot to power-off",
+}
+
 # A run flag scoped to one metric is written "flag:metric" (too-fast:create).
 TOO_FAST = "too-fast"
 
@@ -90,10 +100,23 @@ class Workload:
     # False for a workload that reads a guest's own output (no agent runs: image = "none")
     uses_agent: bool = field(default=True, kw_only=True)
 
+    # the name tables show for it ("malloc 1 MiB"); "" shows the name
+    title: str = field(default="", kw_only=True)
+    # tables' names for its own metrics ({"out_char": "output per chr"}); METRIC_TITLES
+    # has those that many workloads share
+    metric_titles: dict[str, str] = field(default_factory=dict, kw_only=True)
+
     # programs the environment must provide (full-system images include them)
     tools: tuple[str, ...] = field(default=(), kw_only=True)
     # the programs of a workload whose parameters name them (exec's argv); None: `tools`
     tools_of: Callable[[Params], tuple[str, ...]] | None = field(default=None, kw_only=True)
+
+    @property
+    def display(self) -> str:
+        return self.title or self.name
+
+    def metric_title(self, metric: str) -> str:
+        return self.metric_titles.get(metric) or METRIC_TITLES.get(metric) or metric
 
     @property
     def agent_workload(self) -> str:

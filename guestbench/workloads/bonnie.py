@@ -128,6 +128,16 @@ def _tail(text: str, limit: int = 200) -> str:
     return " | ".join(lines[-3:])[-limit:] or "(no output)"
 
 
+def _titles() -> dict[str, str]:
+    words = {"out": "output", "in": "input", "seq": "seq.", "rand": "random"}
+    out = {}
+    for metric, _unit, title in FIGURES:
+        side = metric.split("_")[0]
+        name = f"{words[side]} {title}" if side in words else title
+        out |= {metric: name, f"{metric}_cpu": f"{name} %CPU", f"{metric}_latency": f"{name} latency"}
+    return out
+
+
 def _needs(params: BonnieParams, inputs: Any) -> JobNeeds:
     # the big file, and room for the small files' directory
     return JobNeeds(scratch=True, scratch_mib=params.size_mib + 16)
@@ -138,5 +148,6 @@ WORKLOADS = [
              "block, rewrite, seeks, file create/read/delete; each with %CPU", BonnieParams,
              lambda params: ["exec", *bonnie_command(params)],
              frozenset({Capability.FILESYSTEM}), quick=False, primary_metric="out_block",
-             agent_name="exec", job_needs=_needs, derive=derive, tools=("bonnie++",)),
+             agent_name="exec", job_needs=_needs, derive=derive, tools=("bonnie++",),
+             title="bonnie++", metric_titles=_titles()),
 ]

@@ -210,7 +210,7 @@ WORKLOADS = [
              "storage would keep (1 = every acknowledged record)", DurabilityParams,
              lambda params: ["--count", str(params.records), AGENT_WORKLOAD],
              frozenset({Capability.BLOCK_DEVICE, Capability.TRACED_DISK}), quick=False,
-             primary_metric="honoured",
+             primary_metric="honoured", title="fsync honoured",
              agent_name=AGENT_WORKLOAD,
              job_needs=lambda params, inputs: JobNeeds(traced_disk=True),
              derive=derive_fsync_honoured),

@@ -49,9 +49,11 @@ def _first_write_args(params: FirstWriteParams) -> list[str]:
     return [*_timing_args(params), "--pages", str(params.pages_per_chunk)]
 
 
-def _timing(name: str, summary: str, *needs: Capability, quick: bool = True) -> Workload:
+def _timing(name: str, summary: str, *needs: Capability, quick: bool = True,
+            title: str = "") -> Workload:
     return Workload(name, "micro", summary, TimingParams, _timing_args,
-                    frozenset({Capability.TSC, *needs}), quick=quick, primary_metric=TIME_PER_OP)
+                    frozenset({Capability.TSC, *needs}), quick=quick, primary_metric=TIME_PER_OP,
+                    title=title)
 
 
 WORKLOADS = [
@@ -59,14 +61,15 @@ WORKLOADS = [
     _timing("getppid", "raw getppid system call (what perf bench syscall basic times)"),
     _timing("sched_yield", "sched_yield system call"),
     _timing("clock_gettime", "clock_gettime(CLOCK_MONOTONIC) through the vDSO"),
-    _timing("malloc_1mib", "malloc 1 MiB, touch every page, free"),
+    _timing("malloc_1mib", "malloc 1 MiB, touch every page, free", title="malloc 1 MiB"),
     Workload("first_write", "micro", "first write to a fresh anonymous page",
              FirstWriteParams, _first_write_args, frozenset({Capability.TSC}),
-             primary_metric=TIME_PER_OP),
+             primary_metric=TIME_PER_OP, title="first write access"),
     Workload("pipe_switch", "micro", "switch between two processes over pipes",
              PipeSwitchParams, _pipe_switch_args,
-             frozenset({Capability.TSC, Capability.PROCESSES}), primary_metric=TIME_PER_OP),
-    _timing("fork_exit", "fork, _exit, waitpid", Capability.PROCESSES),
+             frozenset({Capability.TSC, Capability.PROCESSES}), primary_metric=TIME_PER_OP,
+             title="pipe switch"),
+    _timing("fork_exit", "fork, _exit, waitpid", Capability.PROCESSES, title="fork + exit"),
     # What a VM exit costs, as kvm-unit-tests' vmexit test and HyperBench time it. Not in
     # the default campaign (VM_EXITS below): only a hardware-virtualised guest exits; in a
     # process, a container or a translator they time an instruction or a helper call
@@ -79,7 +82,7 @@ WORKLOADS = [
     # would add unsupported cells everywhere else, and the test that runs the whole quick
     # suite natively with the agent would read a host I/O port as root.
     _timing("port_read", "inb from unused I/O port 0xed (an exit to the device model)",
-            Capability.PORT_IO, quick=False),
+            Capability.PORT_IO, quick=False, title="port read"),
     Workload("hang", "test", "sleeps (for testing timeouts); never in a default suite",
              HangParams, lambda params: ["--seconds", repr(params.seconds)], quick=False,
              produces_samples=False, primary_metric=None),

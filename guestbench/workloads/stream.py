@@ -43,9 +43,15 @@ def _needs(params: StreamParams, inputs) -> JobNeeds:
 
 
 def _stream(name: str, summary: str, quick: bool, primary_metric: str) -> Workload:
+    kernel = name.partition("_")[2]
+    titles = {f"{k}_{figure}": f"{k} {words}" for k in ("copy", "scale", "add", "triad")
+              for figure, words in (("bandwidth", "bandwidth"), ("time_avg", "avg time"),
+                                    ("time_min", "min time"), ("time_max", "max time"))}
     return Workload(name, "stream", summary, StreamParams, _args, quick=quick,
                     host_defaults=default_array_mib, primary_metric=primary_metric,
-                    job_needs=_needs)
+                    job_needs=_needs, title=f"STREAM {kernel}".strip(),
+                    metric_titles={**titles, "time_avg": "avg time", "time_min": "min time",
+                                   "time_max": "max time", "array_mib": "array MiB"})
 
 
 # A single kernel reports `bandwidth`; all four in turn report `<kernel>_bandwidth`,

@@ -49,6 +49,7 @@ environments = ["native", "runc", "qemu-user", "uml"]
 name = "build"
 units = 2
 cache = "cold"
+jobs = "@vcpus"
 environments = ["tcg-*"]
 """
 
@@ -72,6 +73,8 @@ def test_build_everywhere_it_can_run(tmp_path):
         assert samples["elapsed"] > 0 and samples["user"] > 0 and samples["cpu_percent"] > 0
         assert {"sys", "context_switches", "sleeps"} <= set(samples)
         ok.append((environment, entry["label"]))
+        if environment.startswith("tcg-vcpus"):  # make -jN followed the guest's vCPUs
+            assert entry["params"]["jobs"] == int(environment[len("tcg-vcpus"):]), entry["params"]
     print(f"\nok builds: {sorted(ok)}")
     markdown = guestbench("report", "--format", "markdown", cwd=tmp_path).stdout
     assert "Build (make -jN of the generated C tree)" in markdown

@@ -120,8 +120,8 @@ def test_verdicts_have_their_own_tables(mixed: Campaign) -> None:
 def test_the_summary_says_a_verdict_and_divides_no_context(mixed: Campaign) -> None:
     report = model.load(mixed.store, str(mixed.id))
     summary = {r[0]: r for r in views.tables(report, "summary")[0].rows}
-    assert summary["fsync_honoured"][1].startswith("honoured")
-    assert summary["fsync_honoured"][3].startswith("no (5 runs)")
+    assert summary["fsync honoured"][1].startswith("honoured")
+    assert summary["fsync honoured"][3].startswith("no (5 runs)")
     assert summary["build"][3].endswith("2.00x") or "2.0" in summary["build"][3]
 
 

@@ -120,7 +120,7 @@ def test_statistics_per_cell(basic) -> None:
     table = basic.tables()["statistics"]
     assert table.header[3:] == ["n", "median", "mean", "min", "max", "stdev", "CV",
                                 "95% CI of median", "flags", "repetitions stopped"]
-    getpid = next(r for r in table.rows if r[:3] == ["getpid", "time_per_op (ns)", "native"])
+    getpid = next(r for r in table.rows if r[:3] == ["getpid", "time per op (ns)", "native"])
     assert getpid[3] == "6" and getpid[4] == "140.7"
     assert re.fullmatch(r"\d+(\.\d+)?-\d+(\.\d+)?", getpid[10])
     assert getpid[11] == "-"  # 6 values: no flag

@@ -123,13 +123,13 @@ def test_measured_and_ratio_tables_lead_with_a_baseline(report: model.Report) ->
 
 def test_measured_values(report: model.Report) -> None:
     measured = by_name(detail(report))["measured"]
-    row = row_of(measured, "getpid", "time_per_op")
-    assert row["metric"] == "time_per_op (ns)"
+    row = row_of(measured, "getpid", "time per op")
+    assert row["metric"] == "time per op (ns)"
     assert row[column(measured, "base")] == "110 ±9.1%"  # bootstrap CI [100, 120]
     assert row[column(measured, "slow")] == "220 ±9.1%"
     assert column(measured, "base") == "base n=3"  # one n shared by the whole column
-    tsc = row_of(measured, "getpid", "tsc_per_op")
-    assert tsc["metric"] == "tsc_per_op (cycles)"
+    tsc = row_of(measured, "getpid", "TSC per op")
+    assert tsc["metric"] == "TSC per op (cycles)"
     assert tsc[column(measured, "base")] == "260 ±3.8%"
     assert not any(r[1].startswith("iterations") for r in measured.rows)  # context metric
 
@@ -140,7 +140,7 @@ def test_non_ok_cell_shows_status_and_footnote(report: model.Report, environment
     drawn = detail(report)
     for name in ("measured", "ratios"):
         table = by_name(drawn)[name]
-        text = row_of(table, "getpid", "time_per_op")[column(table, environment)]
+        text = row_of(table, "getpid", "time per op")[column(table, environment)]
         assert text.strip() and text.strip() != "0"
         assert text.startswith(f"{STATUS_MARKS[status]} {status}"), text
         assert "x3" in text  # three repetitions, all with this status
@@ -151,34 +151,34 @@ def test_non_ok_cell_shows_status_and_footnote(report: model.Report, environment
 def test_partly_failed_cell_shows_value_and_problem(report: model.Report) -> None:
     drawn = detail(report)
     measured, ratio = by_name(drawn)["measured"], by_name(drawn)["ratios"]
-    text = row_of(measured, "getpid", "time_per_op")[column(measured, "flaky")]
+    text = row_of(measured, "getpid", "time per op")[column(measured, "flaky")]
     assert text.startswith("150 +✗ failed x2 [")  # one value: no interval, no (min-max)
     assert column(measured, "flaky") == "flaky n=1"
     (line,) = footnote_for(text, drawn[-1].footnotes)
     assert line.endswith("flaky: ✗ failed: garbled record")
-    ratio_text = row_of(ratio, "getpid", "time_per_op")["flaky"]
+    ratio_text = row_of(ratio, "getpid", "time per op")["flaky"]
     assert re.fullmatch(r"1\.36x \[\d+\]", ratio_text)  # n=1: no interval, a footnote
 
 
 def test_workload_without_any_sample_has_a_row(report: model.Report) -> None:
     drawn = detail(report)
     measured, ratio = by_name(drawn)["measured"], by_name(drawn)["ratios"]
-    row = row_of(measured, "pipe_switch", "-")
+    row = row_of(measured, "pipe switch", "-")
     assert row[column(measured, "base")].startswith("✗ failed x3 [")
     assert row[column(measured, "slow")].startswith("✗ failed x3 [")
     (line,) = footnote_for(row[column(measured, "slow")], drawn[-1].footnotes)
     assert line.endswith("slow: ✗ failed: pipe_switch: broken pipe")
     assert "not run" in row[column(measured, "bad")]  # never ran there: said, not blank
-    assert not [r for r in ratio.rows if r[0] == "pipe_switch"]
+    assert not [r for r in ratio.rows if r[0] == "pipe switch"]
 
 
 def test_ratio_table(report: model.Report) -> None:
     ratio = by_name(detail(report))["ratios"]
-    row = row_of(ratio, "getpid", "time_per_op")
+    row = row_of(ratio, "getpid", "time per op")
     assert row["base"].startswith("1.00x [0.")  # itself, resampled independently
     low, high = map(float, re.fullmatch(r"2\.00x \[(.*)-(.*)x\]", row["slow"]).groups())
     assert low < 2.0 < high
-    assert row_of(ratio, "getpid", "tsc_per_op")["slow"].startswith("2.00x [")
+    assert row_of(ratio, "getpid", "TSC per op")["slow"].startswith("2.00x [")
     geomean = row_of(ratio, "geometric mean", "slowdown")
     assert geomean["base"] == "1.00x" and geomean["slow"].startswith("2.00x [")
     assert geomean["flaky"].startswith("1.36x")
@@ -211,7 +211,7 @@ def test_load_with_another_baseline(store) -> None:
     populate(store)
     ratio = by_name(detail(model.load(store, baseline="slow")))["ratios"]
     assert ratio.title.startswith("Relative to slow")
-    assert row_of(ratio, "getpid", "time_per_op")["base"].startswith("0.50x [")
+    assert row_of(ratio, "getpid", "time per op")["base"].startswith("0.50x [")
     with pytest.raises(StoreError, match=r"--baseline: 'nope' is not an environment.*fix:"):
         model.load(store, baseline="nope")
 
@@ -287,7 +287,7 @@ def test_large_ns_values_are_shown_in_us(store) -> None:
                                              "", STARTED, 0.1, None,
                                              (("time_per_op", "ns", value),)))
     measured = by_name(detail(model.load(store)))["measured"]
-    assert measured.rows == [["fork_exit", "time_per_op (us)", "155 (150-160)"]]  # n=2: no interval
+    assert measured.rows == [["fork + exit", "time per op (us)", "155 (150-160)"]]  # n=2: no interval
 
 
 # -- renderers --------------------------------------------------------------------
@@ -299,7 +299,7 @@ def test_markdown(report: model.Report) -> None:
     header = lines.index(next(l for l in lines if l.startswith("| workload | metric |")))
     assert lines[header + 1].startswith("|---|---|")
     assert lines[header + 1].count("|") == lines[header].count("|")
-    assert "| getpid | time_per_op (ns) | 110 ±9.1% | 220 ±9.1% |" in text
+    assert "| getpid | time per op (ns) | 110 ±9.1% | 220 ±9.1% |" in text
     assert "### Relative to base: ratio of medians [95% CI]" in text
     assert "### Basic costs: median CPU cycles per operation (ns)" in text
     assert "| getpid | 260 cyc (110 ns) | 520 cyc (220 ns) |" in text
@@ -453,9 +453,15 @@ def test_summary_is_one_row_per_workload_with_ratios_and_a_geomean_line(
     labels = [row[0] for row in summary.rows]
     assert len(labels) == len(set(labels)), "one row per workload"
     assert labels[-1] == "geometric mean"
-    for label, metric, *_ in summary.rows[:-1]:
+    from guestbench.report import titles
+    shown = {titles.label_title(report, label): label for label, _metric, _unit in report.results.rows}
+    for title, metric, *_ in summary.rows[:-1]:
+        label = shown[title]
         expected = report.primary.get(label)
-        assert (metric.split(" (")[0] == expected) if expected else metric == "-", label
+        if expected:  # the primary metric, by its title
+            assert metric.split(" (")[0] == titles._metric_cell(report, label, expected), label
+        else:
+            assert metric == "-", label
     text = " ".join(" ".join(row) for row in summary.rows)
     assert "x" in text and "±" in text
     line = model.geomean_line(report)

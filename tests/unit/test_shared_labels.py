@@ -82,3 +82,43 @@ def test_the_rows_align_and_the_tables_say_what_differed(store) -> None:
     assert "size_mib" not in tables["measured"].note  # the same everywhere: not said
     summary = views.tables(report, "summary")[0]
     assert note in summary.note
+
+
+VCPU_PLAN = """
+[[environment]]
+name = "native"
+kind = "native"
+[[environment]]
+name = "tcg"
+kind = "qemu"
+vcpus = [1, 2]
+[[environment]]
+name = "uml"
+kind = "uml"
+[[environment]]
+name = "runc"
+kind = "oci"
+runtime = "runc"
+cpus = "0,2-3"
+
+[[workload]]
+name = "build"
+jobs = "@vcpus"
+"""
+
+
+def test_make_jobs_follow_each_environments_cpus(write_plan, host) -> None:
+    plan = load(write_plan(VCPU_PLAN), host)
+    jobs = {case.environments: case.params.jobs for case in plan.workloads}
+    assert host.facts["logical_cpus"] == 4  # native sees the host's CPUs, UML one
+    assert jobs == {("native",): 4, ("tcg-vcpus1", "uml"): 1, ("tcg-vcpus2",): 2,
+                    ("runc",): 3}  # its cpuset
+    assert {case.label for case in plan.workloads} == {"build"}  # one row
+    stored = plan.as_dict()["workloads"]
+    assert sorted(case["params"]["jobs"] for case in stored) == sorted(jobs.values())
+
+
+def test_only_whole_number_parameters_follow_the_vcpus(write_plan, host) -> None:
+    text = VCPU_PLAN.replace('jobs = "@vcpus"', 'cache = "@vcpus"')
+    with pytest.raises(PlanError, match=r"workload\[0\]\.cache: \"@vcpus\" gives a whole number"):
+        load(write_plan(text), host)

@@ -45,7 +45,7 @@ def test_too_fast_cells_show_plus_signs_and_no_interval(fast: Campaign) -> None:
     assert create[2].startswith("+++++ (250k) [") and "±" not in create[2]
     assert create[3].startswith("125k ±")  # the guest's own runs were long enough
     assert "±" in measured[("metadata", "delete (files/s)")][2]
-    getpid = measured[("getpid", "time_per_op (ns)")]
+    getpid = measured[("getpid", "time per op (ns)")]
     assert getpid[2].startswith("+++++ (100) [") and getpid[3].startswith("+++++ (200) [")
     footnotes = tables["host" if "host" in tables else list(tables)[-1]].footnotes
     assert any("too-fast" in line and "+++++" in line for line in footnotes)
@@ -57,7 +57,7 @@ def test_no_ratio_percent_or_geometric_mean_uses_them(fast: Campaign) -> None:
     assert ("metadata", "delete", "guest") in report.ratios
     ratios = {(r[0], r[1].split(" (")[0]): r for r in views.tables(report, "published")[1].rows}
     assert ratios[("metadata", "create")][3].startswith("+++++")
-    assert ratios[("getpid", "time_per_op")][3].startswith("+++++")
+    assert ratios[("getpid", "time per op")][3].startswith("+++++")
     # metadata's primary is create, getpid is quantised: fork_exit alone is judged
     geomean = report.geomeans["guest"]
     assert (geomean.workloads, geomean.of) == (1, 3)

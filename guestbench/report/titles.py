@@ -1,0 +1,64 @@
+"""Display titles in tables: "malloc 1 MiB" for malloc_1mib, "cycles per op" for tsc_per_op.
+
+Stored names stay what they are (JSON, CSV, the store, plans); tables a person reads show
+each workload's title (Workload.title) and each metric's (Workload.metric_title). Applied
+to finished tables in one pass (apply), like the short column headers, so that no table
+builder needs to know.
+"""
+
+from __future__ import annotations
+
+import re
+
+from guestbench.report.model import Report, Table
+
+METRIC_COLUMNS = ("metric", "verdict")
+NOT_LABELS = ("environment", "column", "kernel", "check", "phase")
+_METRIC_CELL = re.compile(r"^(?P<metric>[A-Za-z0-9_.-]+)(?P<rest>( \(.*\))?)$")
+
+
+def label_title(report: Report, label: str) -> str:
+    """A row label with its workload's title for the workload's name ("STREAM [array_mib=32]");
+    a label the plan gave (label = "...") stays as given."""
+    workload = _workload(report, label)
+    if workload is None:
+        return label
+    if label == workload.name:
+        return workload.display
+    if label.startswith(workload.name + "["):
+        return f"{workload.display} {label[len(workload.name):]}"
+    return label
+
+
+def apply(tables: list[Table], report: Report) -> None:
+    for table in tables:
+        columns = range(min(table.label_columns, len(table.header)))
+        label_at = next((index for index in columns
+                         if table.header[index] not in (*METRIC_COLUMNS, *NOT_LABELS)), None)
+        for row in table.rows:
+            label = row[label_at] if label_at is not None and label_at < len(row) else None
+            for index in columns:
+                if index >= len(row):
+                    continue
+                if table.header[index] in METRIC_COLUMNS and label is not None:
+                    row[index] = _metric_cell(report, label, row[index])
+                elif index == label_at:
+                    row[index] = label_title(report, row[index])
+
+
+def _metric_cell(report: Report, label: str, text: str) -> str:
+    workload = _workload(report, label)
+    found = _METRIC_CELL.match(text)
+    if workload is None or not found:
+        return text
+    return workload.metric_title(found.group("metric")) + found.group("rest")
+
+
+def _workload(report: Report, label: str):
+    from guestbench.workloads import CATALOGUE
+
+    names = getattr(report, "_workload_of", None)
+    if names is None:
+        names = {run["label"]: run["workload"] for run in report.runs}
+        report._workload_of = names  # type: ignore[attr-defined]
+    return CATALOGUE.get(names.get(label, ""))

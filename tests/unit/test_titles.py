@@ -1,0 +1,31 @@
+"""Display titles: tables show "malloc 1 MiB" and "time per op"; stored names stay ids."""
+
+from __future__ import annotations
+
+import json
+
+from guestbench.report import json as json_report, model, views
+from tests.unit.test_published import JITTER, Campaign, micro, row, stream
+
+
+def test_tables_show_titles_and_exports_keep_the_names(store) -> None:
+    campaign = Campaign(store, {"native": {"kind": "native"}})
+    for jitter in JITTER:
+        campaign.run("native", "malloc_1mib", micro(5000 * jitter))
+        campaign.run("native", "first_write", micro(3000 * jitter))
+        campaign.run("native", "stream", stream(20000.0, jitter))
+        campaign.run("native", "getpid", micro(100 * jitter), label="mine")  # the plan's label
+        campaign.run("native", "stream", stream(20000.0, jitter), label="stream[array_mib=32]")
+    report = model.load(store, str(campaign.id))
+    tables = {table.name: table for table in views.tables(report, "published")}
+    basic = tables["basic"]
+    assert [r[0] for r in basic.rows] == ["malloc 1 MiB", "first write access", "mine"]
+    measured = tables["measured"]
+    assert row(measured, "malloc 1 MiB")[1] == "time per op (ns)"  # 5000 ns: not yet 10 us
+    assert ["malloc 1 MiB", "TSC per op (cycles)"] == [r[:2] for r in measured.rows
+                                                        if r[0] == "malloc 1 MiB"][1]
+    assert "STREAM [array_mib=32]" in [r[0] for r in measured.rows]
+    assert tables["stream-stream"].title.startswith("STREAM: bandwidth and time per kernel")
+    assert basic.sources[0][0] == ("native", "malloc_1mib")  # links keep the stored label
+    exported = json.loads(json_report.render(report))
+    assert {run["label"] for run in exported["runs"]} >= {"malloc_1mib", "first_write", "mine"}
