@@ -26,10 +26,13 @@ def short_names(environments: list[dict[str, Any]]) -> dict[str, str]:
     if all(len(name) <= MAX_HEADER for name in names):
         return {name: name for name in names}
     varying = _varying_keys([env.get("spec") or {} for env in environments])
-    out: dict[str, str] = {}
-    for env in environments:
-        name, spec = env["name"], env.get("spec") or {}
-        out[name] = name if len(name) <= MAX_HEADER else _short(name, spec, varying)
+    long = [env for env in environments if len(env["name"]) > MAX_HEADER]
+    parts = {env["name"]: _parts(env["name"], env.get("spec") or {}, varying) for env in long}
+    # one level of shortening for every long name, so that the headers read alike
+    level = max(_level_needed(*parts[env["name"]]) for env in long)
+    out = {env["name"]: env["name"] for env in environments}
+    for env in long:
+        out[env["name"]] = _at_level(env["name"], *parts[env["name"]], level)
     taken: dict[str, int] = {}
     for name, header in out.items():  # two that came out alike: numbered
         taken[header] = taken.get(header, 0) + 1
@@ -47,7 +50,9 @@ def _varying_keys(specs: list[dict[str, Any]]) -> list[str]:
     return [key for key in keys if len({repr(spec.get(key)) for spec in specs}) > 1]
 
 
-def _short(name: str, spec: dict[str, Any], varying: list[str]) -> str:
+def _parts(name: str, spec: dict[str, Any], varying: list[str]
+           ) -> tuple[str, list[str], list[str]]:
+    """(the name without its swept pieces, the swept values in words, as marks)."""
     base, words, marks = name, [], []
     for key in varying:
         if key not in spec:
@@ -59,12 +64,26 @@ def _short(name: str, spec: dict[str, Any], varying: list[str]) -> str:
         word, mark = _word(key, spec[key])
         words.append(word)
         marks.append(mark)
-    # the values in words, then the last ones as marks, one more at a time
-    for shortened in range(len(words) + 1):
-        kept = len(words) - shortened
-        candidate = " ".join([base, *words[:kept], *marks[kept:]])
-        if len(candidate) <= MAX_HEADER:
-            return candidate
+    return base, words, marks
+
+
+def _candidate(base: str, words: list[str], marks: list[str], level: int) -> str:
+    """The values in words, the last `level` of them as marks."""
+    kept = max(len(words) - level, 0)
+    return " ".join([base, *words[:kept], *marks[kept:]])
+
+
+def _level_needed(base: str, words: list[str], marks: list[str]) -> int:
+    for level in range(len(words) + 1):
+        if len(_candidate(base, words, marks, level)) <= MAX_HEADER:
+            return level
+    return len(words)
+
+
+def _at_level(name: str, base: str, words: list[str], marks: list[str], level: int) -> str:
+    candidate = _candidate(base, words, marks, level)
+    if len(candidate) <= MAX_HEADER:
+        return candidate
     tail = " ".join(marks)
     room = MAX_HEADER - len(tail) - 2
     return f"{base[:max(room, 1)]}… {tail}"[:MAX_HEADER] if tail else name[:MAX_HEADER - 1] + "…"
@@ -79,6 +98,10 @@ def _word(key: str, value: Any) -> tuple[str, str]:
     if key == "memory_mib":
         return f"{value} MiB", f"{value}M"
     plain = plain_value(value)
+    if key == "disk_cache":
+        return f"cache={plain}", f"c={plain[:5]}"
+    if key == "disk_bus":
+        return plain.replace("_", "-"), plain.split("_")[0][:6]
     return (plain, plain[:8]) if key in ("machine", "kernel", "accel", "cache") else \
         (f"{key}={plain}", f"{key[:3]}={plain[:6]}")
 

@@ -19,7 +19,7 @@ def environments(named: dict[str, dict]) -> list[dict]:
 def test_swept_names_become_headers_of_at_most_24_characters() -> None:
     headers = columns.short_names(environments({"native": {}, **SWEPT}))
     assert headers["native"] == "native"
-    assert headers["tcg-machinepc-vcpus2-placementsame"] == "tcg pc 2 vCPU same"
+    assert headers["tcg-machinepc-vcpus2-placementsame"] == "tcg pc 2 vCPU (s)"  # as its group
     assert headers["tcg-machinemicrovm-vcpus1-placementdisjoint"] == "tcg microvm 1 vCPU (d)"
     assert all(len(header) <= columns.MAX_HEADER for header in headers.values())
     assert len(set(headers.values())) == len(headers)
@@ -50,8 +50,8 @@ def test_every_table_uses_the_short_headers_and_a_legend_explains_them(store) ->
         assert widest <= 40, view  # "workload", "tcg microvm 1 vCPU (d) n=3"
         assert not [cell for table in tables for cell in table.header if "placement" in cell]
         legend = next(table for table in tables if table.name == "columns")
-        assert ["tcg pc 2 vCPU same", "tcg-machinepc-vcpus2-placementsame", "qemu",
+        assert ["tcg pc 2 vCPU (s)", "tcg-machinepc-vcpus2-placementsame", "qemu",
                 "machine=pc, vcpus=2, placement=same"] in legend.rows
     percent = next(table for table in views.tables(report, "published") if table.name == "percent")
-    assert [row[0] for row in percent.rows][:2] == ["native", "tcg microvm 1 vCPU same"]
+    assert [row[0] for row in percent.rows][:2] == ["native", "tcg microvm 1 vCPU (s)"]
     assert percent.sources[1][0] == ("tcg-machinemicrovm-vcpus1-placementsame", "getpid")
