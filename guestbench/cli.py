@@ -243,7 +243,10 @@ def _print_report(results, campaign: str | None, baseline: str | None, output_fo
     if output_format == "table":  # to a file: plain text at a width that never wraps
         _write(_plain_tables(loaded), output)
         return
-    render = {"markdown": markdown.render, "csv": csv.render, "json": json.render,
+    if output_format == "markdown":
+        _write(markdown.render(loaded, output.resolve().parent if output else None), output)
+        return
+    render = {"csv": csv.render, "json": json.render,
               "bmf": dashboards.render_bmf,
               "github-action-benchmark": dashboards.render_github_action_benchmark}
     _write(render[output_format](loaded), output)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -12,12 +11,12 @@ from html import escape
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.summary import Cell
 from guestbench.report import model, svg, views
+from guestbench.report.links import log_href
 from guestbench.report.model import STATUS_MARKS, Report, Table, format_value
 
 # The boot phases that follow each other without overlap, so they stack.
@@ -433,13 +432,3 @@ def _size(path: Path) -> str:
     return f"{size} B" if size < 10_000 else f"{format_value(size / 1024)} KiB"
 
 
-def log_href(path: Path, base_dir: Path | None, folder: bool = False) -> str:
-    """A link to a log file or folder: relative to base_dir when the two share a parent folder
-    below the root (the page and its logs can then move together), else an absolute file:// URI."""
-    path = path.absolute()
-    suffix = "/" if folder else ""
-    if base_dir is not None:
-        base = base_dir.absolute()
-        if os.path.commonpath([path, base]) != path.anchor:
-            return quote(os.path.relpath(path, base), safe="/") + suffix
-    return path.as_uri() + suffix

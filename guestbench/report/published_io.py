@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from guestbench.analysis.summary import VERDICT, Cell
@@ -32,8 +33,8 @@ DISK_METRICS = ("bandwidth", "iops", "lat_p99", "fsync_p50", "fsync_p99", "creat
 
 def tables(report: Report, footnotes: Footnotes) -> list[Table]:
     out = []
-    for build in (disk_table, dbench_table, upload_table, build_table, durability_table,
-                  verdict_table):
+    for build in (disk_table, dbench_table, upload_table, build_table, build_runs_table,
+                  durability_table, verdict_table):
         table = build(report, footnotes)
         if table is not None:
             out.append(table)
@@ -113,6 +114,8 @@ def disk_table(report: Report, footnotes: Footnotes) -> Table | None:
 # -- dbench: throughput per client count ------------------------------------------------
 
 def dbench_table(report: Report, footnotes: Footnotes) -> Table | None:
+    """Per client count: the median ± its interval, and the best run with its % of the
+    baseline's best (the wiki's "best of 2 runs for dbench 10 ... % of native")."""
     labels = _runs_by_label(report, {"dbench"})
     if not labels:
         return None
@@ -120,21 +123,40 @@ def dbench_table(report: Report, footnotes: Footnotes) -> Table | None:
     for label, params in labels.items():
         by_clients.setdefault(int(params.get("clients", 0)), label)
     envs = report.results.environments
-    table = Table("dbench: throughput (MB/s) by clients", ["environment", *(
-        f"{clients} client{'s' if clients != 1 else ''}" for clients in sorted(by_clients))],
+    header = ["environment"]
+    for clients in sorted(by_clients):
+        named = f"{clients} client{'s' if clients != 1 else ''}"
+        header += [f"{named}: median", "best", f"% of {report.baseline}" if report.baseline
+                   else "%"]
+    table = Table("dbench: throughput (MB/s) by clients, median and best of the runs", header,
                   [], label_columns=1, name="dbench",
                   note="dbench 4.0, Debian's NetBench load file (client.txt), on the "
                        "environment's scratch filesystem; the figure is dbench's own "
-                       "'Throughput' line.")
+                       "'Throughput' line. best: the highest run (n: how many), as the "
+                       "KVM-against-Xen page gives the best of 2 runs; %: that best over "
+                       "the baseline's best.")
     for env in envs:
         row, sources = [env], []
         for clients in sorted(by_clients):
             label = by_clients[clients]
-            cell = report.results.cells.get((label, "throughput"), {}).get(env)
-            row.append(value_text(cell, footnotes))
-            sources.append((env, label))
+            cells = report.results.cells.get((label, "throughput"), {})
+            cell, base = cells.get(env), cells.get(report.baseline or "")
+            row += [value_text(cell, footnotes), _best_text(cell), _best_share(cell, base)]
+            sources += [(env, label)] * 3
         table.add(row, sources)
     return table
+
+
+def _best_text(cell: Cell | None) -> str:
+    if cell is None or not cell.values:
+        return "-"
+    return f"{format_value(max(cell.values))} (n={cell.n_runs})"
+
+
+def _best_share(cell: Cell | None, base: Cell | None) -> str:
+    if cell is None or base is None or not cell.values or not base.values or not max(base.values):
+        return "-"
+    return f"{max(cell.values) / max(base.values) * 100:.3g}"
 
 
 # -- upload: channel x (write, no_write, no_upload) -------------------------------------
@@ -191,6 +213,38 @@ def build_table(report: Report, footnotes: Footnotes) -> Table | None:
             table.add([env, label, *(value_text(cell, footnotes) for cell in cells)],
                       [(env, label)] * len(BUILD_COLUMNS))
     return table if table.rows else None
+
+
+def build_runs_table(report: Report, footnotes: Footnotes) -> Table | None:
+    """Each run as a column (the wiki's real / user / sys per run), then kernbench's
+    mean (standard deviation)."""
+    labels = _runs_by_label(report, {"build"})
+    if not labels:
+        return None
+    most = 0
+    rows = []
+    for env in report.results.environments:
+        for label in labels:
+            for metric, title in BUILD_COLUMNS[:3]:
+                cell = report.results.cells.get((label, metric), {}).get(env)
+                if cell is None or not cell.values:
+                    continue
+                runs = [statistics.fmean(values) for values in cell.run_values()]
+                most = max(most, len(runs))
+                spread = f" ({format_value(statistics.stdev(runs))})" if len(runs) > 1 else ""
+                rows.append(([env, label, title], runs,
+                             f"{format_value(statistics.fmean(runs))}{spread}", (env, label)))
+    if not rows:
+        return None
+    table = Table("Build runs: each run, then mean (standard deviation), like kernbench",
+                  ["environment", "build", "time", *(f"run {index + 1}" for index in range(most)),
+                   "mean (stdev)"], [], label_columns=3, name="build-runs",
+                  note="Seconds per run, in the order the runs ran; kernbench prints the mean "
+                       "with the standard deviation in brackets.")
+    for names, runs, mean, source in rows:
+        cells = [format_value(value) for value in runs] + ["-"] * (most - len(runs))
+        table.add([*names, *cells, mean], [source] * (most + 1))
+    return table
 
 
 # -- durability: fsync honoured per environment (cache mode) ------------------------------

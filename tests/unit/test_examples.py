@@ -7,7 +7,7 @@ import pytest
 from guestbench.plan import load
 
 FOLDER = Path(__file__).resolve().parents[2] / "examples"
-EXAMPLES = sorted([*FOLDER.glob("*.toml"), *FOLDER.glob("ci/*.toml")])
+EXAMPLES = sorted([*FOLDER.glob("*.toml"), *FOLDER.glob("ci/*.toml"), *FOLDER.glob("seeds/*.toml")])
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[path.name for path in EXAMPLES])

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from guestbench.report import html, model, views
+from guestbench.report import html, links, model, views
 from guestbench.store import RunRecord
 
 EVIL = '<script>alert(1)</script> "quoted" & more'
@@ -260,11 +260,11 @@ def test_absolute_file_uris_without_a_base(report) -> None:
 
 def test_log_href_relative_only_below_a_shared_folder(tmp_path: Path) -> None:
     log = tmp_path / "a b" / "rep#1" / "stdout.log"
-    assert html.log_href(log, tmp_path / "out") == "../a%20b/rep%231/stdout.log"
-    assert html.log_href(log, tmp_path) == "a%20b/rep%231/stdout.log"
+    assert links.log_href(log, tmp_path / "out") == "../a%20b/rep%231/stdout.log"
+    assert links.log_href(log, tmp_path) == "a%20b/rep%231/stdout.log"
     elsewhere = Path("/nonexistent-top-folder/reports")
-    assert html.log_href(log, elsewhere) == log.as_uri()
-    assert html.log_href(log.parent, None, folder=True) == log.parent.as_uri() + "/"
+    assert links.log_href(log, elsewhere) == log.as_uri()
+    assert links.log_href(log.parent, None, folder=True) == log.parent.as_uri() + "/"
 
 
 def test_runs_section_lists_every_run(report, dom: Node) -> None:

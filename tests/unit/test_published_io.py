@@ -37,10 +37,16 @@ def test_dbench_table_has_a_column_per_client_count_and_failures_marked(store):
                          params={"clients": clients, "seconds": 10})
             campaign.run("runsc", "dbench", [], label=label, status="failed",
                          reason="exec: dbench exited with status 1", params={"clients": clients})
+    campaign.run("native", "dbench", [("throughput", "MB/s", 450.0)], label="dbench[clients=1]",
+                 params={"clients": 1, "seconds": 10}, status="ok")
     table = campaign.tables()["dbench"]
-    assert table.header == ["environment", "1 client", "4 clients"]
-    assert [cell.split(" ±")[0] for cell in row(table, "native")[1:]] == ["400", "900"]
+    assert table.header == ["environment", "1 client: median", "best", "% of native",
+                            "4 clients: median", "best", "% of native"]
+    native = row(table, "native")
+    assert [native[1].split(" ±")[0], native[4].split(" ±")[0]] == ["400.2", "900"]
+    assert native[2:4] == ["450 (n=4)", "100"] and native[5] == "900.9 (n=3)"
     assert row(table, "runsc")[1].startswith("✗ failed x3 [")
+    assert row(table, "runsc")[2:4] == ["-", "-"]
 
 
 def test_upload_table_is_three_way_per_channel(store):
@@ -94,3 +100,18 @@ def test_durability_table_gives_the_verdict_per_environment(store):
     assert row(table, "unsafe")[2:] == ["20 (20-20)", "0 (0-0)", "NOT honoured (2 runs)"]
     assert row(table, "none")[4] == "honoured (2 runs)"
     assert row(table, "native")[4].startswith("∅ unsupported")
+
+
+def test_build_runs_table_gives_each_run_then_mean_and_stdev(store):
+    campaign = Campaign(store, {"native": {}, "tcg": {"kind": "qemu"}})
+    for env, seconds in (("native", (10.0, 11.0, 12.0)), ("tcg", (60.0, 66.0))):
+        for value in seconds:
+            campaign.run(env, "build", [("elapsed", "s", value), ("user", "s", value * 1.8),
+                                        ("sys", "s", 1.0 + value / 100)],
+                         label="build", params={"cache": "warm", "units": 48, "jobs": 2})
+    table = campaign.tables()["build-runs"]
+    assert table.header == ["environment", "build", "time", "run 1", "run 2", "run 3",
+                            "mean (stdev)"]
+    assert row(table, "native", "build", "elapsed (s)")[3:] == ["10", "11", "12", "11 (1)"]
+    assert row(table, "tcg", "build", "elapsed (s)")[3:] == ["60", "66", "-", "63 (4.243)"]
+    assert row(table, "tcg", "build", "user (s)")[3] == "108"

@@ -1,0 +1,30 @@
+"""Markdown values link to their cell's log folder, relative to where the Markdown goes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from guestbench.report import markdown, model
+from guestbench.store import RunRecord
+from tests.unit.test_published import THREE, Campaign
+from tests.unit.test_report import STARTED
+
+
+def test_values_link_to_the_cells_log_folders(store, tmp_path: Path) -> None:
+    campaign = Campaign(store, {"native": {}, "uml": {"kind": "uml"}}, baseline="native")
+    logs = tmp_path / "guestbench-logs" / "20261125T1200-ab"
+    for repetition, jitter in enumerate(THREE):
+        for env, value in (("native", 100.0), ("uml", 5000.0)):
+            folder = logs / env / "getpid" / f"rep{repetition}"
+            folder.mkdir(parents=True)
+            store.add_run(campaign.id, RunRecord(
+                campaign.env_ids[env], "getpid", "getpid", {}, repetition, "ok", "", STARTED,
+                0.5, str(folder), (("time_per_op", "ns", value * jitter),)))
+    report = model.load(store, str(campaign.id))
+    text = markdown.render(report, tmp_path)
+    assert "[100 ±0.1%](guestbench-logs/20261125T1200-ab/native/getpid/)" in text
+    assert "(guestbench-logs/20261125T1200-ab/uml/getpid/)" in text
+    elsewhere = markdown.render(report, tmp_path / "out")  # a file written one folder down
+    assert "(../guestbench-logs/20261125T1200-ab/native/getpid/)" in elsewhere
+    # a label column is no link
+    assert "| getpid | time per op (ns) | [" in text
