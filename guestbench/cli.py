@@ -194,10 +194,14 @@ def images_command() -> None:
 @click.option("--detail", is_flag=True, help="table format: every metric and table, not only "
                                              "the summary")
 @click.option("--list", "list_campaigns", is_flag=True, help="list the stored campaigns")
+@click.option("--units", "units_style", default="si", show_default=True,
+              type=click.Choice(["si", "plain"]),
+              help="si: 10k, 1.17M and each time row in ns, us, ms or s; plain: whole numbers "
+                   "(1170000 cycles) and every metric in its stored unit")
 @click.option("--group", metavar="GROUP", help="a campaign group of the host pool (id or "
               "name): one column per host and environment, and each host's facts")
 def report(campaign: str | None, baseline: str | None, output_format: str, output: Path | None,
-           db: str, all_metrics: bool, detail: bool, list_campaigns: bool,
+           db: str, all_metrics: bool, detail: bool, list_campaigns: bool, units_style: str,
            group: str | None) -> None:
     """Show CAMPAIGN (id or name; default: the latest) as tables or raw exports."""
     _short_lived()
@@ -217,7 +221,9 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
                 click.echo(f"{row['id']:>5}  {row['created_at']:%Y-%m-%d %H:%M}  "
                            f"{row['status']:<11}  {row['name']}")
             return
-        _print_report(results, campaign, baseline, output_format, all_metrics, output, detail)
+        from guestbench.report.model import units
+        with units(units_style):
+            _print_report(results, campaign, baseline, output_format, all_metrics, output, detail)
     except store.StoreError as error:
         raise BadInput(str(error)) from None
 

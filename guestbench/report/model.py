@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 import statistics
 import textwrap
@@ -262,8 +264,26 @@ def _marked(status: str) -> str:
 TIME_UNITS = (("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9))
 
 
+# How numbers are written: "si" (10k, 1.17M: narrow cells) or "plain" (--units plain:
+# 1170000 cycles, and each metric in the unit it was stored in, ns for the micro workloads and
+# s for builds, never rescaled row by row). Set for one rendering by units().
+UNITS: contextvars.ContextVar[str] = contextvars.ContextVar("units", default="si")
+
+
+@contextlib.contextmanager
+def units(style: str):
+    token = UNITS.set(style)
+    try:
+        yield
+    finally:
+        UNITS.reset(token)
+
+
 def row_scale(unit: str, cells: list[Cell]) -> tuple[str, float]:
-    """One display unit for a whole row: ns become us or ms when every median is large."""
+    """One display unit for a whole row: ns become us or ms when every median is large
+    (never with plain units)."""
+    if UNITS.get() == "plain":
+        return unit, 1.0
     factors = dict(TIME_UNITS)
     medians = [cell.median for cell in cells if cell.median is not None]
     if unit not in factors or not medians:
@@ -275,7 +295,10 @@ def row_scale(unit: str, cells: list[Cell]) -> tuple[str, float]:
 
 
 def format_value(value: float) -> str:
-    """Four significant digits; k/M/G beyond 10,000 so cells stay narrow."""
+    """Four significant digits; k/M/G beyond 10,000 so cells stay narrow. Plain units: whole
+    numbers from 1,000 up (1170000), four significant digits below."""
+    if UNITS.get() == "plain":
+        return f"{value:.0f}" if abs(value) >= 1000 else f"{float(f'{value:.4g}'):g}"
     rounded = float(f"{value:.4g}")  # 9999.96 shows as 10k, not 1e+04
     for limit, magnitude, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
         if abs(rounded) >= limit:

@@ -12,7 +12,7 @@ from guestbench.analysis.summary import VERDICT, Cell
 from guestbench.report import titles
 from guestbench.report.model import (
     Footnotes, Report, Table, decorate, empty_text, format_interval, format_percent, format_value,
-    geomean_text, interval_note, performance_primary, problem_text)
+    geomean_text, interval_note, performance_primary, problem_text, row_scale)
 
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
 
@@ -39,7 +39,7 @@ def basic_table(report: Report, footnotes: Footnotes) -> Table | None:
               if (label, "time_per_op") in results.cells or (label, "tsc_per_op") in results.cells]
     if not labels:
         return None
-    table = Table("Basic costs: median CPU cycles per operation (ns)",
+    table = Table("Basic costs: median CPU cycles per operation (time)",
                   ["activity", *results.environments], [], label_columns=1, name="basic",
                   note="Cycles are TSC ticks read by the agent (inside a full-system guest, the "
                        "guest's TSC); ns from the agent's monotonic clock. Each value is the "
@@ -47,13 +47,15 @@ def basic_table(report: Report, footnotes: Footnotes) -> Table | None:
     for label in labels:
         cycles = results.cells.get((label, "tsc_per_op"), {})
         times = results.cells.get((label, "time_per_op"), {})
-        table.add([label, *(_cycles_text(cycles.get(env), times.get(env), footnotes)
+        time_unit = row_scale("ns", list(times.values()))  # ns, or us where every one is large
+        table.add([label, *(_cycles_text(cycles.get(env), times.get(env), footnotes, time_unit)
                             for env in results.environments)],
                   [(env, label) for env in results.environments])
     return table
 
 
-def _cycles_text(cycles: Cell | None, time: Cell | None, footnotes: Footnotes) -> str:
+def _cycles_text(cycles: Cell | None, time: Cell | None, footnotes: Footnotes,
+                 time_unit: tuple[str, float] = ("ns", 1.0)) -> str:
     main = cycles if cycles is not None and cycles.values else time
     if main is None:
         return "-"
@@ -61,7 +63,9 @@ def _cycles_text(cycles: Cell | None, time: Cell | None, footnotes: Footnotes) -
         return problem_text(main, footnotes) if main.problems else empty_text(main)
     text = f"{format_value(main.median)} cyc" if main is cycles else ""
     if time is not None and time.values:
-        text = f"{text} ({format_value(time.median)} ns)" if text else f"{format_value(time.median)} ns"
+        unit, divisor = time_unit
+        shown = f"{format_value(time.median / divisor)} {unit}"
+        text = f"{text} ({shown})" if text else shown
     return decorate(text, main, footnotes)
 
 

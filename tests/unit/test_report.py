@@ -301,7 +301,7 @@ def test_markdown(report: model.Report) -> None:
     assert lines[header + 1].count("|") == lines[header].count("|")
     assert "| getpid | time per op (ns) | 110 ±9.1% | 220 ±9.1% |" in text
     assert "### Relative to base: ratio of medians [95% CI]" in text
-    assert "### Basic costs: median CPU cycles per operation (ns)" in text
+    assert "### Basic costs: median CPU cycles per operation (time)" in text
     assert "| getpid | 260 cyc (110 ns) | 520 cyc (220 ns) |" in text
     assert "### % of base: performance relative to base (higher is better)" in text
     assert "| slow | 50 | 50 [" in text  # half base's speed; geometric mean with its interval

@@ -29,3 +29,17 @@ def test_tables_show_titles_and_exports_keep_the_names(store) -> None:
     assert basic.sources[0][0] == ("native", "malloc_1mib")  # links keep the stored label
     exported = json.loads(json_report.render(report))
     assert {run["label"] for run in exported["runs"]} >= {"malloc_1mib", "first_write", "mine"}
+
+
+def test_plain_units_write_whole_numbers_and_keep_stored_units(store) -> None:
+    campaign = Campaign(store, {"native": {"kind": "native"}})
+    for jitter in JITTER:
+        campaign.run("native", "fork_exit", micro(450_800 * jitter))
+    report = model.load(store, str(campaign.id))
+    basic = {table.name: table for table in views.tables(report, "published")}["basic"]
+    assert row(basic, "fork + exit")[1].startswith("1.172M cyc (450.8 us)")
+    with model.units("plain"):
+        tables = {table.name: table for table in views.tables(report, "published")}
+    assert row(tables["basic"], "fork + exit")[1].startswith("1172080 cyc (450800 ns)")
+    assert row(tables["measured"], "fork + exit")[1] == "time per op (ns)"
+    assert row(tables["measured"], "fork + exit")[2].startswith("450800 ±")
