@@ -44,7 +44,7 @@ def test_campaign_then_reports(tmp_path, available):
     csv_lines = guestbench("report", "--format", "csv", cwd=tmp_path).stdout.splitlines()
     assert csv_lines[0].startswith("campaign,environment,workload,label,metric,unit,repetition,status,value")
     markdown = guestbench("report", "--format", "markdown", cwd=tmp_path).stdout
-    assert "| getpid | time_per_op (ns) |" in markdown
+    assert "| getpid | time per op (ns) |" in markdown
 
 
 def test_sigterm_keeps_finished_runs_and_leaves_nothing_running(tmp_path, available, agent_path):

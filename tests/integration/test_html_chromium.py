@@ -113,7 +113,7 @@ def test_report_renders_in_chromium(tmp_path, available, browser):
     assert parsed.tags.get("table", 0) >= 5 and parsed.tags.get("svg", 0) >= 2
     assert any(title.startswith("Measured: median") for title in parsed.h3)
     assert any(title.startswith("Basic costs") for title in parsed.h3)
-    assert any(title.startswith("STREAM stream") for title in parsed.h3)
+    assert any(title.startswith("STREAM: bandwidth") for title in parsed.h3)
     assert any(title.startswith("getpid: time_per_op") for title in parsed.svg_titles)
     assert any(title.startswith("stream: triad_bandwidth") for title in parsed.svg_titles)
     files = [href for href in parsed.hrefs if not href.startswith("#")]
