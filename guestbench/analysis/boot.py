@@ -20,6 +20,7 @@ PHASES = (
     ("guest clock zero -> userspace (kernel boot)", "boot_userspace", "clock_zero"),
     ("userspace -> agent ready (init)", "boot_agent_ready", "boot_userspace"),
     ("agent ready -> powered off", "boot_powered_off", "boot_agent_ready"),
+    ("VMM start -> the ready line (an own image's `ready`)", "boot_ready", None),
     ("total: VMM start -> powered off", "boot_powered_off", None),
     ("first console byte, from VMM start", "boot_first_byte", None),
     ("guest's own uptime at agent start", "guest_uptime", None),

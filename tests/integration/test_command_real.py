@@ -188,6 +188,57 @@ def test_a_guest_of_its_own_gives_samples_from_its_console(tmp_path, host_facts)
         assert "metric malloc: regex '^malloc: (?P<value>\\d+) cycles'" in entry["reason"]
 
 
+DISTRIBUTION_PLAN = """
+[campaign]
+name = "distribution-boot"
+repeat = 2
+timeout_s = 120
+
+[[environment]]
+name = "debian"
+kind = "command"
+image = "none"
+kernel = "{kernel}"
+kernel_args = ["console=ttyS0", "panic=-1"{tcg}]
+ready = "^Loading, please wait"
+done = "^Loading, please wait"
+argv = ["qemu-system-x86_64", "-M", "pc", "-accel", "tcg", "-m", "{{memory_mib}}",
+        "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
+        "-kernel", "{{kernel}}", "-initrd", "{initrd}", "-append", "{{cmdline}}"]
+
+[[workload]]
+name = "boot_image"
+"""
+
+
+def test_a_distributions_kernel_and_initramfs_boot_to_the_line_named(tmp_path):
+    """The host's own Debian kernel and initramfs, timed to initramfs-tools' first line."""
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("qemu-system-x86_64 not installed")
+    from guestbench import images
+    try:
+        kernel = Path(images.default_kernel())
+    except images.ImageError as error:
+        pytest.skip(str(error))
+    initrd = kernel.with_name(kernel.name.replace("vmlinuz", "initrd.img"))
+    if not initrd.is_file():
+        pytest.skip(f"no initramfs beside {kernel} ({initrd} missing)")
+    plan = DISTRIBUTION_PLAN.format(kernel=kernel, initrd=initrd,
+                                    tcg="".join(f', "{word}"' for word in tcg_args()))
+    (tmp_path / "plan.toml").write_text(plan)
+    result = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=400)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
+    assert len(document["runs"]) == 2
+    for entry in document["runs"]:
+        assert entry["status"] == "ok", entry["reason"]
+        samples = {s["metric"]: s["value"] for s in entry["samples"]}
+        assert 0 < samples["boot_first_byte"] <= samples["boot_ready"] <= samples["boot_powered_off"]
+        print(f"\nboot to the ready line: {samples['boot_ready']:.0f} ms")
+    markdown = guestbench("report", "--format", "markdown", cwd=tmp_path).stdout
+    assert "| VMM start -> the ready line (an own image's `ready`) |" in markdown
+
+
 def test_an_extracted_vmlinux_boots_through_pvh(host_facts, agent_path, tmp_path):
     """kernel_format = "vmlinux", as Firecracker and Cloud Hypervisor want it; QEMU boots the
     ELF through its PVH entry, which lets this test run it without KVM."""
