@@ -22,14 +22,15 @@ def log_href(path: Path, base_dir: Path | None, folder: bool = False) -> str:
 
 
 def cell_folders(report: Report) -> dict[tuple[str, str], Path]:
-    """{(environment, label): the folder that holds its runs' logs (one repN per run)}, for
-    cells whose folder is still there."""
+    """{(environment, label): the folder that holds its runs' logs (one repN per run; for
+    workloads that shared a guest, the environment's shared/ folder)}, for cells whose
+    folder is still there."""
     out: dict[tuple[str, str], Path] = {}
     for run in report.runs:
         key = (run["environment"], run["label"])
         if key in out or not run.get("log_path"):
             continue
         folder = Path(run["log_path"]).parent
-        if folder.name == run["label"] and folder.is_dir():
+        if folder.is_dir():
             out[key] = folder
     return out

@@ -641,6 +641,8 @@ def boot_table(report: Report) -> Table | None:
                 if run["status"] == "ok" and run["environment"] in cells
                 and any(s["run_id"] == run["id"] for s in boot_samples)}
     for name, _end, _start in PHASES:
+        if not any(name in cells[env] for env in envs):
+            continue  # a phase none of these guests has (the ready line of an own image)
         table.add([name, *(format_value(cells[env][name].median_ms)
                            if name in cells[env] else "-" for env in envs)],
                   [(env, label_of[env]) if env in label_of else None for env in envs])

@@ -47,15 +47,13 @@ def basic_table(report: Report, footnotes: Footnotes) -> Table | None:
     for label in labels:
         cycles = results.cells.get((label, "tsc_per_op"), {})
         times = results.cells.get((label, "time_per_op"), {})
-        time_unit = row_scale("ns", list(times.values()))  # ns, or us where every one is large
-        table.add([label, *(_cycles_text(cycles.get(env), times.get(env), footnotes, time_unit)
+        table.add([label, *(_cycles_text(cycles.get(env), times.get(env), footnotes)
                             for env in results.environments)],
                   [(env, label) for env in results.environments])
     return table
 
 
-def _cycles_text(cycles: Cell | None, time: Cell | None, footnotes: Footnotes,
-                 time_unit: tuple[str, float] = ("ns", 1.0)) -> str:
+def _cycles_text(cycles: Cell | None, time: Cell | None, footnotes: Footnotes) -> str:
     main = cycles if cycles is not None and cycles.values else time
     if main is None:
         return "-"
@@ -63,7 +61,7 @@ def _cycles_text(cycles: Cell | None, time: Cell | None, footnotes: Footnotes,
         return problem_text(main, footnotes) if main.problems else empty_text(main)
     text = f"{format_value(main.median)} cyc" if main is cycles else ""
     if time is not None and time.values:
-        unit, divisor = time_unit
+        unit, divisor = row_scale("ns", [time])  # each cell's time in its own unit
         shown = f"{format_value(time.median / divisor)} {unit}"
         text = f"{text} ({shown})" if text else shown
     return decorate(text, main, footnotes)

@@ -31,7 +31,11 @@ def label_title(report: Report, label: str) -> str:
 
 
 def apply(tables: list[Table], report: Report) -> None:
+    labels = {run["label"] for run in report.runs}
     for table in tables:
+        # a table with a column per workload (% of the baseline) heads it with the title
+        table.header = [label_title(report, cell) if cell in labels else cell
+                        for cell in table.header]
         columns = range(min(table.label_columns, len(table.header)))
         label_at = next((index for index in columns
                          if table.header[index] not in (*METRIC_COLUMNS, *NOT_LABELS)), None)
