@@ -14,8 +14,8 @@ from guestbench.analysis import stats
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
 from guestbench.analysis.stats import CellStats, Interval
-from guestbench.analysis.summary import (CONTEXT_METRICS, PERFORMANCE, TOO_FAST, VERDICT, Cell,
-                                         Results, analyse, summarise)
+from guestbench.analysis.summary import (CONTEXT, CONTEXT_METRICS, PERFORMANCE, TOO_FAST, VERDICT,
+                                         Cell, Results, analyse, summarise)
 from guestbench.store import Store, StoreError
 from guestbench.store.columns import Samples
 
@@ -395,6 +395,8 @@ def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: boo
     if cell.too_fast:
         return decorate(too_fast_text(cell, divisor), cell, footnotes)
     text = format_value(cell.median / divisor)
+    if cell.kind == CONTEXT and cell.minimum == cell.maximum:  # a count that never changed
+        return decorate(text + (f" n={cell.count_text}" if show_n else ""), cell, footnotes)
     half_width = cell.stats.half_width if cell.stats else None
     if half_width is not None:
         text += f" ±{format_percent(half_width)}"
@@ -528,9 +530,10 @@ def measured_table(report: Report, footnotes: Footnotes) -> Table:
     results = report.results
     column_n = {env: _column_n(results, env) for env in results.environments}
     measured = Table(title(report, "Measured: median ±95% CI"), [
-        "workload", "metric",
-        *(f"{env} n={column_n[env]}" if column_n[env] else env for env in results.environments)],
-        [], note=interval_note(report), name="measured")
+        "workload", "metric", *results.environments], [], note=interval_note(report),
+        name="measured")
+    if any(column_n.values()):  # a column's one n, in a row: headers stay short
+        measured.add(["runs", "n", *(column_n[env] or "per cell" for env in results.environments)])
     for label, metric, unit in results.rows:
         row = results.cells[(label, metric)]
         if metric and _kind(row) == VERDICT:

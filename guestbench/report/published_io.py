@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from guestbench.analysis.summary import VERDICT, Cell
+from guestbench.analysis.summary import CONTEXT, VERDICT, Cell
 from guestbench.report.model import (
     Footnotes, Report, Table, decorate, empty_text, format_percent, format_value, problem_text,
     too_fast_text, verdict_text)
@@ -59,6 +59,8 @@ def value_text(cell: Cell | None, footnotes: Footnotes) -> str:
     if cell.too_fast:
         return decorate(too_fast_text(cell), cell, footnotes)
     text = format_value(cell.median)
+    if cell.kind == CONTEXT and cell.minimum == cell.maximum:
+        return decorate(text, cell, footnotes)  # a count that never changed: no spread
     half_width = cell.stats.half_width if cell.stats else None
     if half_width is not None:
         text += f" ±{format_percent(half_width)}"
@@ -165,11 +167,16 @@ def upload_table(report: Report, footnotes: Footnotes) -> Table | None:
     labels = _runs_by_label(report, {"upload"})
     if not labels:
         return None
-    grid: dict[tuple[str, int], dict[str, str]] = {}
-    for label, params in labels.items():
+    # by each environment's own runs: a label's channel may belong to the environment
+    grid: dict[str, dict[tuple[str, int], dict[str, str]]] = {}
+    for run in report.runs:
+        if run["workload"] != "upload":
+            continue
+        params = run.get("params") or {}
         key = (str(params.get("channel", "?")), int(params.get("size_mib", 0)))
-        grid.setdefault(key, {})[str(params.get("mode", "?"))] = label
-    sizes = {size for _, size in grid}
+        grid.setdefault(run["environment"], {}).setdefault(key, {}).setdefault(
+            str(params.get("mode", "?")), run["label"])
+    sizes = {size for by_key in grid.values() for _, size in by_key}
     one_size = len(sizes) == 1
     table = Table("Upload into the guest: MB/s" + (f" ({next(iter(sizes))} MiB)" if one_size else ""),
                   ["environment", "channel", "upload + write", "upload, no write",
@@ -180,7 +187,7 @@ def upload_table(report: Report, footnotes: Footnotes) -> Table | None:
                        "the guest writes the same amount it generated itself. MB/s = 1e6 bytes "
                        "per second of the guest's clock.")
     for env in report.results.environments:
-        for (channel, size), modes in grid.items():
+        for (channel, size), modes in grid.get(env, {}).items():
             cells = [report.results.cells.get((modes[mode], "bandwidth"), {}).get(env)
                      if mode in modes else None for mode in UPLOAD_MODES]
             if not _any_run(cells):

@@ -47,7 +47,7 @@ def test_every_table_uses_the_short_headers_and_a_legend_explains_them(store) ->
     for view in ("summary", "published"):
         tables = views.tables(report, view)
         widest = max(len(cell) for table in tables for cell in table.header)
-        assert widest <= 40, view  # "workload", "tcg microvm 1 vCPU (d) n=3"
+        assert widest <= columns.MAX_HEADER, view
         assert not [cell for table in tables for cell in table.header if "placement" in cell]
         legend = next(table for table in tables if table.name == "columns")
         assert ["tcg pc 2 vCPU (s)", "tcg-machinepc-vcpus2-placementsame", "qemu",
@@ -55,3 +55,31 @@ def test_every_table_uses_the_short_headers_and_a_legend_explains_them(store) ->
     percent = next(table for table in views.tables(report, "published") if table.name == "percent")
     assert [row[0] for row in percent.rows][:2] == ["native", "tcg microvm 1 vCPU (s)"]
     assert percent.sources[1][0] == ("tcg-machinemicrovm-vcpus1-placementsame", "getpid")
+
+
+def test_no_header_of_any_published_table_is_longer_than_24_characters(store) -> None:
+    from tests.unit.test_metric_kinds import build, fsync, upload
+    from tests.unit.test_published import stream
+
+    campaign = Campaign(store, {"native": {"kind": "native"}, **SWEPT}, baseline="native")
+    for jitter in THREE:
+        for name in ["native", *SWEPT]:
+            campaign.run(name, "getpid", [("time_per_op", "ns", 100 * jitter),
+                                          ("tsc_per_op", "cycles", 260 * jitter)])
+            campaign.run(name, "stream", stream(20000.0, jitter))
+            campaign.run(name, "build", build(10 * jitter, 100), params={"jobs": 2})
+            campaign.run(name, "upload", upload(400 * jitter),
+                         params={"channel": "virtio-serial", "mode": "write", "size_mib": 64})
+            campaign.run(name, "fsync_honoured", fsync(True))
+            campaign.run(name, "dbench", [("throughput", "MB/s", 500 * jitter)],
+                         params={"clients": 10, "seconds": 5})
+            campaign.run(name, "bonnie", [("out_char", "KiB/s", 1300 * jitter),
+                                          ("out_char_cpu", "%", 97.0)],
+                         params={"size_mib": 128, "files": 1}, flags=("too-fast:out_block",))
+    report = model.load(store, str(campaign.id))
+    tables = views.tables(report, "published")
+    assert {"basic", "stream-stream", "percent", "build", "build-runs", "upload", "dbench",
+            "durability", "bonnie-output", "bonnie-percent", "columns"} <= {t.name for t in tables}
+    long = [(table.name, cell) for table in tables for cell in table.header
+            if len(cell) > columns.MAX_HEADER and table.name != "columns"]
+    assert not long

@@ -127,7 +127,8 @@ def test_measured_values(report: model.Report) -> None:
     assert row["metric"] == "time per op (ns)"
     assert row[column(measured, "base")] == "110 ±9.1%"  # bootstrap CI [100, 120]
     assert row[column(measured, "slow")] == "220 ±9.1%"
-    assert column(measured, "base") == "base n=3"  # one n shared by the whole column
+    assert column(measured, "base") == "base"
+    assert row_of(measured, "runs", "n")["base"] == "3"  # one n shared by the whole column
     tsc = row_of(measured, "getpid", "TSC per op")
     assert tsc["metric"] == "TSC per op (cycles)"
     assert tsc[column(measured, "base")] == "260 ±3.8%"
@@ -153,7 +154,7 @@ def test_partly_failed_cell_shows_value_and_problem(report: model.Report) -> Non
     measured, ratio = by_name(drawn)["measured"], by_name(drawn)["ratios"]
     text = row_of(measured, "getpid", "time per op")[column(measured, "flaky")]
     assert text.startswith("150 +✗ failed x2 [")  # one value: no interval, no (min-max)
-    assert column(measured, "flaky") == "flaky n=1"
+    assert row_of(measured, "runs", "n")["flaky"] == "1"
     (line,) = footnote_for(text, drawn[-1].footnotes)
     assert line.endswith("flaky: ✗ failed: garbled record")
     ratio_text = row_of(ratio, "getpid", "time per op")["flaky"]
@@ -287,7 +288,7 @@ def test_large_ns_values_are_shown_in_us(store) -> None:
                                              "", STARTED, 0.1, None,
                                              (("time_per_op", "ns", value),)))
     measured = by_name(detail(model.load(store)))["measured"]
-    assert measured.rows == [["fork + exit", "time per op (us)", "155 (150-160)"]]  # n=2: no interval
+    assert measured.rows == [["runs", "n", "2"], ["fork + exit", "time per op (us)", "155 (150-160)"]]  # n=2: no interval
 
 
 # -- renderers --------------------------------------------------------------------
@@ -425,7 +426,7 @@ def test_a_clock_drift_flag_marks_the_cell_with_a_footnote(store) -> None:
             status="ok", reason="", started_at=STARTED, host_seconds=1.0, log_path=None,
             samples=(("time_per_op", "ns", 100.0),), flags=flags))
     drawn = detail(model.load(store))
-    cell = by_name(drawn)["measured"].rows[0][2]
+    cell = by_name(drawn)["measured"].rows[1][2]  # after the runs row
     assert "!clock-drift" in cell and "[1]" in cell
     assert any("clock-drift (vm): the guest's clock" in line for line in drawn[-1].footnotes)
 
@@ -493,7 +494,7 @@ def test_a_flag_on_several_environments_is_one_footnote_naming_them(store) -> No
             status="ok", reason="", started_at=STARTED, host_seconds=1.0, log_path=None,
             samples=(("time_per_op", "ns", 100.0),), flags=flags))
     drawn = detail(model.load(store))
-    row = by_name(drawn)["measured"].rows[0]
+    row = by_name(drawn)["measured"].rows[1]  # after the runs row
     assert "[1]" in row[2] and "[1]" in row[3] and "[" not in row[4]
     lines = [line for line in drawn[-1].footnotes if "clock-drift" in line]
     assert len(lines) == 1 and lines[0].startswith("[1] clock-drift (vm, box): ")

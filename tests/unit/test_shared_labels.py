@@ -122,3 +122,14 @@ def test_only_whole_number_parameters_follow_the_vcpus(write_plan, host) -> None
     text = VCPU_PLAN.replace('jobs = "@vcpus"', 'cache = "@vcpus"')
     with pytest.raises(PlanError, match=r"workload\[0\]\.cache: \"@vcpus\" gives a whole number"):
         load(write_plan(text), host)
+
+
+def test_the_upload_table_gives_each_environment_its_own_channel(store) -> None:
+    campaign = Campaign(store, {"uml": {"kind": "uml"}, "tcg": {"kind": "qemu"}}, baseline="tcg")
+    for jitter in THREE:
+        for env, channel, mbps in (("uml", "serial", 2.0), ("tcg", "virtio-serial", 75.0)):
+            campaign.run(env, "upload", [("bandwidth", "MB/s", mbps * jitter)],
+                         label="upload[mode=write]",
+                         params={"channel": channel, "mode": "write", "size_mib": 64})
+    upload = campaign.tables()["upload"]
+    assert [r[:2] for r in upload.rows] == [["uml", "serial"], ["tcg", "virtio-serial"]]
