@@ -289,8 +289,15 @@ def row_scale(unit: str, cells: list[Cell]) -> tuple[str, float]:
     if unit not in factors or not medians:
         return unit, 1.0
     smallest_ns = min(medians) * factors[unit]
+    largest_ns = max(medians) * factors[unit]
     best = [(name, factor) for name, factor in TIME_UNITS if smallest_ns >= 10 * factor]
     name, factor = best[-1] if best else (unit, factors[unit])
+    # a row from 227 ms to 35 s reads better as 0.2272 s to 35.42 s than with 35.42k ms
+    for bigger, bigger_factor in TIME_UNITS:
+        if bigger_factor > factor and largest_ns >= 1e4 * factor \
+                and smallest_ns >= 0.1 * bigger_factor:
+            name, factor = bigger, bigger_factor
+            break
     return name, factor / factors[unit]
 
 
