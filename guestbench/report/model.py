@@ -510,7 +510,7 @@ def parameter_notes(report: Report) -> str:
     params: dict[str, dict[str, dict[str, Any]]] = {}
     for run in report.runs:
         params.setdefault(run["label"], {}).setdefault(run["environment"], run.get("params") or {})
-    notes = []
+    notes: dict[str, list[str]] = {}  # what differed -> the labels it differed for
     for label, by_env in params.items():
         keys = sorted({key for one in by_env.values() for key in one
                        if len({repr(other.get(key)) for other in by_env.values()}) > 1})
@@ -519,12 +519,22 @@ def parameter_notes(report: Report) -> str:
             for env in report.results.environments:
                 if env in by_env:
                     groups.setdefault(_param_text(by_env[env].get(key)), []).append(env)
-            notes.append(f"{label}: {key} " + "; ".join(
-                f"{value} in {', '.join(envs)}" for value, envs in groups.items()))
+            said = f"{key} " + "; ".join(f"{value} in {', '.join(envs)}"
+                                          for value, envs in groups.items())
+            notes.setdefault(said, []).append(label)
     if not notes:
         return ""
     return ("Parameters that differ by environment (one row, measured the way each environment "
-            "allows): " + ". ".join(notes) + ".")
+            "allows): " + ". ".join(f"{_rows_named(labels)}: {said}"
+                                    for said, labels in notes.items()) + ".")
+
+
+def _rows_named(labels: list[str]) -> str:
+    """upload[mode=write] alone, or "upload (3 rows)" for the swept labels of one workload."""
+    if len(labels) == 1:
+        return labels[0]
+    stems = {label.split("[")[0] for label in labels}
+    return f"{stems.pop()} ({len(labels)} rows)" if len(stems) == 1 else ", ".join(labels)
 
 
 def _param_text(value: Any) -> str:
