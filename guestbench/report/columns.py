@@ -11,6 +11,7 @@ builder needs to know.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from guestbench.plan import plain_value
@@ -26,13 +27,15 @@ def short_names(environments: list[dict[str, Any]]) -> dict[str, str]:
     if all(len(name) <= MAX_HEADER for name in names):
         return {name: name for name in names}
     varying = _varying_keys([env.get("spec") or {} for env in environments])
-    long = [env for env in environments if len(env["name"]) > MAX_HEADER]
-    parts = {env["name"]: _parts(env["name"], env.get("spec") or {}, varying) for env in long}
-    # one level of shortening for every long name, so that the headers read alike
-    level = max(_level_needed(*parts[env["name"]]) for env in long)
+    parts = {env["name"]: _parts(env["name"], env.get("spec") or {}, varying)
+             for env in environments}
+    # every name a sweep made, long or not, at one level of shortening: headers read alike
+    swept = [env["name"] for env in environments
+             if parts[env["name"]][1] or len(env["name"]) > MAX_HEADER]
+    level = max(_level_needed(*parts[name]) for name in swept)
     out = {env["name"]: env["name"] for env in environments}
-    for env in long:
-        out[env["name"]] = _at_level(env["name"], *parts[env["name"]], level)
+    for name in swept:
+        out[name] = _at_level(name, *parts[name], level)
     taken: dict[str, int] = {}
     for name, header in out.items():  # two that came out alike: numbered
         taken[header] = taken.get(header, 0) + 1
@@ -136,6 +139,8 @@ def shorten(tables: list[Table], headers: dict[str, str]) -> None:
     for table in tables:
         if table.name == "columns":
             continue
+        for name, short in longest_first:  # "... against tcg-vcpus1-placementdisjoint"
+            table.title = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", short, table.title)
         table.header = [_renamed(cell, longest_first) for cell in table.header]
         for row in table.rows:
             for index in range(min(table.label_columns, len(row))):

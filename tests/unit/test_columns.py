@@ -83,3 +83,14 @@ def test_no_header_of_any_published_table_is_longer_than_24_characters(store) ->
     long = [(table.name, cell) for table in tables for cell in table.header
             if len(cell) > columns.MAX_HEADER and table.name != "columns"]
     assert not long
+
+
+def test_a_sweep_is_shortened_whole_even_where_a_name_would_fit() -> None:
+    named = {f"tcg-vcpus{vcpus}-placement{placement}": {"kind": "qemu", "vcpus": vcpus,
+                                                       "placement": placement}
+             for vcpus in (1, 2) for placement in ("same", "disjoint")}
+    headers = columns.short_names(environments({"native": {}, **named}))
+    # tcg-vcpus1-placementsame has 24 characters and tcg-vcpus1-placementdisjoint 28
+    assert headers["tcg-vcpus1-placementsame"] == "tcg 1 vCPU same"
+    assert headers["tcg-vcpus1-placementdisjoint"] == "tcg 1 vCPU disjoint"
+    assert headers["native"] == "native"
