@@ -140,7 +140,9 @@ def shorten(tables: list[Table], headers: dict[str, str]) -> None:
         if table.name == "columns":
             continue
         for name, short in longest_first:  # "... against tcg-vcpus1-placementdisjoint"
-            table.title = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", short, table.title)
+            named = re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
+            table.title = named.sub(short, table.title)
+            table.footnotes = [named.sub(short, line) for line in table.footnotes]
         table.header = [_renamed(cell, longest_first) for cell in table.header]
         for row in table.rows:
             for index in range(min(table.label_columns, len(row))):
