@@ -19,7 +19,7 @@ Sample = tuple[str, str, float]  # metric, unit, value
 # Workload.metric_titles); a metric not named anywhere is shown as it is stored.
 METRIC_TITLES = {
     "time_per_op": "time per op", "tsc_per_op": "TSC per op", "elapsed": "elapsed",
-    "cpu_percent": "CPU %", "context_switches": "context switches", "sleeps": "sleeps",
+    "cpu_percent": "CPU", "context_switches": "context switches", "sleeps": "sleeps",
     "max_rss": "max RSS", "bandwidth": "bandwidth", "lat_p50": "latency p50",
     "lat_p99": "latency p99", "cpu_usr": "CPU user %", "cpu_sys": "CPU system %",
     "max_latency": "max latency", "boot_powered_off": "boot to power-off",

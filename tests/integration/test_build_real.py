@@ -80,6 +80,7 @@ def test_build_everywhere_it_can_run(tmp_path):
     assert "Build (make -jN of the generated C tree)" in markdown
     if {"tcg-vcpus1", "tcg-vcpus2"} <= available:
         # both vCPU counts ran, and the 2-vCPU cell is given against the 1-vCPU one; a cell
-        # may carry flags after its change (a busy host can earn "!console-latency [2]")
-        assert re.search(r"\| tcg \| [\d.]+ s \(\+0%\)[^|]* \| [\d.]+ s \([+-]\d+%\)[^|]* \|",
+        # may carry flags after its change (a busy host can earn "!console-latency [2]") and
+        # is a link to its logs, [text](folder)
+        assert re.search(r"\| tcg \| \[?[\d.]+ s \(\+0%\)[^|]* \| \[?[\d.]+ s \([+-]\d+%\)[^|]* \|",
                          markdown), markdown
