@@ -151,8 +151,10 @@ class Cell:
 
     @property
     def flag_names(self) -> list[str]:
-        """Flags of this cell: those its runs carry (clock-drift), then those its values show."""
-        from_values = self.stats.flags if self.stats is not None else []
+        """Flags of this cell: those its runs carry (clock-drift), then those its values show
+        (unstable, outliers, multimodal: for performance metrics, whose figures are judged;
+        a count of context switches that varies is no warning about a measurement)."""
+        from_values = self.stats.flags if self.stats is not None and self.is_performance else []
         return list(dict.fromkeys([*self.flags, *from_values]))
 
     def ratio_to(self, baseline: "Cell | None") -> float | None:

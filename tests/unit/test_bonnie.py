@@ -67,10 +67,17 @@ def test_output_without_the_csv_line_fails_with_what_was_printed() -> None:
         derive(params, RunOutput([], "Can't open file ./Bonnie.123", "", [], {}))
 
 
-def test_every_figure_too_fast_fails() -> None:
-    line = "1.98,2.00a,g,1,1,8M,,8192,5" + ",+++++,+++" * 6 + ",0" + ",,,," + ",+++++,+++" * 6
+def test_every_figure_too_fast_is_a_result_of_flags_alone() -> None:
+    line = "1.98,2.00a,g,1,1,8M,,8192,5" + ",+++++,+++" * 6 + ",1" + ",,,," + ",+++++,+++" * 6
     params = CATALOGUE["bonnie"].resolve({}, None)
-    with pytest.raises(OutputError, match="too fast to time"):
+    made = derive(params, RunOutput([], line, "", [], {}))
+    assert made.samples == [] and len(made.flags) == 12
+
+
+def test_a_line_without_any_figure_fails() -> None:
+    line = "1.98,2.00a,g,1,1,8M,,8192,5" + ",," * 6 + ",0" + ",,,," + ",," * 6
+    params = CATALOGUE["bonnie"].resolve({"files": 0}, None)
+    with pytest.raises(OutputError, match="holds no figure"):
         derive(params, RunOutput([], line, "", [], {}))
 
 

@@ -141,3 +141,19 @@ def test_compare_and_dashboards_judge_performance_only(mixed: Campaign) -> None:
     assert "guest/build elapsed" in names and "native/upload bandwidth" in names
     assert not [name for name in names
                 if name.rsplit(" ", 1)[1] in ("sleeps", "bytes", "honoured", "retries", "ok")]
+
+
+def test_a_varying_context_count_earns_no_stability_flag(store) -> None:
+    campaign = Campaign(store, {"native": {"kind": "native"}})
+    for index, jitter in enumerate((0.999, 1.0, 1.001, 1.0, 0.999)):
+        campaign.run("native", "build", build(10 * jitter, 100 * (1 + 2 * index)))  # sleeps: CV ~60%
+    report = model.load(store, str(campaign.id))
+    sleeps = report.results.cells[("build", "sleeps")]["native"]
+    assert sleeps.stats is not None and sleeps.stats.flags == ["unstable"]  # the values say so
+    assert sleeps.flag_names == []  # ... but a context figure is not judged
+    assert "!" not in mixed_row(views.tables(report, "published"), "build", "sleeps")
+
+
+def mixed_row(tables, label: str, metric: str) -> str:
+    measured = next(table for table in tables if table.name == "measured")
+    return " ".join(next(r for r in measured.rows if r[0] == label and r[1].startswith(metric)))
