@@ -379,10 +379,12 @@ def _following(table: dict[str, Any], model: type[BaseModel], source: str,
                where: str) -> tuple[str, ...]:
     """Takes out the parameters written "@vcpus": each environment's CPU count (make -jN
     following the vCPUs). Only whole-number parameters may follow it."""
-    keys = tuple(key for key, value in table.items() if value == FOLLOW_VCPUS)
+    # a key the workload does not have stays in the table: its error lists the parameters
+    keys = tuple(key for key, value in table.items()
+                 if value == FOLLOW_VCPUS and key in model.model_fields)
     for key in keys:
-        field = model.model_fields.get(key)
-        if field is None or field.annotation is not int:
+        field = model.model_fields[key]
+        if field.annotation is not int:
             raise PlanError(f"{source}: {where}.{key}: \"{FOLLOW_VCPUS}\" gives a whole number "
                             "(each environment's CPUs) and this parameter takes none (fix: give "
                             "a value, or use it for a count such as build's jobs)")

@@ -99,6 +99,11 @@ OWN_INIT = """#!/bin/busybox sh
 /bin/busybox poweroff -f
 """
 
+# a QEMU PC under TCG booting the plan's kernel with an initramfs of its own ({initrd})
+OWN_ARGV = """argv = ["qemu-system-x86_64", "-M", "pc", "-accel", "tcg", "-m", "{{memory_mib}}",
+        "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
+        "-kernel", "{{kernel}}", "-initrd", "{initrd}", "-append", "{{cmdline}}"]"""
+
 OWN_PLAN = """
 [campaign]
 name = "own"
@@ -112,9 +117,7 @@ image = "none"
 kernel = "{kernel}"
 kernel_args = ["console=ttyS0", "quiet", "panic=-1"{tcg}]
 ready = "^bench: starting"
-argv = ["qemu-system-x86_64", "-M", "pc", "-accel", "tcg", "-m", "{{memory_mib}}",
-        "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
-        "-kernel", "{{kernel}}", "-initrd", "{initrd}", "-append", "{{cmdline}}"]
+{argv}
 
 [[workload]]
 name = "guest_program"
@@ -168,7 +171,8 @@ def test_a_guest_of_its_own_gives_samples_from_its_console(tmp_path, host_facts)
         kernel = images.default_kernel()
     except images.ImageError as error:
         pytest.skip(str(error))
-    plan = OWN_PLAN.format(kernel=kernel, initrd=own_initramfs(tmp_path),
+    initrd = own_initramfs(tmp_path)
+    plan = OWN_PLAN.format(kernel=kernel, initrd=initrd, argv=OWN_ARGV.format(initrd=initrd),
                            tcg="".join(f', "{word}"' for word in tcg_args()))
     (tmp_path / "plan.toml").write_text(plan)
     result = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=300)
@@ -202,9 +206,7 @@ kernel = "{kernel}"
 kernel_args = ["console=ttyS0", "panic=-1"{tcg}]
 ready = "^Loading, please wait"
 done = "^Loading, please wait"
-argv = ["qemu-system-x86_64", "-M", "pc", "-accel", "tcg", "-m", "{{memory_mib}}",
-        "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
-        "-kernel", "{{kernel}}", "-initrd", "{initrd}", "-append", "{{cmdline}}"]
+{argv}
 
 [[workload]]
 name = "boot_image"
@@ -223,7 +225,7 @@ def test_a_distributions_kernel_and_initramfs_boot_to_the_line_named(tmp_path):
     initrd = kernel.with_name(kernel.name.replace("vmlinuz", "initrd.img"))
     if not initrd.is_file():
         pytest.skip(f"no initramfs beside {kernel} ({initrd} missing)")
-    plan = DISTRIBUTION_PLAN.format(kernel=kernel, initrd=initrd,
+    plan = DISTRIBUTION_PLAN.format(kernel=kernel, initrd=initrd, argv=OWN_ARGV.format(initrd=initrd),
                                     tcg="".join(f', "{word}"' for word in tcg_args()))
     (tmp_path / "plan.toml").write_text(plan)
     result = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=400)
