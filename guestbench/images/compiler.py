@@ -62,6 +62,8 @@ PROBE_HEADERS = (
     "sys/resource.h", "sys/select.h", "sys/socket.h", "sys/stat.h", "sys/statvfs.h",
     "sys/syscall.h", "sys/sysinfo.h", "sys/time.h", "sys/types.h", "sys/uio.h", "sys/un.h",
     "sys/utsname.h", "sys/wait.h", "termios.h", "unistd.h",
+    # what the Linux kernel's host programs include besides (fixdep, sorttable, relocs)
+    "byteswap.h", "elf.h", "endian.h",
 )
 
 PROBE_SOURCE = "".join(f"#if __has_include(<{h}>)\n#include <{h}>\n#endif\n"
@@ -85,6 +87,10 @@ int main(int argc, char **argv)
 # -pthread and -lm: the libraries a C program most often links besides libc.
 PROBE_COMPILE = ("-O2", "-pthread", "-MD")
 PROBE_LINK = ("-lm", "-Wl,-t")
+# The headers once more with _GNU_SOURCE, which programs such as the kernel's host tools
+# define: glibc's headers then include other parts (stdio.h's cookie I/O types; limits.h a
+# different PTHREAD_STACK_MIN header), so neither mode's list covers the other.
+PROBE_GNU_HEADERS = ("-D_GNU_SOURCE", "-pthread", "-M", "-MF", "probe-gnu.d", "probe.c")
 
 
 def is_compiler(tool: str, binary: Path) -> bool:
@@ -120,7 +126,12 @@ def _closure(binary: str, inode: int, size: int, mtime_ns: int,
                              f"(status {completed.returncode}: {_tail(completed.stderr)}); "
                              "install the C library's headers ('apt-get install libc6-dev' "
                              "or build-essential)")
-        depfile = (folder / "probe.d").read_text() if (folder / "probe.d").is_file() else ""
+        gnu = _run([binary, *PROBE_GNU_HEADERS], folder, env)
+        if gnu.returncode != 0:
+            raise ImageError(f"the compiler {binary} cannot preprocess the probe with "
+                             f"_GNU_SOURCE (status {gnu.returncode}: {_tail(gnu.stderr)})")
+        depfile = "".join((folder / name).read_text() for name in ("probe.d", "probe-gnu.d")
+                          if (folder / name).is_file())
         ld_prog = _run([binary, "-print-prog-name=ld"], folder, env).stdout.strip()
         named = [*_commands(completed.stderr), *_linker_inputs(completed.stdout),
                  *_depfile_paths(depfile)]

@@ -23,6 +23,7 @@ from guestbench.report.model import (
     too_fast_text, verdict_text)
 
 UPLOAD_MODES = ("write", "no_write", "no_upload")
+BUILD_WORKLOADS = {"build", "kernel_build"}
 BUILD_COLUMNS = (("elapsed", "elapsed (s)"), ("user", "user (s)"), ("sys", "sys (s)"),
                  ("cpu_percent", "CPU %"), ("context_switches", "context switches"),
                  ("sleeps", "sleeps"))
@@ -201,16 +202,17 @@ def upload_table(report: Report, footnotes: Footnotes) -> Table | None:
 # -- build: kernbench's columns ---------------------------------------------------------
 
 def build_table(report: Report, footnotes: Footnotes) -> Table | None:
-    labels = _runs_by_label(report, {"build"})
+    labels = _runs_by_label(report, BUILD_WORKLOADS)
     if not labels:
         return None
-    table = Table("Build (make -jN of the generated C tree): medians, like kernbench",
+    table = Table("Build (make -jN): medians, like kernbench",
                   ["environment", "build", *(title for _, title in BUILD_COLUMNS)], [],
                   name="build",
                   note="elapsed: wall time of make; user and sys: CPU time of make and every "
                        "compiler it ran (wait4); CPU % = (user + sys) / elapsed; context "
                        "switches: involuntary; sleeps: voluntary. Cold: the host's and the "
-                       "guest's caches dropped first; warm: after one untimed build.")
+                       "guest's caches dropped first; warm: after one untimed build; copied "
+                       "(a Linux tree): as just copied, without a warm-up build.")
     for env in report.results.environments:
         for label in labels:
             cells = [report.results.cells.get((label, metric), {}).get(env)
@@ -225,7 +227,7 @@ def build_table(report: Report, footnotes: Footnotes) -> Table | None:
 def build_runs_table(report: Report, footnotes: Footnotes) -> Table | None:
     """Each run as a column (the wiki's real / user / sys per run), then kernbench's
     mean (standard deviation)."""
-    labels = _runs_by_label(report, {"build"})
+    labels = _runs_by_label(report, BUILD_WORKLOADS)
     if not labels:
         return None
     most = 0

@@ -28,7 +28,7 @@ from guestbench.runner.outcomes import (
     watch_own_program)
 from guestbench.runner.schedule import Cell, Column, StopReason, refusal, restore
 from guestbench.store import RunRecord, Store
-from guestbench.workloads.base import InputError
+from guestbench.workloads.base import InputError, InputMissing
 
 
 class Interrupted(Exception):
@@ -354,6 +354,8 @@ class Runner:
                                                f"(apt-get install {' '.join(missing)})")
         try:
             needs = workload.job_needs(case.params, self._inputs())
+        except InputMissing as error:
+            return Outcome(Status.UNSUPPORTED, str(error))
         except InputError as error:
             return Outcome(Status.INFRA, f"could not prepare the workload's inputs: {error}")
         refused_need = column.environment.refusal(workload.requires, needs)

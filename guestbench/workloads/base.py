@@ -48,6 +48,11 @@ class InputError(Exception):
     """A workload could not generate its inputs on the host (the run's status is infra)."""
 
 
+class InputMissing(InputError):
+    """The host lacks what a workload's inputs are made from (a source tarball, a package):
+    the run is unsupported, and the message says what to install."""
+
+
 class OutputError(Exception):
     """A tool's output could not be turned into samples (the run fails with this reason)."""
 

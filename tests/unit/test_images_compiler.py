@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,28 @@ def test_the_closure_holds_what_gcc_runs_and_reads():
     assert all(Path(path).is_file() for path in (*programs, *files))
     assert not set(programs) & set(files)
     assert list(programs) == sorted(programs) and list(files) == sorted(files)
+
+
+@needs_gcc
+def test_the_closure_has_the_headers_of_programs_that_define_gnu_source():
+    # glibc's headers include other parts under _GNU_SOURCE (the Linux kernel's host
+    # programs define it): the closure must hold both modes' headers
+    _, files = compiler.closure(Path(shutil.which("gcc")))
+    names = {Path(path).name for path in files}
+    assert {"elf.h", "byteswap.h", "endian.h"} <= names
+    with_gnu = gnu_only_headers()
+    assert with_gnu, "no header that only _GNU_SOURCE includes? the check would prove nothing"
+    assert with_gnu <= names, with_gnu - names
+
+
+def gnu_only_headers() -> set[str]:
+    """Header names gcc includes for stdio.h and limits.h with _GNU_SOURCE and not without."""
+    def included(*flags: str) -> set[str]:
+        text = subprocess.run(["gcc", *flags, "-M", "-x", "c", "-"], capture_output=True,
+                              text=True, check=True,
+                              input="#include <stdio.h>\n#include <limits.h>\n").stdout
+        return {Path(word).name for word in text.replace("\\\n", " ").split()[1:]}
+    return included("-D_GNU_SOURCE") - included()
 
 
 @needs_gcc

@@ -381,3 +381,15 @@ def test_an_unsupported_error_record_makes_the_run_unsupported() -> None:
     seen.add(Record(1, "error", {"type": "error", "workload": "rdtscp", "message": "boom"}, 0))
     assert seen.errors == ["rdtscp: boom"]
     assert "boom" in seen.problem("rdtscp", True)
+
+
+def test_inputs_the_host_lacks_make_the_cell_unsupported_with_the_fix(
+        build_plan, run_plan, store, tmp_path) -> None:
+    # a kernel_build whose source is not there: nothing to prepare, so nothing to retry
+    plan = build_plan([{"name": "fs", "kind": "fake",
+                        "capabilities": ["filesystem", "processes", "exec_children"]}],
+                      [{"name": "kernel_build", "source": str(tmp_path / "linux-9.9.tar.xz")}],
+                      repeat=3)
+    [run] = store.runs(run_plan(plan))
+    assert run["status"] == Status.UNSUPPORTED
+    assert "does not exist" in run["reason"] and "apt-get install linux-source" in run["reason"]

@@ -13,7 +13,7 @@ from guestbench.environments.base import Job
 from guestbench.workloads import build, buildtree
 from guestbench.workloads.base import InputError, OutputError, RunOutput
 
-[BUILD] = build.WORKLOADS
+BUILD = next(w for w in build.WORKLOADS if w.name == "build")
 
 
 def run_output(stdout: str) -> RunOutput:
