@@ -2,10 +2,12 @@
 
 The source is a tarball (Debian's `linux-source` package puts one at
 /usr/src/linux-source-X.Y.tar.xz) or an unpacked tree. It is unpacked into the campaign's
-inputs folder and configured there with `make <config>` (tinyconfig, defconfig), so
-that every environment builds the same configured tree and none needs flex or bison:
-Kconfig's own programs are built here, on the host. Each run copies the tree into its
-scratch folder (an ext4 scratch disk in full-system guests) and builds it there.
+inputs folder, configured there with `make <config>` (tinyconfig, defconfig) and made
+ready with `make prepare`: Kconfig's and Kbuild's host programs and the generated headers,
+the state kernbench's `make clean` leaves between its runs. Every environment builds the
+same prepared tree, none needs flex or bison, and the timed build compiles and links the
+kernel. Each run copies the tree into its scratch folder (an ext4 scratch disk in
+full-system guests) and builds it there.
 
 A prepared tree is written aside and renamed into place with its mark last, so a killed
 campaign leaves nothing a later one would take for whole.
@@ -26,7 +28,7 @@ SOURCE_GLOB = "linux-source-*.tar.*"
 SOURCE_FOLDER = Path("/usr/src")
 CONFIGS = ("tinyconfig", "defconfig")
 TREE_MARK = ".guestbench-kernel"
-PREPARE_VERSION = "1"  # part of the prepared folder's name: bump when preparing changes
+PREPARE_VERSION = "2"  # 2: make prepare  # part of the prepared folder's name: bump when preparing changes
 UNPACK_TIMEOUT_S = 900.0
 CONFIGURE_TIMEOUT_S = 600.0
 # What preparing runs on the host, and the package that has it.
@@ -118,6 +120,8 @@ def _configure(tree: Path, config: str) -> None:
     _run(["make", "-s", config], CONFIGURE_TIMEOUT_S, tree, f"make {config}")
     if not (tree / ".config").is_file():
         raise InputError(f"make {config} wrote no .config")
+    _run(["make", "-s", f"-j{os.cpu_count() or 1}", "prepare"], CONFIGURE_TIMEOUT_S, tree,
+         "make prepare")
 
 
 def _run(argv: list[str], timeout_s: float, cwd: Path | None, what: str) -> None:

@@ -1,7 +1,7 @@
 """kernel_build for real, kept small: one object file of Debian's linux-source (tinyconfig),
 natively and in a 2-vCPU TCG guest whose make -jN follows its vCPUs; and a missing source
-is an unsupported cell that says how to get one. The whole kernel (about 90 s natively,
-far longer under TCG) is measured by hand: docs/workloads-build.md has the figures."""
+is an unsupported cell that says how to get one. The whole kernel (73 s natively, 20 min
+under TCG here) is measured by hand: docs/workloads-build.md has the figures."""
 
 from __future__ import annotations
 

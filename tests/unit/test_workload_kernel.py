@@ -13,12 +13,15 @@ from guestbench.workloads.base import InputError, InputMissing
 
 KERNEL = CATALOGUE["kernel_build"]
 
-# A stand-in for a Linux tree: what preparing looks at (Makefile, Kconfig) and a config
-# target that writes .config and counts how often it ran.
+# A stand-in for a Linux tree: what preparing looks at (Makefile, Kconfig), a config
+# target that writes .config and counts how often it ran, and prepare, which needs it.
 FAKE_MAKEFILE = """\
 tinyconfig defconfig:
 \techo "CONFIG_$@=y" > .config
 \techo x >> configured-times
+prepare:
+\ttest -f .config
+\tcat .config > prepared
 broken:
 \t@echo "conf: something is wrong" >&2; exit 1
 """
@@ -56,6 +59,7 @@ def test_a_tarball_is_unpacked_without_its_top_folder_and_configured_once(tmp_pa
     tree = kernelsrc.prepared(str(tarball), "tinyconfig", inputs)
     assert tree.parent == inputs and (tree / "init" / "main.c").is_file()
     assert (tree / ".config").read_text() == "CONFIG_tinyconfig=y\n"
+    assert (tree / "prepared").read_text() == "CONFIG_tinyconfig=y\n"  # after configuring
     assert (tree / kernelsrc.TREE_MARK).is_file()
     assert kernelsrc.prepared(str(tarball), "tinyconfig", inputs) == tree
     assert (tree / "configured-times").read_text() == "x\n"  # not configured again
@@ -98,6 +102,14 @@ def test_a_failed_configure_leaves_nothing_half_made(tmp_path, monkeypatch):
                                          r"wrong"):
         kernelsrc.prepared(str(source), "tinyconfig", inputs)
     assert list(inputs.iterdir()) == []
+
+
+def test_a_failed_prepare_is_an_input_error_naming_it(tmp_path):
+    source = fake_tree(tmp_path / "linux", FAKE_MAKEFILE.replace("\ttest -f .config",
+                                                                 "\ttest -f no-such-file"))
+    with pytest.raises(InputError, match=r"make prepare failed \(status 2\)"):
+        kernelsrc.prepared(str(source), "tinyconfig", tmp_path / "inputs")
+    assert list((tmp_path / "inputs").iterdir()) == []
 
 
 def test_what_is_not_a_tree_is_refused(tmp_path):
