@@ -19,11 +19,11 @@ caches (the agent's --drop-caches). cache=warm: one untimed build first (the age
 --warmup-runs 1), so the timed one finds sources, headers and the compiler in memory.
 docs/workloads-build.md has what this measures and the figures.
 
-kernel_build: the tree is kernelsrc.py's, a Linux source unpacked and configured once on
-the host (tinyconfig by default), and the agent runs `make -s -jN [target]` in its copy.
-There is no warm-up build (one takes twenty minutes in a TCG guest here): cache=copied builds
-the tree as it was just copied (in the host's page cache), cache=cold drops every cache
-first. A target such as lib/ctype.o builds one object file (and what it depends on).
+kernel_build: the tree is kernelsrc.py's, a Linux source unpacked, configured (tinyconfig
+by default) and prepared once on the host, and the agent runs `make -s -jN [target]` in
+its copy. There is no warm-up build (one takes twenty minutes in a TCG guest here):
+cache=copied builds the tree as it was just copied (in the host's page cache), cache=cold
+drops every cache first. A target such as lib/ctype.o builds one object file.
 """
 
 from __future__ import annotations
