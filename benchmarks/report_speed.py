@@ -1,3 +1,4 @@
+from guestbench.analysis import results as analysed
 #!/usr/bin/env python3
 """How long `guestbench report` and `guestbench compare` take over stores of 1,000,000 samples.
 
@@ -13,7 +14,7 @@ already hold the requested count of samples, rebuilt otherwise):
 Each command runs in a fresh process (`.venv/bin/guestbench ...`, stdout to a
 file), --repeat times; the table shows the median wall-clock time. A format or
 command that does not exist yet shows as "not available (exit 2: ...)": rerun
-the script once it does. Rows "store.runs()+samples()" and "model.load()" time,
+the script once it does. Rows "store.runs()+samples()" and "analysed.load()" time,
 in this process, the plain read of one campaign through the store API and the
 report's load step (read + summarise), to tell store time from analysis time.
 
@@ -138,7 +139,7 @@ def model_load(url: str, campaign: int) -> str:
     from guestbench.report import model
     opened = gb_store.open(url, create=False)
     try:
-        loaded = model.load(opened, str(campaign))
+        loaded = analysed.load(opened, str(campaign))
     finally:
         opened.engine.dispose()
     return f"{len(loaded.results.cells)} rows x {len(loaded.results.environments)} columns (in process)"
@@ -150,7 +151,7 @@ def measure(shape: str, url: str, ids: list[int], repeat: int) -> list[Row]:
                         [GUESTBENCH, "report", "--list", "--db", url], repeat),
             run_in_process(shape, f"store.runs()+samples() of {latest}",
                            lambda: store_read(url, latest), repeat),
-            run_in_process(shape, f"model.load() of {latest}",
+            run_in_process(shape, f"analysed.load() of {latest}",
                            lambda: model_load(url, latest), repeat)]
     for output_format in FORMATS:
         rows.append(run_command(shape, f"report {latest} --format {output_format}",

@@ -230,11 +230,12 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
 
 def _print_report(results, campaign: str | None, baseline: str | None, output_format: str,
                   all_metrics: bool, output: Path | None = None, detail: bool = False) -> None:
+    from guestbench.analysis import results as analysed
     from guestbench.report import model, views
 
     summary = output_format == "table" and output is None and not detail
-    loaded = model.load(results, campaign, baseline, all_metrics, context_samples=not summary,
-                        primary_only=summary)
+    loaded = analysed.load(results, campaign, baseline, all_metrics,
+                           context_samples=not summary, primary_only=summary)
     if output_format == "table" and output is None:
         _print_tables(views.tables(loaded, "detail" if detail else "summary"))
         line = model.geomean_line(loaded)

@@ -157,11 +157,14 @@ class Cell:
         from_values = self.stats.flags if self.stats is not None and self.is_performance else []
         return list(dict.fromkeys([*self.flags, *from_values]))
 
-    def ratio_to(self, baseline: "Cell | None") -> float | None:
-        """This cell's median over the baseline's (2.0 = twice the baseline's number)."""
-        if baseline is None or self.median is None or not baseline.median:
+    def slowdown_to(self, baseline: "Cell | None") -> float | None:
+        """This cell's median against the baseline's under the one ratio rule (above 1 is
+        worse): median over the baseline's for a cost, the baseline's over it for a rate."""
+        if baseline is None or self.median is None or baseline.median is None:
             return None
-        return self.median / baseline.median
+        top, bottom = ((baseline.median, self.median) if self.higher_is_better
+                       else (self.median, baseline.median))
+        return top / bottom if bottom else None
 
 
 @dataclass
@@ -297,6 +300,11 @@ def flags_of_metric(flags: list[str], metric: str) -> list[str]:
         if not scope or scope == metric:
             out.append(name)
     return out
+
+
+def row_kind(row: dict[str, Cell]) -> str:
+    """A row's metric kind: its cells share their workload's declaration and unit."""
+    return next(iter(row.values())).kind if row else PERFORMANCE
 
 
 def status_counts(cell: Cell) -> Counter:

@@ -7,13 +7,13 @@ import csv
 import io
 from collections import defaultdict
 
-from guestbench.report.model import Report
+from guestbench.analysis.results import CampaignResults
 
 COLUMNS = ["campaign", "environment", "workload", "label", "metric", "unit", "repetition",
            "status", "value", "reason", "run_id", "log_path", "run_flags", "cell_flags"]
 
 
-def render(report: Report) -> str:
+def render(report: CampaignResults) -> str:
     by_run = defaultdict(list)
     for sample in report.samples:
         by_run[sample["run_id"]].append(sample)

@@ -17,12 +17,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from guestbench.analysis.summary import CONTEXT_METRICS, Cell
-from guestbench.report.model import Report
+from guestbench.analysis.results import CampaignResults
 
 MEASURE_MAX = 64  # Bencher's longest measure name
 
 
-def _measured(report: Report) -> Iterator[Cell]:
+def _measured(report: CampaignResults) -> Iterator[Cell]:
     for (_label, metric), row in report.results.cells.items():
         if not metric or metric in CONTEXT_METRICS:
             continue
@@ -31,7 +31,7 @@ def _measured(report: Report) -> Iterator[Cell]:
                 yield cell
 
 
-def bmf(report: Report) -> dict[str, Any]:
+def bmf(report: CampaignResults) -> dict[str, Any]:
     document: dict[str, dict[str, dict[str, float]]] = {}
     for cell in _measured(report):
         metric: dict[str, float] = {"value": cell.stats.median}
@@ -42,7 +42,7 @@ def bmf(report: Report) -> dict[str, Any]:
     return document
 
 
-def github_action_benchmark(report: Report) -> dict[str, list[dict[str, Any]]]:
+def github_action_benchmark(report: CampaignResults) -> dict[str, list[dict[str, Any]]]:
     smaller: list[dict[str, Any]] = []
     bigger: list[dict[str, Any]] = []
     for cell in _measured(report):
@@ -59,9 +59,9 @@ def github_action_benchmark(report: Report) -> dict[str, list[dict[str, Any]]]:
     return {"customSmallerIsBetter": smaller, "customBiggerIsBetter": bigger}
 
 
-def render_bmf(report: Report) -> str:
+def render_bmf(report: CampaignResults) -> str:
     return json.dumps(bmf(report), indent=2) + "\n"
 
 
-def render_github_action_benchmark(report: Report) -> str:
+def render_github_action_benchmark(report: CampaignResults) -> str:
     return json.dumps(github_action_benchmark(report), indent=2) + "\n"

@@ -3,6 +3,7 @@ host and environment, and each host's facts, for the same plan on several machin
 
 from __future__ import annotations
 
+from guestbench.analysis import results as analysed
 from guestbench.report import model
 from guestbench.report.model import Footnotes, Table
 from guestbench.store import Store, StoreError
@@ -23,7 +24,7 @@ def tables(store: Store, selector: str) -> list[Table]:
         latest[row["pool_host"] or f"campaign {row['id']}"] = row
     for _, row in sorted(latest.items()):
         reports.append((row["pool_host"] or f"campaign {row['id']}",
-                        model.load(store, str(row["id"]), context_samples=False,
+                        analysed.load(store, str(row["id"]), context_samples=False,
                                    primary_only=True)))
     if not reports:
         raise StoreError(f"group {group['id']} ({group['name']!r}) has no campaign yet "
@@ -47,7 +48,7 @@ def campaign_of_host(store: Store, selector: str, host: str) -> str:
     return str(mine[-1]["id"])
 
 
-def _medians(group: dict, reports: list[tuple[str, model.Report]]) -> Table:
+def _medians(group: dict, reports: list[tuple[str, analysed.CampaignResults]]) -> Table:
     footnotes = Footnotes()
     columns = [(host, env, report) for host, report in reports
                for env in report.results.environments]
@@ -72,7 +73,7 @@ def _medians(group: dict, reports: list[tuple[str, model.Report]]) -> Table:
     return table
 
 
-def _facts(group: dict, reports: list[tuple[str, model.Report]]) -> Table:
+def _facts(group: dict, reports: list[tuple[str, analysed.CampaignResults]]) -> Table:
     table = Table(f"Group {group['id']}: the hosts", ["host", "campaign", *(
         name for name, _ in FACTS)], [], name="group-hosts", label_columns=2,
         note=f"Plan sha256 {group['plan_hash'][:16]}..., submitted by {group['submitted_by']}"

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from guestbench.analysis import results as analysed
 from guestbench.analysis import history
 from guestbench.analysis.history import Change, Point, Series
 from guestbench.report import model
@@ -45,7 +46,7 @@ def load(store: Store, host: str | None = None, group: str | None = None,
         if campaign["status"] != "finished":
             found.left_out.append((campaign["id"], f"{campaign['status']}, not finished"))
             continue
-        report = model.load(store, str(campaign["id"]), context_samples=False,
+        report = analysed.load(store, str(campaign["id"]), context_samples=False,
                             primary_only=True)
         found.campaigns.append({"id": campaign["id"], "name": campaign["name"],
                                 "created_at": campaign["created_at"], "host": where})
@@ -79,11 +80,11 @@ def _campaigns(store: Store, group: str | None):
         yield store.campaign(str(campaign_id))
 
 
-def _add_points(series: dict, report: model.Report, host: str, environments: tuple[str, ...],
+def _add_points(series: dict, report: analysed.CampaignResults, host: str, environments: tuple[str, ...],
                 workloads: tuple[str, ...]) -> None:
     workload_of = {run["label"]: run["workload"] for run in report.runs}
     env_rows = {env["name"]: env for env in report.environments}
-    for label, metric in model.performance_primary(report).items():
+    for label, metric in report.performance_primary().items():
         if workloads and label not in workloads and workload_of.get(label) not in workloads:
             continue
         for env, cell in report.results.cells.get((label, metric), {}).items():

@@ -17,7 +17,8 @@ from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.summary import Cell
 from guestbench.report import model, svg, views
 from guestbench.report.links import log_href
-from guestbench.report.model import STATUS_MARKS, Report, Table, format_value
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import STATUS_MARKS, Table, format_value
 
 # The boot phases that follow each other without overlap, so they stack.
 BOOT_POINTS = (None, "clock_zero", "boot_userspace", "boot_agent_ready", "boot_powered_off")
@@ -89,7 +90,7 @@ class Anchors:
         return anchor
 
 
-def render(report: Report, base_dir: Path | None) -> str:
+def render(report: CampaignResults, base_dir: Path | None) -> str:
     """The whole page; log links are relative to base_dir (the page's folder) where they can be."""
     anchors = Anchors()
     runs = RunIndex(report, anchors)
@@ -112,7 +113,7 @@ def render(report: Report, base_dir: Path | None) -> str:
         "</body>", "</html>", ""])
 
 
-def _header(report: Report) -> str:
+def _header(report: CampaignResults) -> str:
     campaign = report.campaign
     finished = campaign.get("finished_at")
     facts = [
@@ -145,7 +146,7 @@ def _contents(sections: list[Section]) -> str:
 
 # -- host and environments ----------------------------------------------------------
 
-def _host_verdict(report: Report, host_anchor: str | None) -> str:
+def _host_verdict(report: CampaignResults, host_anchor: str | None) -> str:
     """The host checks' warnings, near the top: they say how far to trust every number."""
     checks = report.host_checks
     if not checks:
@@ -159,7 +160,7 @@ def _host_verdict(report: Report, host_anchor: str | None) -> str:
     return f'<p class="quiet">No warning: the host looked quiet{readings}.</p>'
 
 
-def _host_section(report: Report) -> Section:
+def _host_section(report: CampaignResults) -> Section:
     return Section("host", "Host facts", _facts_table(report.host_facts))
 
 
@@ -180,7 +181,7 @@ def _fact_html(value: Any) -> str:
     return "-" if value is None else _e(value)
 
 
-def _environments_section(report: Report) -> Section:
+def _environments_section(report: CampaignResults) -> Section:
     rows = []
     for env in report.environments:
         spec = json.dumps(env.get("spec"), indent=2, sort_keys=True, default=str)
@@ -198,7 +199,7 @@ def _environments_section(report: Report) -> Section:
         f"<tbody>{''.join(rows)}</tbody></table>"))
 
 
-def _plan_section(report: Report) -> Section:
+def _plan_section(report: CampaignResults) -> Section:
     plan = json.dumps(report.campaign.get("plan"), indent=2, sort_keys=False, default=str)
     return Section("plan", "Plan", "<details><summary>The resolved plan (JSON)</summary>"
                    f"<pre>{_e(plan)}</pre></details>")
@@ -206,7 +207,7 @@ def _plan_section(report: Report) -> Section:
 
 # -- plots ---------------------------------------------------------------------------
 
-def _plots_section(report: Report, anchors: Anchors) -> Section:
+def _plots_section(report: CampaignResults, anchors: Anchors) -> Section:
     figures, parts = [], []
     for label, metric in report.primary.items():
         anchor = anchors.make("plot", label)
@@ -227,7 +228,7 @@ def _figure(anchor: str, caption: str, drawing: str) -> str:
             "</figure>")
 
 
-def _workload_plot(report: Report, label: str, metric: str, caption: str) -> str:
+def _workload_plot(report: CampaignResults, label: str, metric: str, caption: str) -> str:
     row = report.results.cells[(label, metric)]
     cells = [row[env] for env in report.results.environments]
     unit, divisor = model.row_scale(cells[0].unit, cells)
@@ -258,7 +259,7 @@ def _no_data_text(statuses: Iterable[str]) -> str:
                                     for status, count in counts.items()) or "no samples")
 
 
-def _boot_plot(report: Report) -> str:
+def _boot_plot(report: CampaignResults) -> str:
     cells = breakdown(report.runs, report.samples)
     if not cells:
         return ""
@@ -282,7 +283,7 @@ def _boot_plot(report: Report) -> str:
                        STACKED_PHASES, stacks)
 
 
-def _boot_no_data(report: Report, env: str, boot_labels: set[str]) -> str:
+def _boot_no_data(report: CampaignResults, env: str, boot_labels: set[str]) -> str:
     return _no_data_text(run["status"] for run in report.runs if run["environment"] == env
                          and run["label"] in boot_labels and run["status"] != "ok")
 
@@ -355,7 +356,7 @@ def _footnotes_html(lines: list[str], prefix: str) -> str:
 class RunIndex:
     """The runs of each cell (environment, label) and the anchor of its entry under Runs."""
 
-    def __init__(self, report: Report, anchors: Anchors) -> None:
+    def __init__(self, report: CampaignResults, anchors: Anchors) -> None:
         self.runs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for run in report.runs:
             self.runs[(run["environment"], run["label"])].append(run)
@@ -375,7 +376,7 @@ RUN_COLUMNS = "".join(f"<th>{name}</th>" for name in (
     "log files"))
 
 
-def _runs_section(report: Report, runs: RunIndex, base_dir: Path | None) -> Section:
+def _runs_section(report: CampaignResults, runs: RunIndex, base_dir: Path | None) -> Section:
     blocks = []
     for env, label in runs.cells:
         rows = "".join(_run_row(run, report, base_dir) for run in runs.runs[(env, label)])
@@ -389,7 +390,7 @@ def _runs_section(report: Report, runs: RunIndex, base_dir: Path | None) -> Sect
     return Section("runs", "Runs and their logs", intro + "\n" + "\n".join(blocks))
 
 
-def _run_row(run: dict[str, Any], report: Report, base_dir: Path | None) -> str:
+def _run_row(run: dict[str, Any], report: CampaignResults, base_dir: Path | None) -> str:
     status_class = "status-ok" if run["status"] == "ok" else "status-bad"
     folder, files = _log_cells(run.get("log_path"), report.campaign.get("log_dir"), base_dir)
     started = run.get("started_at")

@@ -8,14 +8,14 @@ from typing import Any
 
 from guestbench import __version__
 from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR, UNSTABLE_CV
-from guestbench.report.model import Report
+from guestbench.analysis.results import CampaignResults
 
 # Bump when a key is removed, renamed or changes meaning; a new key is added without a
 # bump (readers ignore keys they do not know). docs/results.md keeps the history.
 JSON_SCHEMA_VERSION = 2
 
 
-def document(report: Report) -> dict[str, Any]:
+def document(report: CampaignResults) -> dict[str, Any]:
     by_run = defaultdict(list)
     for sample in report.samples:
         by_run[sample["run_id"]].append(
@@ -60,7 +60,7 @@ def document(report: Report) -> dict[str, Any]:
     }
 
 
-def cells(report: Report) -> list[dict[str, Any]]:
+def cells(report: CampaignResults) -> list[dict[str, Any]]:
     """Every cell's statistics, flags, problems and ratio to the baseline."""
     out = []
     for (label, metric), row in report.results.cells.items():
@@ -99,6 +99,6 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
 INDENT_LIMIT = 100_000
 
 
-def render(report: Report) -> str:
+def render(report: CampaignResults) -> str:
     indent = 2 if len(report.samples) <= INDENT_LIMIT else None
     return json.dumps(document(report), indent=indent) + "\n"

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from guestbench.report.model import Report
+from guestbench.analysis.results import CampaignResults
 
 
 def log_href(path: Path, base_dir: Path | None, folder: bool = False) -> str:
@@ -21,7 +21,7 @@ def log_href(path: Path, base_dir: Path | None, folder: bool = False) -> str:
     return path.as_uri() + suffix
 
 
-def cell_folders(report: Report) -> dict[tuple[str, str], Path]:
+def cell_folders(report: CampaignResults) -> dict[tuple[str, str], Path]:
     """{(environment, label): the folder that holds its runs' logs (one repN per run; for
     workloads that shared a guest, the environment's shared/ folder)}, for cells whose
     folder is still there."""

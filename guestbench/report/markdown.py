@@ -6,14 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from guestbench.report import links, views
-from guestbench.report.model import Report, Table
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import Table
 
 
 def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(report: Report, base_dir: Path | None = None) -> str:
+def render(report: CampaignResults, base_dir: Path | None = None) -> str:
     """The published tables; each value links to its cell's log folder, relative to base_dir
     (the output file's folder; the current one when printed)."""
     folders = links.cell_folders(report)

@@ -13,150 +13,9 @@ from typing import Any
 from guestbench.analysis import stats
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
-from guestbench.analysis.stats import CellStats, Interval
-from guestbench.analysis.summary import (CONTEXT, CONTEXT_METRICS, PERFORMANCE, TOO_FAST, VERDICT,
-                                         Cell, Results, analyse, summarise)
-from guestbench.store import Store, StoreError
-from guestbench.store.columns import Samples
-
-
-@dataclass
-class Geomean:
-    """One environment's geometric mean slowdown over the primary metric of its workloads."""
-
-    interval: Interval
-    workloads: int  # how many workloads it covers
-    of: int  # how many the baseline has
-
-
-@dataclass
-class Report:
-    """Everything a renderer may show, read from the store for one campaign."""
-
-    campaign: dict[str, Any]
-    environments: list[dict[str, Any]]
-    runs: list[dict[str, Any]]
-    samples: Samples
-    baseline: str | None
-    results: Results
-    resamples: int = stats.RESAMPLES
-    primary: dict[str, str] = field(default_factory=dict)  # label -> its primary metric
-    # (label, metric, environment) -> median(environment) / median(baseline)
-    ratios: dict[tuple[str, str, str], Interval] = field(default_factory=dict)
-    geomeans: dict[str, Geomean] = field(default_factory=dict)
-    cell_stops: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def host_facts(self) -> dict[str, Any]:
-        return self.campaign["host_facts"]
-
-    @property
-    def host_checks(self) -> dict[str, Any] | None:
-        return self.campaign.get("host_checks")
-
-
-def load(store: Store, selector: str | None = None, baseline: str | None = None,
-         all_metrics: bool = False, resamples: int | None = None,
-         context_samples: bool = True, primary_only: bool = False) -> Report:
-    """One campaign's report. For a view that shows neither (the summary):
-    context_samples=False leaves the context metrics' samples (iterations, clock ratios)
-    unread, a third of a micro campaign's samples; primary_only=True describes only the
-    primary metrics' cells, and leaves the others' statistics None."""
-    campaign = store.campaign(selector)
-    environments = store.environments(campaign["id"])
-    names = [env["name"] for env in environments]
-    baseline = baseline or campaign["baseline"]
-    if baseline is not None and baseline not in names:
-        raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
-                         f"{campaign['id']} (fix: use one of {', '.join(names)})")
-    env_name = {env["id"]: env["name"] for env in environments}
-    runs = store.runs(campaign["id"])
-    for run in runs:
-        run["environment"] = env_name[run["environment_id"]]
-    samples = store.samples(campaign["id"], () if context_samples or all_metrics
-                            else CONTEXT_METRICS)
-    results = summarise(names, runs, samples, include_context=all_metrics)
-    report = Report(campaign, environments, runs, samples, baseline, results)
-    report.primary = primary_metrics(results, runs)
-    report.resamples = analyse(results, resamples,
-                               report.primary.items() if primary_only else None)
-    report.ratios = _ratios(results, baseline)
-    report.geomeans = _geomeans(results, baseline, report.primary)
-    report.cell_stops = store.cell_stops(campaign["id"])
-    for stop in report.cell_stops:
-        stop.setdefault("environment", env_name.get(stop.get("environment_id")))
-    return report
-
-
-def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, str]:
-    """Each label's primary metric: the workload's own choice, else its first performance
-    metric, else its first metric."""
-    from guestbench.workloads import CATALOGUE
-
-    workload_of = {run["label"]: run["workload"] for run in runs}
-    metrics: dict[str, list[str]] = {}
-    for label, metric, _unit in results.rows:
-        if metric and metric not in CONTEXT_METRICS:
-            metrics.setdefault(label, []).append(metric)
-    chosen = {}
-    for label, present in metrics.items():
-        workload = CATALOGUE.get(workload_of.get(label, ""))
-        wanted = getattr(workload, "primary_metric", None)
-        judged = [metric for metric in present
-                  if _kind(results.cells[(label, metric)]) == PERFORMANCE]
-        chosen[label] = wanted if wanted in present else (judged or present)[0]
-    return chosen
-
-
-def performance_primary(report: "Report") -> dict[str, str]:
-    """The primary metrics that are performance figures: what % tables, scaling tables and
-    history judge (a workload whose primary is a verdict, fsync_honoured, has none)."""
-    return {label: metric for label, metric in report.primary.items()
-            if _kind(report.results.cells[(label, metric)]) == PERFORMANCE}
-
-
-def _ratios(results: Results, baseline: str | None) -> dict[tuple[str, str, str], Interval]:
-    if baseline is None:
-        return {}
-    out = {}
-    for (label, metric), row in results.cells.items():
-        base = row.get(baseline)
-        if not metric or base is None or base.stats is None or not base.is_performance:
-            continue  # context and verdicts are never divided
-        for env, cell in row.items():
-            if cell.too_fast or base.too_fast:
-                continue  # no ratio of a figure under its tool's resolution
-            interval = stats.ratio_interval(base.stats, cell.stats) if cell.stats else None
-            if interval is not None:
-                out[(label, metric, env)] = interval
-    return out
-
-
-def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
-    """(base, other) so that median(other)/median(base) > 1 means slower, whatever the unit."""
-    assert base.stats is not None and cell.stats is not None
-    if cell.higher_is_better:  # the metric's declared direction, else its unit's
-        return cell.stats, base.stats
-    return base.stats, cell.stats
-
-
-def _geomeans(results: Results, baseline: str | None, primary: dict[str, str]
-              ) -> dict[str, Geomean]:
-    if baseline is None:
-        return {}
-    rows = [results.cells[(label, metric)] for label, metric in primary.items()
-            if results.cells[(label, metric)][baseline].values
-            and results.cells[(label, metric)][baseline].is_performance]
-    out = {}
-    for env in results.environments:
-        if env == baseline:
-            continue
-        pairs = [slowdown_pair(row[baseline], row[env]) for row in rows
-                 if row[env].values and not row[env].too_fast and not row[baseline].too_fast]
-        interval = stats.geometric_mean_interval(pairs) if pairs else None
-        if interval is not None:
-            out[env] = Geomean(interval, len(pairs), len(rows))
-    return out
+from guestbench.analysis.results import RATIO_RULE, CampaignResults
+from guestbench.analysis.stats import Interval
+from guestbench.analysis.summary import CONTEXT, TOO_FAST, VERDICT, Cell, Results, row_kind
 
 
 @dataclass
@@ -387,10 +246,6 @@ def too_fast_text(cell: Cell, divisor: float = 1.0) -> str:
     return f"+++++ ({format_value(cell.median / divisor)})" if cell.values else "+++++"
 
 
-def _kind(row: dict[str, Cell]) -> str:
-    """A row's metric kind: its cells share their workload's declaration and unit."""
-    return next(iter(row.values())).kind if row else PERFORMANCE
-
 
 def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: bool) -> str:
     if not cell.values:
@@ -418,7 +273,7 @@ def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes,
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if cell.too_fast or baseline.too_fast:
         return f"+++++ {footnotes.mark(cell if cell.too_fast else baseline)}"
-    ratio = cell.ratio_to(baseline)
+    ratio = cell.slowdown_to(baseline)
     if interval is not None:
         text = format_interval(interval)
     else:
@@ -433,7 +288,7 @@ def _column_n(results: Results, environment: str) -> str | None:
     return counts.pop() if len(counts) == 1 else None
 
 
-def title(report: Report, what: str) -> str:
+def title(report: CampaignResults, what: str) -> str:
     campaign, facts = report.campaign, report.host_facts
     created = campaign["created_at"].strftime("%Y-%m-%d %H:%M")
     return (f"{what} - campaign {campaign['id']} '{campaign['name']}' ({campaign['status']}), "
@@ -441,7 +296,7 @@ def title(report: Report, what: str) -> str:
             f"kernel {facts.get('kernel')}")
 
 
-def interval_note(report: Report) -> str:
+def interval_note(report: CampaignResults) -> str:
     return (f"± is half the median's {stats.CONFIDENCE:.0%} bootstrap confidence interval "
             f"(percentile method, {report.resamples} resamples"
             + (", fewer than usual to bound the report's time" if report.resamples
@@ -450,9 +305,9 @@ def interval_note(report: Report) -> str:
             "instead. n: runs, or runs x values per run.")
 
 
-def summary_table(report: Report, footnotes: Footnotes) -> Table:
+def summary_table(report: CampaignResults, footnotes: Footnotes) -> Table:
     results, baseline = report.results, report.baseline
-    ratios = baseline_measured(report)
+    ratios = report.baseline_measured
     what = f"median ±95% CI, x {baseline}" if ratios else "median ±95% CI"
     table = Table(title(report, f"Summary: {what}"), ["workload", "metric",
                   *results.environments], [], name="summary",
@@ -485,13 +340,13 @@ def _summary_text(cell: Cell, base: Cell | None, footnotes: Footnotes, divisor: 
     if not cell.values or base is None or not base.values or not cell.is_performance \
             or cell.too_fast or base.too_fast:
         return text
-    ratio = cell.ratio_to(base)
+    ratio = cell.slowdown_to(base)
     return f"{text} {format_ratio(ratio)}" if ratio is not None else text
 
 
-def geomean_line(report: Report) -> str:
+def geomean_line(report: CampaignResults) -> str:
     """The one line a run ends with: each environment's geometric-mean slowdown."""
-    if not baseline_measured(report) or not report.geomeans:
+    if not report.baseline_measured or not report.geomeans:
         return ""
     parts = [f"{env} {geomean_text(report, env)}" for env in report.results.environments
              if env != report.baseline and env in report.geomeans]
@@ -501,7 +356,7 @@ def geomean_line(report: Report) -> str:
                          "metrics): " + ", ".join(parts), width=116, break_on_hyphens=False)
 
 
-def parameter_notes(report: Report) -> str:
+def parameter_notes(report: CampaignResults) -> str:
     """For rows whose parameters belong to the environment (one label, a [[workload]] table
     per group of environments), what differs: "upload: channel serial in uml; virtio-serial
     in qemu-tcg." Empty when every row ran with one set of parameters."""
@@ -541,7 +396,7 @@ def _param_text(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def measured_table(report: Report, footnotes: Footnotes) -> Table:
+def measured_table(report: CampaignResults, footnotes: Footnotes) -> Table:
     results = report.results
     column_n = {env: _column_n(results, env) for env in results.environments}
     measured = Table(title(report, "Measured: median ±95% CI"), [
@@ -551,7 +406,7 @@ def measured_table(report: Report, footnotes: Footnotes) -> Table:
         measured.add(["runs", "n", *(column_n[env] or "per cell" for env in results.environments)])
     for label, metric, unit in results.rows:
         row = results.cells[(label, metric)]
-        if metric and _kind(row) == VERDICT:
+        if metric and row_kind(row) == VERDICT:
             continue  # in the verdicts table
         shown_unit, divisor = row_scale(unit, list(row.values()))
         measured.add([label, f"{metric} ({shown_unit})" if metric else "-", *(
@@ -560,27 +415,24 @@ def measured_table(report: Report, footnotes: Footnotes) -> Table:
     differing = parameter_notes(report)
     if differing:
         measured.note += " " + differing
-    if report.baseline and not baseline_measured(report):
+    if report.baseline and not report.baseline_measured:
         measured.note += (f" No ratios: the baseline {report.baseline} has no successful run "
                           "(see its cells); choose another with --baseline.")
     return measured
 
 
-def baseline_measured(report: Report) -> bool:
-    return bool(report.baseline) and any(
-        row[report.baseline].values for row in report.results.cells.values())
 
-
-def ratio_table(report: Report, footnotes: Footnotes) -> Table | None:
-    if not baseline_measured(report):
+def ratio_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
+    if not report.baseline_measured:
         return None
     results, baseline = report.results, report.baseline
-    table = Table(f"Relative to {baseline}: ratio of medians [95% CI]",
+    table = Table(f"Ratio to {baseline} [95% CI]: {ratio_rule(baseline)}",
                   ["workload", "metric", *results.environments], [], name="ratios",
-                  note=f"For ns, cycles and s a ratio above 1 is slower than {baseline}; for "
-                       f"MB/s a ratio below 1 is slower. Rows where {baseline} has no value are "
-                       "left out. The geometric mean takes each workload's primary metric, "
-                       "turned so that above 1 is slower. Intervals of ratios and "
+                  note=f"Every ratio reads x {baseline}, above 1 is worse: an environment's "
+                       f"median over {baseline}'s for times and cycles, {baseline}'s over the "
+                       f"environment's for rates (MB/s, IOPS: marked 'rate, inverted'). Rows "
+                       f"where {baseline} has no value are left out. The geometric mean takes "
+                       "each workload's primary metric. Intervals of ratios and "
                        "geometric means combine the cells' own intervals (MOVER on the log "
                        "scale, docs/statistics.md).")
     for label, metric, unit in results.rows:
@@ -590,11 +442,11 @@ def ratio_table(report: Report, footnotes: Footnotes) -> Table | None:
             continue  # nothing to divide by: e.g. boot rows against native
         if not base.is_performance:
             continue  # context and verdicts: shown as measured, never as ratios
-        table.add([label, metric + (" (higher is better)" if base.higher_is_better else ""), *(
+        table.add([label, metric + (" (rate, inverted)" if base.higher_is_better else ""), *(
             _ratio_text(row[env], base, footnotes, report.ratios.get((label, metric, env)))
             for env in results.environments)], [(env, label) for env in results.environments])
     if report.geomeans:
-        table.add(["geometric mean", "slowdown, primary metrics", *(
+        table.add(["geometric mean", "primary metrics", *(
             geomean_text(report, env) for env in results.environments)])
     differing = parameter_notes(report)
     if differing:
@@ -602,7 +454,12 @@ def ratio_table(report: Report, footnotes: Footnotes) -> Table | None:
     return table
 
 
-def geomean_text(report: Report, env: str, as_percent: bool = False) -> str:
+def ratio_rule(baseline: str | None) -> str:
+    """The one ratio rule, as every caption states it."""
+    return RATIO_RULE.replace("baseline", baseline or "baseline")
+
+
+def geomean_text(report: CampaignResults, env: str, as_percent: bool = False) -> str:
     """An environment's geometric-mean slowdown [CI], or as a % of the baseline's performance."""
     if env == report.baseline:
         return "100" if as_percent else "1.00x"
@@ -619,7 +476,7 @@ def geomean_text(report: Report, env: str, as_percent: bool = False) -> str:
     return text if geomean.workloads == geomean.of else f"{text} ({geomean.workloads} of {geomean.of})"
 
 
-def clock_table(report: Report) -> Table | None:
+def clock_table(report: CampaignResults) -> Table | None:
     """The clock check per environment: agent time over host time between hello and end."""
     ratios: dict[str, list[float]] = {}
     run_env = {run["id"]: run["environment"] for run in report.runs}
@@ -641,7 +498,7 @@ def clock_table(report: Report) -> Table | None:
     return table
 
 
-def boot_table(report: Report) -> Table | None:
+def boot_table(report: CampaignResults) -> Table | None:
     """Boot phases per environment: median of each run's phase duration, ms."""
     cells = breakdown(report.runs, report.samples)
     if not cells:
@@ -667,7 +524,7 @@ def boot_table(report: Report) -> Table | None:
     return table
 
 
-def host_table(report: Report) -> Table | None:
+def host_table(report: CampaignResults) -> Table | None:
     """The campaign's host checks: what was read before and after, and the warnings."""
     checks = report.host_checks
     if not checks:

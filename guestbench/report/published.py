@@ -8,16 +8,18 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from guestbench.analysis.stats import Interval
 from guestbench.analysis.summary import VERDICT, Cell
 from guestbench.report import titles
-from guestbench.report.model import (
-    Footnotes, Report, Table, decorate, empty_text, format_interval, format_percent, format_value,
-    geomean_text, interval_note, performance_primary, problem_text, row_scale)
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_interval,
+                                     format_percent, format_value, geomean_text, interval_note,
+                                     problem_text, row_scale)
 
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
 
 
-def _family(report: Report, label: str) -> str:
+def _family(report: CampaignResults, label: str) -> str:
     from guestbench.workloads import CATALOGUE
 
     workload = next((run["workload"] for run in report.runs if run["label"] == label), "")
@@ -25,14 +27,14 @@ def _family(report: Report, label: str) -> str:
     return found.family if found else ""
 
 
-def _labels(report: Report, family: str) -> list[str]:
+def _labels(report: CampaignResults, family: str) -> list[str]:
     labels = dict.fromkeys(label for label, _metric, _unit in report.results.rows)
     return [label for label in labels if _family(report, label) == family]
 
 
 # -- (a) activity x environment, cycles and ns ----------------------------------------
 
-def basic_table(report: Report, footnotes: Footnotes) -> Table | None:
+def basic_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     """Micro workloads: median CPU cycles per operation, with ns beside them."""
     results = report.results
     labels = [label for label in _labels(report, "micro")
@@ -69,7 +71,7 @@ def _cycles_text(cycles: Cell | None, time: Cell | None, footnotes: Footnotes) -
 
 # -- (b) STREAM ---------------------------------------------------------------------
 
-def stream_tables(report: Report, footnotes: Footnotes) -> list[Table]:
+def stream_tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]:
     """Per STREAM workload: each kernel's bandwidth and avg/min/max time per environment."""
     out = []
     for label in _labels(report, "stream"):
@@ -92,7 +94,7 @@ def stream_tables(report: Report, footnotes: Footnotes) -> list[Table]:
     return out
 
 
-def _stream_prefix(report: Report, label: str, kernel: str) -> str | None:
+def _stream_prefix(report: CampaignResults, label: str, kernel: str) -> str | None:
     """'copy_' for the all-kernels workload, '' for stream_copy, None if absent."""
     cells = report.results.cells
     if (label, f"{kernel}_bandwidth") in cells:
@@ -102,7 +104,7 @@ def _stream_prefix(report: Report, label: str, kernel: str) -> str | None:
     return None
 
 
-def _stream_values(report: Report, label: str, prefix: str, env: str,
+def _stream_values(report: CampaignResults, label: str, prefix: str, env: str,
                    footnotes: Footnotes) -> list[str]:
     cells = report.results.cells
     bandwidth = cells[(label, f"{prefix}bandwidth")][env]
@@ -120,10 +122,10 @@ def _stream_values(report: Report, label: str, prefix: str, env: str,
 
 # -- (c) % of baseline ----------------------------------------------------------------
 
-def percent_table(report: Report, footnotes: Footnotes) -> Table | None:
+def percent_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     """Each environment's performance as a % of the baseline's, per workload, and overall."""
     baseline, results = report.baseline, report.results
-    labels = [label for label, metric in performance_primary(report).items()
+    labels = [label for label, metric in report.performance_primary().items()
               if baseline and results.cells[(label, metric)][baseline].values]
     if not labels:
         return None
@@ -137,20 +139,22 @@ def percent_table(report: Report, footnotes: Footnotes) -> Table | None:
                        + ").")
     for env in results.environments:
         cells = [results.cells[(label, report.primary[label])] for label in labels]
-        table.add([env, *(_percent_text(row[baseline], row[env], footnotes) for row in cells),
-                   geomean_text(report, env, as_percent=True)], [(env, label) for label in labels] + [None])
+        table.add([env, *(_percent_text(row[baseline], row[env], footnotes, report.ratios.get(
+            (row[env].label, row[env].metric, env))) for row in cells),
+                   geomean_text(report, env, as_percent=True)],
+                  [(env, label) for label in labels] + [None])
     return table
 
 
-def _percent_text(base: Cell, cell: Cell, footnotes: Footnotes) -> str:
+def _percent_text(base: Cell, cell: Cell, footnotes: Footnotes, ratio: Interval | None) -> str:
+    """The published "% of native": 100 over the cell's ratio (above 1 is worse)."""
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if cell.too_fast or base.too_fast:
         return "+++++"
-    if not base.median or not cell.median:
+    if ratio is None or not ratio.value:
         return "-"
-    share = cell.median / base.median if cell.higher_is_better else base.median / cell.median
-    return decorate(f"{share * 100:.3g}", cell, footnotes)
+    return decorate(f"{100 / ratio.value:.3g}", cell, footnotes)
 
 
 # -- (d) scaling: vCPUs x placement ---------------------------------------------------
@@ -159,7 +163,7 @@ SCALED_KEYS = ("vcpus", "placement")
 PLACEMENT_ORDER = {"same": 0, "disjoint": 1, "none": 2}
 
 
-def scaling_groups(report: Report) -> dict[str, dict[tuple[int, str], str]]:
+def scaling_groups(report: CampaignResults) -> dict[str, dict[tuple[int, str], str]]:
     """{row name: {(vcpus, placement): environment}} for environments that differ only there."""
     groups: dict[str, dict[tuple[int, str], str]] = defaultdict(dict)
     names: dict[str, str] = {}
@@ -175,7 +179,7 @@ def scaling_groups(report: Report) -> dict[str, dict[tuple[int, str], str]]:
     return dict(groups) if len(combos) > 1 else {}
 
 
-def scaling_tables(report: Report, footnotes: Footnotes) -> list[Table]:
+def scaling_tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]:
     """Per workload: groups x (vCPUs, placement), each with its % change against one cell."""
     groups = scaling_groups(report)
     if not groups:
@@ -184,7 +188,7 @@ def scaling_tables(report: Report, footnotes: Footnotes) -> list[Table]:
                     key=lambda combo: (combo[0], PLACEMENT_ORDER.get(combo[1], 9), combo[1]))
     reference = _scaling_reference(report, groups, combos)
     out = []
-    for label, metric in performance_primary(report).items():
+    for label, metric in report.performance_primary().items():
         row_cells = {env: report.results.cells[(label, metric)][env]
                      for members in groups.values() for env in members.values()}
         base = row_cells[reference]
@@ -206,7 +210,7 @@ def scaling_tables(report: Report, footnotes: Footnotes) -> list[Table]:
     return out
 
 
-def _scaling_reference(report: Report, groups: dict[str, dict[tuple[int, str], str]],
+def _scaling_reference(report: CampaignResults, groups: dict[str, dict[tuple[int, str], str]],
                        combos: list[tuple[int, str]]) -> str:
     """The report's baseline if it is one of the scaled environments, else the first group's
     cell with the fewest vCPUs, disjoint placement first (each on its own CPU: the cell the
@@ -231,7 +235,7 @@ def _scaling_text(cell: Cell, base: Cell, footnotes: Footnotes) -> str:
 
 # -- statistics per cell --------------------------------------------------------------
 
-def statistics_table(report: Report, footnotes: Footnotes) -> Table:
+def statistics_table(report: CampaignResults, footnotes: Footnotes) -> Table:
     """Every measured cell in full: n, median, mean, min, max, stdev, CV, interval, flags, stop."""
     stops = {(stop.get("environment"), stop.get("label")): stop for stop in report.cell_stops}
     table = Table("Statistics per cell", [

@@ -9,8 +9,9 @@ bonnie++ could not time shows as +++++ (and its %CPU as +++), as bonnie++ prints
 from __future__ import annotations
 
 from guestbench.analysis.summary import Cell
-from guestbench.report.model import (
-    Footnotes, Report, Table, decorate, empty_text, format_value, problem_text, too_fast_text)
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_value,
+                                     problem_text, too_fast_text)
 from guestbench.report.published_io import value_text
 from guestbench.workloads.bonnie import FIGURES
 
@@ -30,7 +31,7 @@ PERCENT_METRICS = ("out_char", "out_block", "rewrite", "in_char", "in_block", "s
 PERCENT_TITLES = ("out per chr", "out block", "rewrite", "in per chr", "in block", "seeks")
 
 
-def tables(report: Report, footnotes: Footnotes) -> list[Table]:
+def tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]:
     labels = list(dict.fromkeys(run["label"] for run in report.runs
                                 if run["workload"] == "bonnie"))
     out = []
@@ -47,14 +48,14 @@ def tables(report: Report, footnotes: Footnotes) -> list[Table]:
     return out
 
 
-def _sizes(report: Report, label: str) -> str:
+def _sizes(report: CampaignResults, label: str) -> str:
     params = next((run.get("params") or {} for run in report.runs if run["label"] == label), {})
     files = params.get("files")
     return f"file {params.get('size_mib', '?')} MiB, {files}k small files" if files \
         else f"file {params.get('size_mib', '?')} MiB"
 
 
-def _section(report: Report, footnotes: Footnotes, label: str, title: str,
+def _section(report: CampaignResults, footnotes: Footnotes, label: str, title: str,
              metrics: tuple[str, ...], name: str) -> Table | None:
     header = ["environment"]
     for metric in metrics:
@@ -83,7 +84,7 @@ def _section(report: Report, footnotes: Footnotes, label: str, title: str,
     return table if shown else None
 
 
-def _params(report: Report, label: str, env: str) -> dict:
+def _params(report: CampaignResults, label: str, env: str) -> dict:
     return next((run.get("params") or {} for run in report.runs
                  if run["label"] == label and run["environment"] == env), {})
 
@@ -100,18 +101,18 @@ def _figure_text(cell: Cell | None, too_fast_runs: int, footnotes: Footnotes) ->
     return empty_text(cell) if cell is not None else "-"
 
 
-def _cell(report: Report, label: str, metric: str, env: str) -> Cell | None:
+def _cell(report: CampaignResults, label: str, metric: str, env: str) -> Cell | None:
     return report.results.cells.get((label, metric), {}).get(env)
 
 
-def _too_fast_runs(report: Report, label: str, env: str, metric: str) -> int:
+def _too_fast_runs(report: CampaignResults, label: str, env: str, metric: str) -> int:
     """Runs that said this figure was too fast to time (a cell need not exist for it)."""
     flag = f"too-fast:{metric}"
     return sum(1 for run in report.runs if run["label"] == label and run["environment"] == env
                and run["status"] == "ok" and flag in (run.get("flags") or []))
 
 
-def _percent(report: Report, footnotes: Footnotes, label: str, only: bool) -> Table | None:
+def _percent(report: CampaignResults, footnotes: Footnotes, label: str, only: bool) -> Table | None:
     baseline = report.baseline
     if not baseline:
         return None

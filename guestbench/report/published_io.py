@@ -18,9 +18,9 @@ import statistics
 from typing import Any
 
 from guestbench.analysis.summary import CONTEXT, VERDICT, Cell
-from guestbench.report.model import (
-    Footnotes, Report, Table, decorate, empty_text, format_percent, format_value, problem_text,
-    too_fast_text, verdict_text)
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_percent,
+                                     format_value, problem_text, too_fast_text, verdict_text)
 
 UPLOAD_MODES = ("write", "no_write", "no_upload")
 BUILD_WORKLOADS = {"build", "kernel_build"}
@@ -32,7 +32,7 @@ DISK_METRICS = ("bandwidth", "iops", "lat_p99", "fsync_p50", "fsync_p99", "creat
                 "delete", "throughput")
 
 
-def tables(report: Report, footnotes: Footnotes) -> list[Table]:
+def tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]:
     out = []
     for build in (disk_table, dbench_table, upload_table, build_table, build_runs_table,
                   durability_table, verdict_table):
@@ -42,7 +42,7 @@ def tables(report: Report, footnotes: Footnotes) -> list[Table]:
     return out
 
 
-def _runs_by_label(report: Report, workloads: set[str]) -> dict[str, dict[str, Any]]:
+def _runs_by_label(report: CampaignResults, workloads: set[str]) -> dict[str, dict[str, Any]]:
     """label -> params of its runs, for labels of the given workloads, in plan order."""
     found: dict[str, dict[str, Any]] = {}
     for run in report.runs:
@@ -87,7 +87,7 @@ def _share(cell: Cell | None, base: Cell | None) -> str:
 
 # -- disk: fio, metadata, dbench with % of the baseline ----------------------------------
 
-def disk_table(report: Report, footnotes: Footnotes) -> Table | None:
+def disk_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     from guestbench.workloads.disk import WORKLOADS as DISK
 
     labels = _runs_by_label(report, {w.name for w in DISK})
@@ -116,7 +116,7 @@ def disk_table(report: Report, footnotes: Footnotes) -> Table | None:
 
 # -- dbench: throughput per client count ------------------------------------------------
 
-def dbench_table(report: Report, footnotes: Footnotes) -> Table | None:
+def dbench_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     """Per client count: the median ± its interval, and the best run with its % of the
     baseline's best (the wiki's "best of 2 runs for dbench 10 ... % of native")."""
     labels = _runs_by_label(report, {"dbench"})
@@ -164,7 +164,7 @@ def _best_share(cell: Cell | None, base: Cell | None) -> str:
 
 # -- upload: channel x (write, no_write, no_upload) -------------------------------------
 
-def upload_table(report: Report, footnotes: Footnotes) -> Table | None:
+def upload_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     labels = _runs_by_label(report, {"upload"})
     if not labels:
         return None
@@ -201,7 +201,7 @@ def upload_table(report: Report, footnotes: Footnotes) -> Table | None:
 
 # -- build: kernbench's columns ---------------------------------------------------------
 
-def build_table(report: Report, footnotes: Footnotes) -> Table | None:
+def build_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     labels = _runs_by_label(report, BUILD_WORKLOADS)
     if not labels:
         return None
@@ -224,7 +224,7 @@ def build_table(report: Report, footnotes: Footnotes) -> Table | None:
     return table if table.rows else None
 
 
-def build_runs_table(report: Report, footnotes: Footnotes) -> Table | None:
+def build_runs_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     """Each run as a column (the wiki's real / user / sys per run), then kernbench's
     mean (standard deviation)."""
     labels = _runs_by_label(report, BUILD_WORKLOADS)
@@ -258,7 +258,7 @@ def build_runs_table(report: Report, footnotes: Footnotes) -> Table | None:
 
 # -- durability: fsync honoured per environment (cache mode) ------------------------------
 
-def durability_table(report: Report, footnotes: Footnotes) -> Table | None:
+def durability_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     labels = _runs_by_label(report, {"fsync_honoured"})
     if not labels:
         return None
@@ -298,7 +298,7 @@ def durability_table(report: Report, footnotes: Footnotes) -> Table | None:
 OWN_VERDICT_TABLES = frozenset({"fsync_honoured"})
 
 
-def verdict_table(report: Report, footnotes: Footnotes) -> Table | None:
+def verdict_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     workload_of = {run["label"]: run["workload"] for run in report.runs}
     results = report.results
     rows = [(label, metric) for label, metric, _unit in results.rows

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import re
 
-from guestbench.report.model import Report, Table
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import Table
 
 METRIC_COLUMNS = ("metric", "verdict")
 NOT_LABELS = ("environment", "column", "kernel", "check", "phase")
 _METRIC_CELL = re.compile(r"^(?P<metric>[A-Za-z0-9_.-]+)(?P<rest>( \(.*\))?)$")
 
 
-def label_title(report: Report, label: str) -> str:
+def label_title(report: CampaignResults, label: str) -> str:
     """A row label with its workload's title for the workload's name ("STREAM [array_mib=32]");
     a label the plan gave (label = "...") stays as given."""
     workload = _workload(report, label)
@@ -30,7 +31,7 @@ def label_title(report: Report, label: str) -> str:
     return label
 
 
-def apply(tables: list[Table], report: Report) -> None:
+def apply(tables: list[Table], report: CampaignResults) -> None:
     labels = {run["label"] for run in report.runs}
     for table in tables:
         # a table with a column per workload (% of the baseline) heads it with the title
@@ -50,7 +51,7 @@ def apply(tables: list[Table], report: Report) -> None:
                     row[index] = label_title(report, row[index])
 
 
-def _metric_cell(report: Report, label: str, text: str) -> str:
+def _metric_cell(report: CampaignResults, label: str, text: str) -> str:
     workload = _workload(report, label)
     found = _METRIC_CELL.match(text)
     if workload is None or not found:
@@ -58,11 +59,8 @@ def _metric_cell(report: Report, label: str, text: str) -> str:
     return workload.metric_title(found.group("metric")) + found.group("rest")
 
 
-def _workload(report: Report, label: str):
+def _workload(report: CampaignResults, label: str):
     from guestbench.workloads import CATALOGUE
 
-    names = getattr(report, "_workload_of", None)
-    if names is None:
-        names = {run["label"]: run["workload"] for run in report.runs}
-        report._workload_of = names  # type: ignore[attr-defined]
+    names = report.workload_of
     return CATALOGUE.get(names.get(label, ""))

@@ -20,8 +20,9 @@ from guestbench.analysis import stats
 from guestbench.analysis.compare import FASTER, SAME, SLOWER, THRESHOLD, beyond_threshold
 from guestbench.analysis.stats import Interval
 from guestbench.analysis.summary import Cell
-from guestbench.report.model import (Footnotes, Report, Table, decorate, empty_text,
-                                     format_value, problem_text, row_scale)
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_value,
+                                     problem_text, row_scale)
 
 # swept spec key -> the environment fact that names the version it ran
 VERSION_KEYS = {"kernel": "guest_kernel", "binary": "vmm_version"}
@@ -41,7 +42,7 @@ class VersionGroup:
     values: list[str]  # the spec's value of `key` per environment
 
 
-def version_groups(report: Report) -> list[VersionGroup]:
+def version_groups(report: CampaignResults) -> list[VersionGroup]:
     """Every group of environments that differ from each other only in `kernel` or `binary`.
 
     Environments are grouped by kind and by every spec option except `name` and the
@@ -93,7 +94,7 @@ def _headers(members: list[dict[str, Any]], key: str, fact: str) -> list[str]:
             for header, env in zip(headers, members)]
 
 
-def rows(report: Report) -> list[tuple[str, str]]:
+def rows(report: CampaignResults) -> list[tuple[str, str]]:
     """(label, metric) per row: each workload's primary metric; the boot phases for boot."""
     out = []
     for label, metric in report.primary.items():
@@ -105,13 +106,13 @@ def rows(report: Report) -> list[tuple[str, str]]:
     return out
 
 
-def version_tables(report: Report, footnotes: Footnotes) -> list[Table]:
+def version_tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]:
     """One table per version group (none when the campaign swept no kernel or binary)."""
     return [table for table in (version_table(report, group, footnotes)
                                 for group in version_groups(report)) if table is not None]
 
 
-def version_table(report: Report, group: VersionGroup, footnotes: Footnotes) -> Table | None:
+def version_table(report: CampaignResults, group: VersionGroup, footnotes: Footnotes) -> Table | None:
     first = group.versions[0]
     what = "guest kernel" if group.key == "kernel" else "VMM binary"
     table = Table(f"Versions of {group.name} ({what}): median of the first, % change against "

@@ -12,13 +12,14 @@ from typing import Literal
 
 from guestbench.report import (columns, published, published_bonnie, published_io, titles,
                                versions)
-from guestbench.report.model import (Footnotes, Report, Table, boot_table, clock_table,
-                                     host_table, measured_table, ratio_table, summary_table)
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import (Footnotes, Table, boot_table, clock_table, host_table,
+                                     measured_table, ratio_table, summary_table)
 
 View = Literal["summary", "detail", "published"]
 
 
-def tables(report: Report, view: View) -> list[Table]:
+def tables(report: CampaignResults, view: View) -> list[Table]:
     """The tables `view` shows, in order, with one set of footnotes under the last of them.
 
     "summary" is the terminal's first answer (report, run): one row per workload. "detail"
@@ -38,14 +39,14 @@ def tables(report: Report, view: View) -> list[Table]:
     return made
 
 
-def _summary(report: Report) -> list[Table]:
+def _summary(report: CampaignResults) -> list[Table]:
     """Per workload its primary metric only; per environment the median ±half its interval
     and, but for the baseline, the ratio to it; then the geometric-mean slowdown."""
     footnotes = Footnotes()
     return _footnoted([summary_table(report, footnotes)], footnotes)
 
 
-def _every_table(report: Report) -> list[Table]:
+def _every_table(report: CampaignResults) -> list[Table]:
     """Measured values and ratios first (what every reader looks for), then each published
     table that has data, then the per-cell statistics and the checks of clock and host."""
     footnotes = Footnotes()
@@ -74,7 +75,7 @@ def _footnoted(out: list[Table], footnotes: Footnotes) -> list[Table]:
     return out
 
 
-VIEWS: dict[str, Callable[[Report], list[Table]]] = {
+VIEWS: dict[str, Callable[[CampaignResults], list[Table]]] = {
     "summary": _summary, "detail": _every_table, "published": _every_table}
 
 __all__ = ["View", "VIEWS", "tables"]

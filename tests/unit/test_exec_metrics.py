@@ -330,9 +330,13 @@ def test_percent_of_native_uses_the_declared_direction(store) -> None:
     vm = dict(zip(header, rows["vm"]))
     assert vm["exec-higher"].startswith("50")   # half the score of native: 50%
     assert vm["exec-lower"].startswith("200")   # half the cost of native: twice as fast
-    ratios = {row[0]: row[1] for row in tables["ratios"].rows}
-    assert ratios["exec-higher"] == "score (higher is better)"
-    assert ratios["exec-lower"] == "score"
+    ratios = {row[0]: row for row in tables["ratios"].rows}
+    assert ratios["exec-higher"][1] == "score (rate, inverted)"
+    assert ratios["exec-lower"][1] == "score"
+    # the one rule, x native and above 1 is worse, whichever way the score points
+    vm_at = tables["ratios"].header.index("vm")
+    assert ratios["exec-higher"][vm_at].startswith("2.0")  # half the score: twice as bad
+    assert ratios["exec-lower"][vm_at].startswith("0.5")  # half the cost: twice as good
 
 
 def test_guest_program_reads_its_metrics_from_the_console() -> None:

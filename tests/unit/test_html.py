@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import datetime as dt
 import json
 import re
@@ -12,7 +14,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from guestbench.report import html, links, model, views
+from guestbench.analysis import results as analysed
+from guestbench.report import html, links, views
 from guestbench.store import RunRecord
 
 EVIL = '<script>alert(1)</script> "quoted" & more'
@@ -133,9 +136,9 @@ def logs(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def report(store, logs) -> model.Report:
+def report(store, logs) -> analysed.CampaignResults:
     populate(store, logs)
-    return model.load(store)
+    return analysed.load(store)
 
 
 @pytest.fixture
@@ -346,8 +349,7 @@ def test_host_facts_checks_and_environments(report, dom: Node) -> None:
 
 def test_renders_without_host_checks_or_baseline(store, logs, out_dir) -> None:
     populate(store, logs)
-    report = model.load(store)
+    report = dataclasses.replace(analysed.load(store), baseline=None)
     report.campaign["host_checks"] = None
-    report.baseline = None
     dom = parse(html.render(report, out_dir))
     assert "No host checks were recorded" in dom.text()

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from guestbench.analysis import results as analysed
 from guestbench.report import model, published, views
 from guestbench.store import RunRecord
 from tests.unit.test_report import FACTS, STARTED
@@ -36,7 +37,7 @@ class Campaign:
             tuple(samples), flags))
 
     def tables(self, **load) -> dict[str, model.Table]:
-        report = model.load(self.store, str(self.id), **load)
+        report = analysed.load(self.store, str(self.id), **load)
         return {table.name: table for table in views.tables(report, "published")}
 
 
@@ -133,7 +134,7 @@ def test_each_flag_marks_its_cell_in_every_table_with_a_footnote(store, values, 
     campaign = Campaign(store, {"e": {}})
     for value in values:
         campaign.run("e", "pipe_switch", micro(value))
-    report = model.load(store, str(campaign.id))
+    report = analysed.load(store, str(campaign.id))
     tables = views.tables(report, "published")
     text = tables[0].rows[1][2]  # the first row after the runs row
     assert re.search(rf"[!,]{flag}\b", text), text

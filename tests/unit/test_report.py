@@ -12,6 +12,7 @@ import re
 import pytest
 from rich.console import Console
 
+from guestbench.analysis import results as analysed
 from guestbench.analysis.summary import Cell
 from guestbench.report import csv as csv_report
 from guestbench.report import json as json_report
@@ -77,9 +78,9 @@ def populate(store, baseline: str | None = "base") -> int:
 
 
 @pytest.fixture
-def report(store) -> model.Report:
+def report(store) -> analysed.CampaignResults:
     populate(store)
-    return model.load(store)
+    return analysed.load(store)
 
 
 def row_of(table: model.Table, label: str, metric_prefix: str) -> dict[str, str]:
@@ -93,7 +94,7 @@ def column(table: model.Table, name: str) -> str:
     return next(header for header in table.header if header.split(" ")[0] == name)
 
 
-def detail(report: model.Report) -> list[model.Table]:
+def detail(report: analysed.CampaignResults) -> list[model.Table]:
     return views.tables(report, "detail")
 
 
@@ -109,19 +110,19 @@ def footnote_for(text: str, footnotes: list[str]) -> list[str]:
 
 # -- the table model ----------------------------------------------------------------
 
-def test_measured_and_ratio_tables_lead_with_a_baseline(report: model.Report) -> None:
+def test_measured_and_ratio_tables_lead_with_a_baseline(report: analysed.CampaignResults) -> None:
     drawn = detail(report)
     measured, ratio = drawn[:2]
     assert measured.title.startswith("Measured: median ±95% CI")
     assert "'reported'" in measured.title and "Test CPU x4" in measured.title
-    assert ratio.title == "Relative to base: ratio of medians [95% CI]"
+    assert ratio.title == "Ratio to base [95% CI]: x base, above 1 is worse (rates inverted)"
     assert measured.header[:2] == ["workload", "metric"]
     assert [h.split(" ")[0] for h in measured.header[2:]] == ["base", "slow", "flaky", *FAILING]
     assert not any(table.footnotes for table in drawn[:-1])  # shared, printed once at the end
     assert drawn[-1].footnotes
 
 
-def test_measured_values(report: model.Report) -> None:
+def test_measured_values(report: analysed.CampaignResults) -> None:
     measured = by_name(detail(report))["measured"]
     row = row_of(measured, "getpid", "time per op")
     assert row["metric"] == "time per op (ns)"
@@ -136,7 +137,7 @@ def test_measured_values(report: model.Report) -> None:
 
 
 @pytest.mark.parametrize("environment", list(FAILING))
-def test_non_ok_cell_shows_status_and_footnote(report: model.Report, environment: str) -> None:
+def test_non_ok_cell_shows_status_and_footnote(report: analysed.CampaignResults, environment: str) -> None:
     status, reason = FAILING[environment]
     drawn = detail(report)
     for name in ("measured", "ratios"):
@@ -149,7 +150,7 @@ def test_non_ok_cell_shows_status_and_footnote(report: model.Report, environment
         assert line.endswith(f"{environment}: {STATUS_MARKS[status]} {status}: {reason}")
 
 
-def test_partly_failed_cell_shows_value_and_problem(report: model.Report) -> None:
+def test_partly_failed_cell_shows_value_and_problem(report: analysed.CampaignResults) -> None:
     drawn = detail(report)
     measured, ratio = by_name(drawn)["measured"], by_name(drawn)["ratios"]
     text = row_of(measured, "getpid", "time per op")[column(measured, "flaky")]
@@ -161,7 +162,7 @@ def test_partly_failed_cell_shows_value_and_problem(report: model.Report) -> Non
     assert re.fullmatch(r"1\.36x \[\d+\]", ratio_text)  # n=1: no interval, a footnote
 
 
-def test_workload_without_any_sample_has_a_row(report: model.Report) -> None:
+def test_workload_without_any_sample_has_a_row(report: analysed.CampaignResults) -> None:
     drawn = detail(report)
     measured, ratio = by_name(drawn)["measured"], by_name(drawn)["ratios"]
     row = row_of(measured, "pipe switch", "-")
@@ -173,27 +174,27 @@ def test_workload_without_any_sample_has_a_row(report: model.Report) -> None:
     assert not [r for r in ratio.rows if r[0] == "pipe switch"]
 
 
-def test_ratio_table(report: model.Report) -> None:
+def test_ratio_table(report: analysed.CampaignResults) -> None:
     ratio = by_name(detail(report))["ratios"]
     row = row_of(ratio, "getpid", "time per op")
     assert row["base"].startswith("1.00x [0.")  # itself, resampled independently
     low, high = map(float, re.fullmatch(r"2\.00x \[(.*)-(.*)x\]", row["slow"]).groups())
     assert low < 2.0 < high
     assert row_of(ratio, "getpid", "TSC per op")["slow"].startswith("2.00x [")
-    geomean = row_of(ratio, "geometric mean", "slowdown")
+    geomean = row_of(ratio, "geometric mean", "primary metrics")
     assert geomean["base"] == "1.00x" and geomean["slow"].startswith("2.00x [")
     assert geomean["flaky"].startswith("1.36x")
-    assert "slower" in ratio.note
+    assert "above 1 is worse" in ratio.note and "rates" in ratio.note
 
 
-def test_no_cell_is_blank_or_zero(report: model.Report) -> None:
+def test_no_cell_is_blank_or_zero(report: analysed.CampaignResults) -> None:
     for table in detail(report):
         for row in table.rows:
             for cell in row:
                 assert cell.strip() and cell.strip() not in ("0", "0.0", "-0")
 
 
-def test_footnotes_are_numbered_once_per_reason(report: model.Report) -> None:
+def test_footnotes_are_numbered_once_per_reason(report: analysed.CampaignResults) -> None:
     footnotes = [line for line in detail(report)[-1].footnotes if line.startswith("[")]
     assert [line.split("]")[0] + "]" for line in footnotes] == [
         f"[{n}]" for n in range(1, len(footnotes) + 1)]
@@ -202,7 +203,7 @@ def test_footnotes_are_numbered_once_per_reason(report: model.Report) -> None:
 
 def test_without_baseline_no_table_against_it(store) -> None:
     populate(store, baseline=None)
-    drawn = detail(model.load(store))
+    drawn = detail(analysed.load(store))
     assert drawn[0].name == "measured"
     assert not {"ratios", "percent"} & set(by_name(drawn))
     assert drawn[-1].footnotes  # the footnotes go under the last table
@@ -210,16 +211,16 @@ def test_without_baseline_no_table_against_it(store) -> None:
 
 def test_load_with_another_baseline(store) -> None:
     populate(store)
-    ratio = by_name(detail(model.load(store, baseline="slow")))["ratios"]
-    assert ratio.title.startswith("Relative to slow")
+    ratio = by_name(detail(analysed.load(store, baseline="slow")))["ratios"]
+    assert ratio.title.startswith("Ratio to slow")
     assert row_of(ratio, "getpid", "time per op")["base"].startswith("0.50x [")
     with pytest.raises(StoreError, match=r"--baseline: 'nope' is not an environment.*fix:"):
-        model.load(store, baseline="nope")
+        analysed.load(store, baseline="nope")
 
 
 def test_all_metrics_shows_context(store) -> None:
     populate(store)
-    measured = by_name(detail(model.load(store, all_metrics=True)))["measured"]
+    measured = by_name(detail(analysed.load(store, all_metrics=True)))["measured"]
     assert row_of(measured, "getpid", "iterations")["metric"] == "iterations (count)"
 
 
@@ -287,13 +288,13 @@ def test_large_ns_values_are_shown_in_us(store) -> None:
         store.add_run(campaign_id, RunRecord(env, "fork_exit", "fork_exit", {}, repetition, "ok",
                                              "", STARTED, 0.1, None,
                                              (("time_per_op", "ns", value),)))
-    measured = by_name(detail(model.load(store)))["measured"]
+    measured = by_name(detail(analysed.load(store)))["measured"]
     assert measured.rows == [["runs", "n", "2"], ["fork + exit", "time per op (us)", "155 (150-160)"]]  # n=2: no interval
 
 
 # -- renderers --------------------------------------------------------------------
 
-def test_markdown(report: model.Report) -> None:
+def test_markdown(report: analysed.CampaignResults) -> None:
     text = markdown.render(report)
     lines = text.splitlines()
     assert lines[0].startswith("### Measured: median ±95% CI")
@@ -301,7 +302,7 @@ def test_markdown(report: model.Report) -> None:
     assert lines[header + 1].startswith("|---|---|")
     assert lines[header + 1].count("|") == lines[header].count("|")
     assert "| getpid | time per op (ns) | 110 ±9.1% | 220 ±9.1% |" in text
-    assert "### Relative to base: ratio of medians [95% CI]" in text
+    assert "### Ratio to base [95% CI]: x base, above 1 is worse (rates inverted)" in text
     assert "### Basic costs: median CPU cycles per operation (time)" in text
     assert "| getpid | 260 cyc (110 ns) | 520 cyc (220 ns) |" in text
     assert "### % of base: performance relative to base (higher is better)" in text
@@ -315,12 +316,12 @@ def test_markdown_escapes_pipes(store) -> None:
     env = store.add_environment(campaign_id, "a", "fake", {}, True, "", 0)
     store.add_run(campaign_id, RunRecord(env, "getpid", "getpid", {}, 0, "failed",
                                          "stderr: a | b", STARTED, 0.1, None))
-    text = markdown.render(model.load(store))
+    text = markdown.render(analysed.load(store))
     assert "| getpid | - | ✗ failed [1] |" in text.splitlines()
     assert "[1] a: ✗ failed: stderr: a \\| b  " in text.splitlines()
 
 
-def test_csv(report: model.Report) -> None:
+def test_csv(report: analysed.CampaignResults) -> None:
     text = csv_report.render(report)
     rows = list(csv.DictReader(io.StringIO(text)))
     header = text.splitlines()[0].split(",")
@@ -345,7 +346,7 @@ def test_csv(report: model.Report) -> None:
     assert [r["cell_flags"] for r in flaky] == [""]
 
 
-def test_json(report: model.Report) -> None:
+def test_json(report: analysed.CampaignResults) -> None:
     document = json.loads(json_report.render(report))
     assert document["schema"] == "guestbench-results"
     assert document["schema_version"] == json_report.JSON_SCHEMA_VERSION == 2
@@ -378,13 +379,13 @@ def test_json(report: model.Report) -> None:
     assert document["statistics"]["bootstrap_resamples"] == 2000
 
 
-def test_json_timestamps_carry_their_offset(report: model.Report) -> None:
+def test_json_timestamps_carry_their_offset(report: analysed.CampaignResults) -> None:
     document = json.loads(json_report.render(report))
     assert dt.datetime.fromisoformat(document["campaign"]["created_at"]).tzinfo is not None
     assert dt.datetime.fromisoformat(document["runs"][0]["started_at"]).tzinfo is not None
 
 
-def test_terminal(report: model.Report) -> None:
+def test_terminal(report: analysed.CampaignResults) -> None:
     drawn = terminal.fit(detail(report))
     console = Console(record=True, width=terminal.width_for(drawn), color_system=None)
     terminal.render_tables(drawn, console)
@@ -397,7 +398,7 @@ def test_terminal(report: model.Report) -> None:
     assert "Marks: ✗ failed, ◷ timeout" in text
 
 
-def test_the_terminal_detail_and_the_published_view_are_one_list(report: model.Report) -> None:
+def test_the_terminal_detail_and_the_published_view_are_one_list(report: analysed.CampaignResults) -> None:
     names = [table.name for table in detail(report)]
     assert names == [table.name for table in views.tables(report, "published")]
     assert names[:2] == ["measured", "ratios"]
@@ -411,7 +412,7 @@ def test_the_terminal_detail_and_the_published_view_are_one_list(report: model.R
 
 def test_a_baseline_without_data_gives_a_note_not_a_wall_of_blanks(store) -> None:
     populate(store)
-    drawn = by_name(detail(model.load(store, baseline="gone")))
+    drawn = by_name(detail(analysed.load(store, baseline="gone")))
     assert not {"ratios", "percent"} & set(drawn)
     assert "the baseline gone has no successful run" in drawn["measured"].note
 
@@ -425,7 +426,7 @@ def test_a_clock_drift_flag_marks_the_cell_with_a_footnote(store) -> None:
             environment_id=vm, workload="getpid", label="getpid", params={}, repetition=repetition,
             status="ok", reason="", started_at=STARTED, host_seconds=1.0, log_path=None,
             samples=(("time_per_op", "ns", 100.0),), flags=flags))
-    drawn = detail(model.load(store))
+    drawn = detail(analysed.load(store))
     cell = by_name(drawn)["measured"].rows[1][2]  # after the runs row
     assert "!clock-drift" in cell and "[1]" in cell
     assert any("clock-drift (vm): the guest's clock" in line for line in drawn[-1].footnotes)
@@ -440,7 +441,7 @@ def test_flags_travel_into_csv_and_json(store) -> None:
         store.add_run(campaign_id, RunRecord(
             vm, "sched_yield", "sched_yield", {}, repetition, "ok", "", STARTED, 1.0, None,
             (("time_per_op", "ns", value),), ("clock-drift",) if repetition == 0 else ()))
-    loaded = model.load(store)
+    loaded = analysed.load(store)
     rows = list(csv.DictReader(io.StringIO(csv_report.render(loaded))))
     assert [r["run_flags"] for r in rows] == ["clock-drift"] + [""] * 5
     assert {r["cell_flags"] for r in rows} == {"clock-drift unstable"}
@@ -449,7 +450,7 @@ def test_flags_travel_into_csv_and_json(store) -> None:
 
 
 def test_summary_is_one_row_per_workload_with_ratios_and_a_geomean_line(
-        report: model.Report) -> None:
+        report: analysed.CampaignResults) -> None:
     (summary,) = views.tables(report, "summary")
     labels = [row[0] for row in summary.rows]
     assert len(labels) == len(set(labels)), "one row per workload"
@@ -493,7 +494,7 @@ def test_a_flag_on_several_environments_is_one_footnote_naming_them(store) -> No
             environment_id=env, workload="getpid", label="getpid", params={}, repetition=0,
             status="ok", reason="", started_at=STARTED, host_seconds=1.0, log_path=None,
             samples=(("time_per_op", "ns", 100.0),), flags=flags))
-    drawn = detail(model.load(store))
+    drawn = detail(analysed.load(store))
     row = by_name(drawn)["measured"].rows[1]  # after the runs row
     assert "[1]" in row[2] and "[1]" in row[3] and "[" not in row[4]
     lines = [line for line in drawn[-1].footnotes if "clock-drift" in line]

@@ -28,7 +28,7 @@ def test_median_min_max_n() -> None:
     assert native.runs == 3 and native.problems == []
     qemu = results.cell("getpid", "time_per_op", "qemu")
     assert (qemu.median, qemu.minimum, qemu.maximum, qemu.n) == (75.0, 50.0, 100.0, 2)
-    assert qemu.ratio_to(native) == pytest.approx(3.75)
+    assert qemu.slowdown_to(native) == pytest.approx(3.75)
 
 
 def test_problems_only_on_failing_runs() -> None:
@@ -93,10 +93,10 @@ def test_context_metrics_are_left_out_unless_asked() -> None:
 
 def test_ratio_without_a_usable_baseline() -> None:
     cell = Cell("a", "getpid", "time_per_op", "ns", [10.0])
-    assert cell.ratio_to(None) is None
-    assert cell.ratio_to(Cell("b", "getpid", "time_per_op", "ns", [])) is None
-    assert cell.ratio_to(Cell("b", "getpid", "time_per_op", "ns", [0.0])) is None
-    assert Cell("c", "getpid", "time_per_op", "ns").ratio_to(cell) is None
+    assert cell.slowdown_to(None) is None
+    assert cell.slowdown_to(Cell("b", "getpid", "time_per_op", "ns", [])) is None
+    assert cell.slowdown_to(Cell("b", "getpid", "time_per_op", "ns", [0.0])) is None
+    assert Cell("c", "getpid", "time_per_op", "ns").slowdown_to(cell) is None
 
 
 @pytest.mark.parametrize("unit, better", [("MB/s", True), ("IOPS", True), ("ns", False),

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from guestbench.analysis import results as analysed
 from guestbench.analysis.summary import flags_of_metric
-from guestbench.report import model, views
+from guestbench.report import views
 from tests.unit.test_published import THREE, Campaign, row
 
 FILES = [("create", "files/s", 250_000.0), ("delete", "files/s", 10_000.0)]
@@ -52,7 +53,7 @@ def test_too_fast_cells_show_plus_signs_and_no_interval(fast: Campaign) -> None:
 
 
 def test_no_ratio_percent_or_geometric_mean_uses_them(fast: Campaign) -> None:
-    report = model.load(fast.store, str(fast.id))
+    report = analysed.load(fast.store, str(fast.id))
     assert ("metadata", "create", "guest") not in report.ratios
     assert ("metadata", "delete", "guest") in report.ratios
     ratios = {(r[0], r[1].split(" (")[0]): r for r in views.tables(report, "published")[1].rows}

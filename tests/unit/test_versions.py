@@ -7,6 +7,7 @@ import json
 import pytest
 from rich.console import Console
 
+from guestbench.analysis import results as analysed
 from guestbench.report import html, markdown, model, terminal, versions, views
 from guestbench.report import json as json_report
 from guestbench.store import RunRecord
@@ -41,8 +42,8 @@ class Campaign:
             self.env_ids[env], workload, workload, {}, self.repetition, status, reason, STARTED,
             0.5, f"/logs/{env}/{workload}/rep{self.repetition}", tuple(samples)))
 
-    def report(self) -> model.Report:
-        return model.load(self.store, str(self.id))
+    def report(self) -> analysed.CampaignResults:
+        return analysed.load(self.store, str(self.id))
 
 
 def micro(time_ns: float) -> list[tuple[str, str, float]]:

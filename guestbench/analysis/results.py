@@ -1,0 +1,176 @@
+"""A campaign's results as every view reads them: cells with their statistics, each
+environment's ratio to the baseline under the one rule, and geometric means.
+
+The one ratio rule (docs/reading-results.md): a ratio is "x baseline, above 1 is worse".
+For a cost (ns, cycles, s) it is median(environment) / median(baseline); for a rate (MB/s,
+IOPS: higher is better) it is inverted, median(baseline) / median(environment), so 2.0 means
+half the baseline's bandwidth. Nothing outside this package divides one cell by another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from guestbench.analysis import stats
+from guestbench.analysis.stats import CellStats, Interval
+from guestbench.analysis.summary import (CONTEXT_METRICS, PERFORMANCE, Cell, Results, analyse,
+                                         row_kind, summarise)
+from guestbench.store import Store, StoreError
+from guestbench.store.columns import Samples
+
+RATIO_RULE = "x baseline, above 1 is worse (rates inverted)"
+
+
+@dataclass(frozen=True)
+class Geomean:
+    """One environment's geometric mean of its primary metrics' ratios (above 1 is worse)."""
+
+    interval: Interval
+    workloads: int  # how many workloads it covers
+    of: int  # how many the baseline has
+
+
+@dataclass(frozen=True)
+class CampaignResults:
+    """Everything a view may show of one campaign, derived once from its stored samples."""
+
+    campaign: dict[str, Any]
+    environments: list[dict[str, Any]]
+    runs: list[dict[str, Any]]
+    samples: Samples
+    baseline: str | None
+    results: Results
+    resamples: int = stats.RESAMPLES
+    primary: dict[str, str] = field(default_factory=dict)  # label -> its primary metric
+    # (label, metric, environment) -> the ratio to the baseline under the one rule
+    ratios: dict[tuple[str, str, str], Interval] = field(default_factory=dict)
+    geomeans: dict[str, Geomean] = field(default_factory=dict)
+    cell_stops: list[dict[str, Any]] = field(default_factory=list)
+    workload_of: dict[str, str] = field(default_factory=dict)  # label -> its workload
+
+    @property
+    def host_facts(self) -> dict[str, Any]:
+        return self.campaign["host_facts"]
+
+    @property
+    def host_checks(self) -> dict[str, Any] | None:
+        return self.campaign.get("host_checks")
+
+    @property
+    def baseline_measured(self) -> bool:
+        """Whether the baseline has any value to divide by."""
+        return bool(self.baseline) and any(
+            row[self.baseline].values for row in self.results.cells.values())
+
+    def performance_primary(self) -> dict[str, str]:
+        """The primary metrics that are performance figures: what % tables, scaling tables
+        and history judge (a workload whose primary is a verdict, fsync_honoured, has none)."""
+        return {label: metric for label, metric in self.primary.items()
+                if row_kind(self.results.cells[(label, metric)]) == PERFORMANCE}
+
+
+def load(store: Store, selector: str | None = None, baseline: str | None = None,
+         all_metrics: bool = False, resamples: int | None = None,
+         context_samples: bool = True, primary_only: bool = False) -> CampaignResults:
+    """One campaign's results. For a view that shows neither (the summary):
+    context_samples=False leaves the context metrics' samples (iterations, clock ratios)
+    unread, a third of a micro campaign's samples; primary_only=True describes only the
+    primary metrics' cells, and leaves the others' statistics None."""
+    campaign = store.campaign(selector)
+    environments = store.environments(campaign["id"])
+    names = [env["name"] for env in environments]
+    baseline = baseline or campaign["baseline"]
+    if baseline is not None and baseline not in names:
+        raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
+                         f"{campaign['id']} (fix: use one of {', '.join(names)})")
+    env_name = {env["id"]: env["name"] for env in environments}
+    runs = store.runs(campaign["id"])
+    for run in runs:
+        run["environment"] = env_name[run["environment_id"]]
+    samples = store.samples(campaign["id"], () if context_samples or all_metrics
+                            else CONTEXT_METRICS)
+    results = summarise(names, runs, samples, include_context=all_metrics)
+    primary = primary_metrics(results, runs)
+    used = analyse(results, resamples, primary.items() if primary_only else None)
+    cell_stops = store.cell_stops(campaign["id"])
+    for stop in cell_stops:
+        stop.setdefault("environment", env_name.get(stop.get("environment_id")))
+    return CampaignResults(campaign, environments, runs, samples, baseline, results, used,
+                           primary, ratios(results, baseline),
+                           geomeans(results, baseline, primary), cell_stops,
+                           {run["label"]: run["workload"] for run in runs})
+
+
+def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, str]:
+    """Each label's primary metric: the workload's own choice, else its first performance
+    metric, else its first metric."""
+    from guestbench.workloads import CATALOGUE
+
+    workload_of = {run["label"]: run["workload"] for run in runs}  # the last run's
+    metrics: dict[str, list[str]] = {}
+    for label, metric, _unit in results.rows:
+        if metric and metric not in CONTEXT_METRICS:
+            metrics.setdefault(label, []).append(metric)
+    chosen = {}
+    for label, present in metrics.items():
+        workload = CATALOGUE.get(workload_of.get(label, ""))
+        wanted = getattr(workload, "primary_metric", None)
+        judged = [metric for metric in present
+                  if row_kind(results.cells[(label, metric)]) == PERFORMANCE]
+        chosen[label] = wanted if wanted in present else (judged or present)[0]
+    return chosen
+
+
+def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
+    """(base, other) so that median(other)/median(base) > 1 means worse, whatever the unit."""
+    assert base.stats is not None and cell.stats is not None
+    if cell.higher_is_better:  # the metric's declared direction, else its unit's
+        return cell.stats, base.stats
+    return base.stats, cell.stats
+
+
+def slowdown(base: Cell, cell: Cell) -> Interval | None:
+    """A cell's ratio to the baseline's under the one rule, with its interval."""
+    if base.stats is None or cell.stats is None:
+        return None
+    return stats.ratio_interval(*slowdown_pair(base, cell))
+
+
+def ratios(results: Results, baseline: str | None) -> dict[tuple[str, str, str], Interval]:
+    """Every performance cell's ratio to the baseline's cell of its row (the one rule)."""
+    if baseline is None:
+        return {}
+    out = {}
+    for (label, metric), row in results.cells.items():
+        base = row.get(baseline)
+        if not metric or base is None or base.stats is None or not base.is_performance:
+            continue  # context and verdicts are never divided
+        for env, cell in row.items():
+            if cell.too_fast or base.too_fast:
+                continue  # no ratio of a figure under its tool's resolution
+            interval = slowdown(base, cell)
+            if interval is not None:
+                out[(label, metric, env)] = interval
+    return out
+
+
+def geomeans(results: Results, baseline: str | None, primary: dict[str, str]
+             ) -> dict[str, Geomean]:
+    """Each environment's geometric mean of its primary metrics' ratios, over the workloads
+    it shares with the baseline, with how many of the baseline's it covers."""
+    if baseline is None:
+        return {}
+    rows = [results.cells[(label, metric)] for label, metric in primary.items()
+            if results.cells[(label, metric)][baseline].values
+            and results.cells[(label, metric)][baseline].is_performance]
+    out = {}
+    for env in results.environments:
+        if env == baseline:
+            continue
+        pairs = [slowdown_pair(row[baseline], row[env]) for row in rows
+                 if row[env].values and not row[env].too_fast and not row[baseline].too_fast]
+        interval = stats.geometric_mean_interval(pairs) if pairs else None
+        if interval is not None:
+            out[env] = Geomean(interval, len(pairs), len(rows))
+    return out
