@@ -92,7 +92,8 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
                             else CONTEXT_METRICS)
     results = summarise(names, runs, samples, include_context=all_metrics)
     primary = primary_metrics(results, runs)
-    used = analyse(results, resamples, primary.items() if primary_only else None)
+    used = analyse(results, resamples, primary.items() if primary_only else None,
+                   judged=primary.items())
     cell_stops = store.cell_stops(campaign["id"])
     for stop in cell_stops:
         stop.setdefault("environment", env_name.get(stop.get("environment_id")))

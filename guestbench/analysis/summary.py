@@ -92,6 +92,9 @@ class Cell:
     stats: CellStats | None = None  # filled by analyse()
     declared_higher: bool | None = None  # the direction its workload declared; None: by unit
     declared_kind: str | None = None  # the kind its workload declared; None: by unit
+    # the coefficient of variation above which this cell's spread stands out from its
+    # campaign's (set by analyse(); the absolute floor until then)
+    spread_limit: float = cell_stats.UNSTABLE_CV
 
     @property
     def higher_is_better(self) -> bool:
@@ -151,10 +154,15 @@ class Cell:
 
     @property
     def flag_names(self) -> list[str]:
-        """Flags of this cell: those its runs carry (clock-drift), then those its values show
-        (unstable, outliers, multimodal: for performance metrics, whose figures are judged;
-        a count of context switches that varies is no warning about a measurement)."""
-        from_values = self.stats.flags if self.stats is not None and self.is_performance else []
+        """Flags of this cell: those its runs carry (clock-drift), then those that say its
+        values differ from the campaign's other cells: unstable (a spread well above the
+        campaign's typical one, spread_limit) and multimodal. Only performance metrics are
+        judged: a count of context switches that varies is no warning about a measurement.
+        Outliers are counted in the statistics, not flagged: the median stands up to them."""
+        judged = self.stats is not None and self.is_performance
+        from_values = [*(["unstable"] if judged and self.stats.cv is not None
+                         and self.stats.cv > self.spread_limit else []),
+                       *(["multimodal"] if judged and self.stats.multimodal else [])]
         return list(dict.fromkeys([*self.flags, *from_values]))
 
     def slowdown_to(self, baseline: "Cell | None") -> float | None:
@@ -174,6 +182,7 @@ class Results:
     environments: list[str]
     rows: list[tuple[str, str, str]]  # (label, metric, unit); metric "" for a workload with no samples
     cells: dict[tuple[str, str], dict[str, Cell]]
+    spread: "Spread | None" = None  # the campaign's typical spread (analyse())
 
     def cell(self, label: str, metric: str, environment: str) -> Cell:
         return self.cells[(label, metric)][environment]
@@ -311,8 +320,44 @@ def status_counts(cell: Cell) -> Counter:
     return Counter(status for status, _ in cell.problems)
 
 
+# A cell is unstable when its coefficient of variation is above both the absolute floor
+# (pyperf's 10%) and this many times the campaign's typical one: on a host where every
+# cell varies by 20%, a mark on each would say nothing about any one of them.
+SPREAD_FACTOR = 2.0
+SPREAD_MIN_RUNS = 3  # cells of fewer runs have no coefficient of variation worth counting
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The campaign's typical spread: the median coefficient of variation of its primary
+    performance cells of SPREAD_MIN_RUNS runs or more, and the limit a cell must pass to be
+    marked unstable."""
+
+    typical_cv: float
+    cells: int  # how many cells it is the median of
+    limit: float
+
+    @property
+    def noisy(self) -> bool:
+        """Whether the whole campaign varied beyond the absolute floor: said once, above
+        every table, not as a mark on each cell."""
+        return self.typical_cv > cell_stats.UNSTABLE_CV
+
+
+def campaign_spread(cells: Iterable[Cell]) -> Spread | None:
+    """The typical spread of these cells (those with a CV from enough runs), or None."""
+    cvs = [cell.stats.cv for cell in cells if cell.stats is not None and cell.is_performance
+           and cell.stats.cv is not None and cell.n_runs >= SPREAD_MIN_RUNS
+           and not cell.too_fast]
+    if not cvs:
+        return None
+    typical = statistics.median(cvs)
+    return Spread(typical, len(cvs), max(cell_stats.UNSTABLE_CV, SPREAD_FACTOR * typical))
+
+
 def analyse(results: Results, resamples: int | None = None,
-            rows: Iterable[tuple[str, str]] | None = None) -> int:
+            rows: Iterable[tuple[str, str]] | None = None,
+            judged: Iterable[tuple[str, str]] = ()) -> int:
     """Fill the measured cells' statistics in one vectorised pass; returns the resamples used.
 
     rows: only the cells of these (label, metric) rows (a view that shows no others). The
@@ -331,6 +376,13 @@ def analyse(results: Results, resamples: int | None = None,
             cell.flags.append(TOO_FAST)
         if cell.too_fast and described.ci_low is not None:  # no interval for such a figure
             cell.stats = dataclasses.replace(described, ci_low=None, ci_high=None)
+    # the typical spread comes from the rows every view describes (the primary metrics), so
+    # a cell carries the same marks in the summary as in the detail
+    results.spread = campaign_spread(cell for label, metric in judged
+                                     for cell in results.cells[(label, metric)].values())
+    if results.spread is not None:
+        for cell in every:
+            cell.spread_limit = results.spread.limit
     return resamples
 
 

@@ -15,7 +15,8 @@ from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
 from guestbench.analysis.stats import Interval
-from guestbench.analysis.summary import CONTEXT, TOO_FAST, VERDICT, Cell, Results, row_kind
+from guestbench.analysis.summary import (CONTEXT, SPREAD_FACTOR, TOO_FAST, VERDICT, Cell, Results,
+                                         row_kind)
 
 
 @dataclass
@@ -50,17 +51,17 @@ FLAG_MEANINGS = {
                        "more than 5%, others not): the host was slow to timestamp the guest's "
                        "console, so the clock check could not judge the guest's clock (check "
                        "the host checks' load)",
-    "unstable": f"the runs' coefficient of variation is above {stats.UNSTABLE_CV:.0%} "
-                "(standard deviation over mean, of each run's median where runs give several "
-                "values): look at the spread before trusting the median",
+    "unstable": "its runs vary far more than the campaign's other cells: a coefficient of "
+                f"variation above {stats.UNSTABLE_CV:.0%} and above {SPREAD_FACTOR:g} times "
+                "the campaign's typical one (standard deviation over mean, of each run's "
+                "median where runs give several values): look at the spread before trusting "
+                "the median",
     "multimodal": "the runs form separate clusters (peaks of a kernel density estimate): "
                   "the median may sit between two behaviours",
     "too-fast": "too fast to measure, shown as +++++ like bonnie++: the tool timed a span "
                 "under its clock's resolution, or every run gave the identical number (a "
                 "quantised figure); the median is in brackets, with no interval, and no "
                 "ratio, % or geometric mean uses it",
-    "outliers": f"runs beyond Tukey's fences ({stats.OUTLIER_IQR:g} interquartile ranges "
-                "outside the quartiles); the count is in brackets",
 }
 
 
@@ -205,10 +206,21 @@ def problem_text(cell: Cell, footnotes: Footnotes) -> str:
 
 
 def flag_text(cell: Cell) -> str:
-    """'!unstable,outliers(2)' or ''."""
-    names = [f"outliers({cell.stats.outliers})" if name == "outliers" and cell.stats else name
-             for name in cell.flag_names if name != TOO_FAST]  # too-fast shows as +++++
+    """'!unstable,clock-drift' or ''."""
+    names = [name for name in cell.flag_names if name != TOO_FAST]  # too-fast shows as +++++
     return f"!{','.join(names)}" if names else ""
+
+
+def spread_line(report: CampaignResults) -> str:
+    """The campaign's typical spread, said once above the tables when the whole host varied
+    (a mark on every cell would say nothing about any one of them); else ''."""
+    spread = report.results.spread
+    if spread is None or not spread.noisy:
+        return ""
+    return (f"The host was noisy: the typical cell's runs varied by {format_percent(spread.typical_cv)} "
+            f"(median coefficient of variation of {spread.cells} cells; a quiet host gives a "
+            "few %), so every figure here is that uncertain; a cell is marked unstable only "
+            f"where its runs varied more than {format_percent(spread.limit)}.")
 
 
 def decorate(text: str, cell: Cell, footnotes: Footnotes) -> str:
@@ -426,7 +438,7 @@ def ratio_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     if not report.baseline_measured:
         return None
     results, baseline = report.results, report.baseline
-    table = Table(f"Ratio to {baseline} [95% CI]: {ratio_rule(baseline)}",
+    table = Table(f"Relative to {baseline}: ratio of medians [95% CI], {ratio_rule(baseline)}",
                   ["workload", "metric", *results.environments], [], name="ratios",
                   note=f"Every ratio reads x {baseline}, above 1 is worse: an environment's "
                        f"median over {baseline}'s for times and cycles, {baseline}'s over the "

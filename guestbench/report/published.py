@@ -240,7 +240,7 @@ def statistics_table(report: CampaignResults, footnotes: Footnotes) -> Table:
     stops = {(stop.get("environment"), stop.get("label")): stop for stop in report.cell_stops}
     table = Table("Statistics per cell", [
         "workload", "metric", "environment", "n", "median", "mean", "min", "max", "stdev", "CV",
-        "95% CI of median", "flags", "repetitions stopped"], [], label_columns=3,
+        "95% CI of median", "outliers", "flags", "repetitions stopped"], [], label_columns=3,
         name="statistics", note=interval_note(report))
     for label, metric, unit in report.results.rows:
         for env in report.results.environments:
@@ -249,7 +249,7 @@ def statistics_table(report: CampaignResults, footnotes: Footnotes) -> Table:
                 continue  # a verdict's runs are counted in its own table
             stop = stops.get((env, label))
             table.add([label, f"{metric} ({unit})", env, *_statistics_values(cell, footnotes),
-                       _stop_text(stop)], [(env, label)] * 10)
+                       _stop_text(stop)], [(env, label)] * 11)
     return table
 
 
@@ -262,7 +262,8 @@ def _statistics_values(cell: Cell, footnotes: Footnotes) -> list[str]:
     return [described.count_text, format_value(described.median), format_value(described.mean),
             format_value(described.minimum), format_value(described.maximum),
             "-" if described.stdev is None else format_value(described.stdev),
-            "-" if described.cv is None else format_percent(described.cv), interval, flags]
+            "-" if described.cv is None else format_percent(described.cv), interval,
+            str(described.outliers) if described.outliers else "-", flags]
 
 
 def _stop_text(stop: dict[str, Any] | None) -> str:

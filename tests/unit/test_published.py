@@ -120,20 +120,25 @@ def test_percent_of_baseline_with_geometric_mean(basic) -> None:
 def test_statistics_per_cell(basic) -> None:
     table = basic.tables()["statistics"]
     assert table.header[3:] == ["n", "median", "mean", "min", "max", "stdev", "CV",
-                                "95% CI of median", "flags", "repetitions stopped"]
+                                "95% CI of median", "outliers", "flags", "repetitions stopped"]
     getpid = next(r for r in table.rows if r[:3] == ["getpid", "time per op (ns)", "native"])
     assert getpid[3] == "6" and getpid[4] == "140.7"
     assert re.fullmatch(r"\d+(\.\d+)?-\d+(\.\d+)?", getpid[10])
-    assert getpid[11] == "-"  # 6 values: no flag
+    assert getpid[11] == "-" and getpid[12] == "-"  # 6 values: no outlier, no flag
+
+
+QUIET = [100.0, 101.0, 99.5, 100.5, 99.0, 100.2, 100.8, 99.7]
 
 
 @pytest.mark.parametrize("values, flag", [
-    (HOGGED_SCHED_YIELD, "unstable"), (PIPE_SWITCH_FREE_US, "multimodal"),
-    (NATIVE_FORK_EXIT_US, "outliers")])
+    (HOGGED_SCHED_YIELD, "unstable"), (PIPE_SWITCH_FREE_US, "multimodal")])
 def test_each_flag_marks_its_cell_in_every_table_with_a_footnote(store, values, flag) -> None:
-    campaign = Campaign(store, {"e": {}})
+    campaign = Campaign(store, {"e": {}, "q1": {}, "q2": {}})
     for value in values:
         campaign.run("e", "pipe_switch", micro(value))
+    for quiet in ("q1", "q2"):  # the campaign's other cells vary by under 1%
+        for value in QUIET:
+            campaign.run(quiet, "pipe_switch", micro(value))
     report = analysed.load(store, str(campaign.id))
     tables = views.tables(report, "published")
     text = tables[0].rows[1][2]  # the first row after the runs row
@@ -142,6 +147,33 @@ def test_each_flag_marks_its_cell_in_every_table_with_a_footnote(store, values, 
     assert any(line.startswith(f"[{number}] {flag} (e): ") for line in tables[-1].footnotes
                for number in numbers)
     assert flag in model.FLAG_MEANINGS
+
+
+def test_a_spread_every_cell_shares_is_said_once_and_marks_none(store) -> None:
+    """On a host where every cell varies alike, no cell differs: no cell is marked unstable,
+    and the campaign's typical spread is said once (spread_line)."""
+    campaign = Campaign(store, {"a": {}, "b": {}, "c": {}})
+    for env, scale in (("a", 1.0), ("b", 2.0), ("c", 3.0)):
+        for value in HOGGED_SCHED_YIELD:
+            campaign.run(env, "pipe_switch", micro(value * scale))
+    report = analysed.load(store, str(campaign.id))
+    measured = views.tables(report, "published")[0]
+    assert not any("unstable" in cell for row in measured.rows for cell in row)
+    spread = report.results.spread
+    assert spread is not None and spread.noisy and spread.cells == 3
+    line = model.spread_line(report)
+    assert line.startswith("The host was noisy") and model.format_percent(spread.typical_cv) in line
+
+
+def test_outliers_are_counted_not_flagged(store) -> None:
+    campaign = Campaign(store, {"e": {}})
+    for value in NATIVE_FORK_EXIT_US:
+        campaign.run("e", "pipe_switch", micro(value))
+    tables = {table.name: table for table in views.tables(analysed.load(store, str(campaign.id)),
+                                                           "published")}
+    assert not any("outliers" in cell for row in tables["measured"].rows for cell in row)
+    stats_row = tables["statistics"].rows[0]
+    assert int(stats_row[tables["statistics"].header.index("outliers")]) >= 1
 
 
 def test_scaling_vcpus_by_placement_against_a_chosen_cell(store) -> None:
