@@ -231,16 +231,14 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
 def _print_report(results, campaign: str | None, baseline: str | None, output_format: str,
                   all_metrics: bool, output: Path | None = None, detail: bool = False) -> None:
     from guestbench.analysis import results as analysed
-    from guestbench.report import model, views
+    from guestbench.report import views
 
     summary = output_format == "table" and output is None and not detail
     loaded = analysed.load(results, campaign, baseline, all_metrics,
                            context_samples=not summary, primary_only=summary)
     if output_format == "table" and output is None:
-        _print_tables(views.tables(loaded, "detail" if detail else "summary"))
-        line = model.geomean_line(loaded)
-        if line and not detail:
-            click.echo(line)
+        _print_tables(views.tables(loaded, "detail" if detail else "summary",
+                                   width=_terminal_width()))
         return
     if output_format == "html":
         from guestbench.report import html
@@ -507,6 +505,15 @@ def _side(opened, selector: str):
     return comparing.side(campaign, opened.environments(campaign["id"]),
                           opened.runs(campaign["id"], comparing.RUN_COLUMNS),
                           opened.samples(campaign["id"], CONTEXT_METRICS))
+
+
+def _terminal_width() -> int:
+    """The columns tables may take: the terminal's, or 120 for a file or a pipe."""
+    from rich.console import Console
+
+    from guestbench.report import terminal
+    console = Console()
+    return console.width if console.is_terminal else terminal.MAX_WIDTH
 
 
 def _print_tables(drawn) -> None:

@@ -6,7 +6,6 @@ import contextlib
 import contextvars
 import re
 import statistics
-import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +30,10 @@ class Table:
     # so the HTML report can link it to the logs of that cell's runs
     sources: list[list[tuple[str, str] | None]] = field(default_factory=list)
     name: str = ""  # a short stable id (anchors, tests)
+    # per row, per value column: how good or bad the value is ("better", "same", "worse",
+    # "much-worse", "far-worse"; None: not a ratio), for renderers that colour
+    tones: list[list[str | None]] = field(default_factory=list)
+    lead: str = ""  # a line said before the table (the campaign's typical spread)
 
     def add(self, row: list[str], sources: list[tuple[str, str] | None] | None = None) -> None:
         self.rows.append(row)
@@ -315,57 +318,6 @@ def interval_note(report: CampaignResults) -> str:
                < stats.RESAMPLES else "") + "; runs are resampled, then the values within "
             "each run), as a share of the median; cells of fewer than 3 runs show (min-max) "
             "instead. n: runs, or runs x values per run.")
-
-
-def summary_table(report: CampaignResults, footnotes: Footnotes) -> Table:
-    results, baseline = report.results, report.baseline
-    ratios = report.baseline_measured
-    what = f"median ±95% CI, x {baseline}" if ratios else "median ±95% CI"
-    table = Table(title(report, f"Summary: {what}"), ["workload", "metric",
-                  *results.environments], [], name="summary",
-                  note="One row per workload: its primary metric. For ns, cycles and s a ratio "
-                       f"above 1 is slower than {baseline}; for rates a ratio below 1 is slower. "
-                       "Every metric, cycles, STREAM times and statistics: report --detail, or "
-                       "--format markdown|html|json." if ratios else
-                       "One row per workload: its primary metric. Every metric and statistic: "
-                       "report --detail, or --format markdown|html|json.")
-    for label, metric, unit in results.rows:
-        if metric != report.primary.get(label, ""):
-            continue  # not the primary metric; "" rows: labels whose runs gave no values
-        row = results.cells[(label, metric)]
-        shown_unit, divisor = row_scale(unit, list(row.values()))
-        base = row.get(baseline) if ratios else None
-        table.add([label, f"{metric} ({shown_unit})" if metric else "-", *(
-            _summary_text(row[env], base if env != baseline else None, footnotes, divisor)
-            for env in results.environments)], [(env, label) for env in results.environments])
-    if ratios and report.geomeans:
-        table.add(["geometric mean", "slowdown", *(
-            geomean_text(report, env) for env in results.environments)])
-    differing = parameter_notes(report)
-    if differing:
-        table.note += " " + differing
-    return table
-
-
-def _summary_text(cell: Cell, base: Cell | None, footnotes: Footnotes, divisor: float) -> str:
-    text = _measured_text(cell, footnotes, divisor, show_n=False)
-    if not cell.values or base is None or not base.values or not cell.is_performance \
-            or cell.too_fast or base.too_fast:
-        return text
-    ratio = cell.slowdown_to(base)
-    return f"{text} {format_ratio(ratio)}" if ratio is not None else text
-
-
-def geomean_line(report: CampaignResults) -> str:
-    """The one line a run ends with: each environment's geometric-mean slowdown."""
-    if not report.baseline_measured or not report.geomeans:
-        return ""
-    parts = [f"{env} {geomean_text(report, env)}" for env in report.results.environments
-             if env != report.baseline and env in report.geomeans]
-    if not parts:
-        return ""
-    return textwrap.fill(f"Slowdown against {report.baseline} (geometric mean of the primary "
-                         "metrics): " + ", ".join(parts), width=116, break_on_hyphens=False)
 
 
 def parameter_notes(report: CampaignResults) -> str:

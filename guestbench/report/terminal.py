@@ -27,6 +27,12 @@ def width_for(drawn: list[Table]) -> int:
     return widest
 
 
+def table_bytes(table: Table) -> int:
+    """The widest line the table's grid takes, in bytes as `awk '{ print length }'` counts."""
+    widths = _column_bytes(table)
+    return sum(widths) + 3 * len(widths) + 1
+
+
 def _column_widths(table: Table) -> list[int]:
     return [max(len(row[i]) for row in [table.header, *table.rows])
             for i in range(len(table.header))]
@@ -59,6 +65,9 @@ def fit(drawn: list[Table], width: int = MAX_WIDTH) -> list[Table]:
                 rows=[[row[i] for i in keep] for row in table.rows],
                 sources=[[sources[i - table.label_columns] for i in group]
                          for sources in table.sources] if table.sources else [],
+                tones=[[tones[i - table.label_columns] for i in group] if tones else tones
+                       for tones in table.tones],
+                lead=table.lead if number == 0 else "",
                 note=table.note if last else "", footnotes=table.footnotes if last else []))
     return fitted
 
@@ -79,20 +88,36 @@ def _column_groups(table: Table, width: int) -> list[list[int]]:
     return groups if groups[0] else [[]]
 
 
+# Colours of ratio cells by size, where the terminal shows colour (rich leaves them out for
+# a file, a pipe or NO_COLOR): blue for better, plain for the same, warmer for worse.
+TONE_STYLES = {"better": "blue", "same": "", "worse": "yellow", "much-worse": "dark_orange",
+               "far-worse": "red"}
+
+
 def render_tables(drawn: list[Table], console: Console) -> None:
     for table in drawn:
+        text_width = min(console.width - (MAX_WIDTH - TEXT_WIDTH), TEXT_WIDTH)
+        if table.lead:
+            console.print(table.lead, markup=False, highlight=False, width=text_width)
         rich_table = RichTable(title=Text(table.title), title_justify="left", show_lines=False,
                                box=box.ASCII2)
         for index, column in enumerate(table.header):
             rich_table.add_column(Text(column), justify="left" if index < table.label_columns else "right",
                                   overflow="fold")
-        for row in table.rows:
-            rich_table.add_row(*(Text(cell) for cell in row))
+        for number, row in enumerate(table.rows):
+            tones = table.tones[number] if number < len(table.tones) else []
+            rich_table.add_row(*(Text(cell, style=_style(tones, index - table.label_columns))
+                                 for index, cell in enumerate(row)))
         console.print(rich_table)
-        text_width = min(console.width, TEXT_WIDTH)
         if table.note:
             console.print(table.note, style="dim", markup=False, highlight=False,
                           width=text_width)
         for line in table.footnotes:
             console.print(line, highlight=False, markup=False, width=text_width)
         console.print()
+
+
+def _style(tones: list[str | None], column: int) -> str:
+    if column < 0 or column >= len(tones) or tones[column] is None:
+        return ""
+    return TONE_STYLES.get(tones[column] or "", "")

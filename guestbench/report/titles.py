@@ -21,7 +21,7 @@ _METRIC_CELL = re.compile(r"^(?P<metric>[A-Za-z0-9_.-]+)(?P<rest>( \(.*\))?)$")
 def label_title(report: CampaignResults, label: str) -> str:
     """A row label with its workload's title for the workload's name ("STREAM [array_mib=32]");
     a label the plan gave (label = "...") stays as given."""
-    workload = _workload(report, label)
+    workload = workload_of(report, label)
     if workload is None:
         return label
     if label == workload.name:
@@ -52,14 +52,15 @@ def apply(tables: list[Table], report: CampaignResults) -> None:
 
 
 def _metric_cell(report: CampaignResults, label: str, text: str) -> str:
-    workload = _workload(report, label)
+    workload = workload_of(report, label)
     found = _METRIC_CELL.match(text)
     if workload is None or not found:
         return text
     return workload.metric_title(found.group("metric")) + found.group("rest")
 
 
-def _workload(report: CampaignResults, label: str):
+def workload_of(report: CampaignResults, label: str):
+    """The catalogue's workload that ran under this label, or None."""
     from guestbench.workloads import CATALOGUE
 
     names = report.workload_of

@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from guestbench.report import (columns, published, published_bonnie, published_io, titles,
-                               versions)
+from guestbench.report import (columns, published, published_bonnie, published_io, summary,
+                               titles, versions)
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import (Footnotes, Table, boot_table, clock_table, host_table,
-                                     measured_table, ratio_table, summary_table)
+                                     measured_table, ratio_table, spread_line)
 
 View = Literal["summary", "detail", "published"]
 
 
-def tables(report: CampaignResults, view: View) -> list[Table]:
+def tables(report: CampaignResults, view: View, width: int | None = None) -> list[Table]:
     """The tables `view` shows, in order, with one set of footnotes under the last of them.
 
     "summary" is the terminal's first answer (report, run): one row per workload. "detail"
@@ -29,7 +29,7 @@ def tables(report: CampaignResults, view: View) -> list[Table]:
     build = VIEWS.get(view)
     if build is None:
         raise ValueError(f"no table view {view!r} (one of {', '.join(VIEWS)})")
-    made = build(report)
+    made = _summary(report, width) if view == "summary" else build(report)
     titles.apply(made, report)
     headers = columns.short_names(report.environments)
     columns.shorten(made, headers)
@@ -39,11 +39,13 @@ def tables(report: CampaignResults, view: View) -> list[Table]:
     return made
 
 
-def _summary(report: CampaignResults) -> list[Table]:
-    """Per workload its primary metric only; per environment the median ±half its interval
-    and, but for the baseline, the ratio to it; then the geometric-mean slowdown."""
-    footnotes = Footnotes()
-    return _footnoted([summary_table(report, footnotes)], footnotes)
+def _summary(report: CampaignResults, width: int | None = None) -> list[Table]:
+    """One table of every environment that ran: per workload its primary metric, the
+    baseline absolute and the others as a ratio to it (report/summary.py), the campaign's
+    typical spread said once above it; sized for a terminal `width` columns wide."""
+    table = summary.summary_table(report, width)
+    table.lead = spread_line(report)
+    return [table]
 
 
 def _every_table(report: CampaignResults) -> list[Table]:
@@ -51,6 +53,7 @@ def _every_table(report: CampaignResults) -> list[Table]:
     table that has data, then the per-cell statistics and the checks of clock and host."""
     footnotes = Footnotes()
     out: list[Table] = [measured_table(report, footnotes)]
+    out[0].lead = spread_line(report)
     out += _present(ratio_table(report, footnotes))
     for build in (published.basic_table, published.stream_tables, published.percent_table,
                   published.scaling_tables, versions.version_tables, published_io.tables,

@@ -1,0 +1,257 @@
+"""The terminal's first answer: one table of every environment that ran.
+
+A row per workload (its primary metric); the baseline's column absolute (median ±half its
+95% interval), every other column its ratio to the baseline under the one rule (x baseline,
+above 1 is worse, rates inverted), with one-character marks and a one-line legend. What
+could not run at all is one line under the table, not a column of marks. The layout is the
+widest of three that fits the terminal: ratios with their intervals, ratios alone, then
+shorter labels and no interval on the baseline; a terminal narrower than that wraps columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from guestbench.analysis.results import CampaignResults
+from guestbench.analysis.stats import Interval
+from guestbench.analysis.summary import PERFORMANCE, VERDICT, Cell, row_kind
+from guestbench.report import titles
+from guestbench.report.model import (STATUS_MARKS, Footnotes, Table, empty_text, format_percent,
+                                     format_ratio, format_value, parameter_notes, ratio_rule,
+                                     row_scale, title, too_fast_text)
+
+# One character per flag; flags of one meaning share their mark.
+FLAG_MARKS = {"unstable": "!", "multimodal": "~", "clock-drift": "c", "console-latency": "c"}
+MARK_MEANINGS = {
+    "!": "runs vary far more than the campaign's typical cell",
+    "~": "runs form two clusters",
+    "c": "clock suspect (clock-drift or console-latency)",
+}
+# A ratio's tone, for colour where the terminal has it: (upper bound, tone), first that holds.
+TONES = ((0.95, "better"), (1.05, "same"), (2.0, "worse"), (10.0, "much-worse"),
+         (float("inf"), "far-worse"))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How much each cell says: the widest layout that fits is chosen."""
+
+    intervals: bool  # ratios with their [low-high]
+    baseline_spread: bool  # the baseline's ±half-width
+    long_labels: bool  # "STREAM triad (MB/s, inverted)" rather than "STREAM triad (MB/s)"
+    counts: bool  # a geometric mean over fewer workloads says "(8/9)", else "*" and a line
+
+
+LAYOUTS = (Layout(True, True, True, True), Layout(False, True, True, True),
+           Layout(False, False, False, False))
+
+
+def summary_table(report: CampaignResults, width: int | None = None) -> Table:
+    """The summary for a terminal of `width` columns (None: the normal layout)."""
+    if width is None:
+        return _build(report, LAYOUTS[1])
+    from guestbench.report.terminal import table_bytes
+    for layout in LAYOUTS:
+        table = _build(report, layout)
+        if table_bytes(table) <= width:
+            return table
+    return table  # the narrowest; the terminal wraps its columns
+
+
+def _build(report: CampaignResults, layout: Layout) -> Table:
+    results, baseline = report.results, report.baseline
+    ratios = report.baseline_measured
+    shown = [env for env in results.environments if _measured(report, env)]
+    footnotes = Footnotes()
+    what = (f"{baseline}: median ±95% CI; the others: {ratio_rule(baseline)}" if ratios
+            else "median ±95% CI")
+    table = Table(title(report, "Summary"), ["workload", *shown], [], label_columns=1,
+                  name="summary", note=what + ". Every metric, the intervals of ratios and "
+                  "the statistics: report --detail, or --format markdown|html|json.")
+    table.tones = []
+    environment_flags = _environment_flags(report, shown)
+    used: dict[str, None] = {}
+    for label, metric, unit in results.rows:
+        if metric != report.primary.get(label, ""):
+            continue  # not the primary metric; "" rows: labels whose runs gave no values
+        row = results.cells[(label, metric)]
+        shown_unit, divisor = row_scale(unit, [row[env] for env in shown])
+        base = row.get(baseline) if ratios else None
+        # verdicts and context figures are never divided: their row stays absolute
+        absolute = base is None or not base.values or row_kind(row) != PERFORMANCE
+        texts, tones = [], []
+        for env in shown:
+            cell = row[env]
+            marks = _marks(cell, environment_flags.get(env, set()), used)
+            if not absolute and env != baseline:
+                text, tone = _ratio_text(cell, base, report.ratios.get((label, metric, env)),
+                                         layout, footnotes)
+            else:
+                text, tone = _absolute_text(cell, divisor, layout, footnotes), None
+            texts.append(text + marks)
+            tones.append(tone)
+        table.add([_row_label(report, label, metric, shown_unit, row[shown[0]] if shown else None,
+                              layout, absolute), *texts],
+                  [(env, label) for env in shown])
+        table.tones.append(tones)
+    if ratios and report.geomeans:
+        table.add(["geometric mean", *(_geomean_text(report, env, layout) for env in shown)])
+        fewer = [f"{env} {geomean.workloads} of {geomean.of}" for env, geomean
+                 in report.geomeans.items() if env in shown and geomean.workloads != geomean.of]
+        if fewer and not layout.counts:
+            table.note += (" * a geometric mean over fewer of the baseline's workloads: "
+                           + ", ".join(fewer) + ".")
+        table.tones.append([None if env == baseline else _tone(report.geomeans[env].interval.value)
+                            if env in report.geomeans else None for env in shown])
+    table.footnotes = _legend(used) + footnotes.lines() + _environment_lines(
+        report, environment_flags) + _not_run_lines(report, shown)
+    differing = parameter_notes(report)
+    if differing:
+        table.note += " " + differing
+    return table
+
+
+def _measured(report: CampaignResults, env: str) -> bool:
+    """Whether an environment gave any value: one that gave none is listed under the table."""
+    return any(row[env].values or row[env].too_fast for row in report.results.cells.values())
+
+
+def _row_label(report: CampaignResults, label: str, metric: str, unit: str, cell: Cell | None,
+               layout: Layout, absolute: bool) -> str:
+    """"getpid (ns)", "STREAM triad (MB/s, inverted)": the workload, the metric where it is
+    not the workload's time per operation, and the unit the baseline's column is in."""
+    name = titles.label_title(report, label)
+    workload = titles.workload_of(report, label)
+    if metric and metric != "time_per_op":
+        metric_title = workload.metric_title(metric) if workload else metric
+        if unit in ("MB/s", "MiB/s", "GB/s") and metric_title.endswith(" bandwidth"):
+            metric_title = metric_title[:-len(" bandwidth")]  # the unit says it
+        if metric_title not in name:
+            name = f"{name} {metric_title}"
+    inverted = cell is not None and cell.higher_is_better and not absolute
+    suffix = ", inverted" if inverted and layout.long_labels else ""
+    if cell is not None and cell.kind == VERDICT:
+        return f"{name} (verdict)"
+    if absolute and cell is not None and cell.kind == PERFORMANCE:
+        suffix += ", absolute"  # no baseline value to divide by
+    return f"{name} ({unit}{suffix})" if metric else f"{name} (no values)"
+
+
+def _ratio_text(cell: Cell, base: Cell, ratio: Interval | None, layout: Layout,
+                footnotes: Footnotes) -> tuple[str, str | None]:
+    if not cell.values:
+        return _problems(cell, footnotes) or empty_text(cell), None
+    if cell.too_fast or base.too_fast:
+        return "+++++", None
+    if ratio is None:
+        return "-", None
+    text = format_ratio(ratio.value)
+    if layout.intervals and ratio.low is not None and ratio.high is not None:
+        text += f" [{format_ratio(ratio.low).rstrip('x')}-{format_ratio(ratio.high).rstrip('x')}]"
+    problems = _problems(cell, footnotes)
+    return (f"{text} {problems}" if problems else text), _tone(ratio.value)
+
+
+def _absolute_text(cell: Cell, divisor: float, layout: Layout, footnotes: Footnotes) -> str:
+    if not cell.values:
+        return _problems(cell, footnotes) or empty_text(cell)
+    if cell.kind == VERDICT:
+        yes = sum(1 for value in cell.values if value >= 1)
+        text = "yes" if yes == len(cell.values) else "no" if yes == 0 else \
+            f"yes {yes}/{len(cell.values)}"
+        problems = _problems(cell, footnotes)
+        return f"{text} {problems}" if problems else text
+    if cell.too_fast:
+        return too_fast_text(cell, divisor)
+    text = format_value(cell.median / divisor)
+    half_width = cell.stats.half_width if cell.stats else None
+    if layout.baseline_spread and half_width is not None:
+        text += f" ±{format_percent(half_width)}"
+    problems = _problems(cell, footnotes)
+    return f"{text} {problems}" if problems else text
+
+
+def _problems(cell: Cell, footnotes: Footnotes) -> str:
+    """The marks of a cell's failed runs and their footnote: "∅ [1]", "✗x2 [3]"."""
+    if not cell.problems:
+        return ""
+    counts: dict[str, int] = {}
+    for status, _reason in cell.problems:
+        counts[status] = counts.get(status, 0) + 1
+    marks = "".join(STATUS_MARKS.get(status, "?") + (f"x{count}" if count > 1 else "")
+                    for status, count in counts.items())
+    numbers = footnotes.mark(Cell(cell.environment, cell.label, cell.metric, cell.unit,
+                                  problems=cell.problems))
+    return f"{marks} {numbers}"
+
+
+def _marks(cell: Cell, environment_wide: set[str], used: dict[str, None]) -> str:
+    """The cell's one-character flag marks ("!", "~", "c"), those of its environment's every
+    cell left to the line under the table; each mark used is remembered for the legend."""
+    marks = dict.fromkeys(FLAG_MARKS[name] for name in cell.flag_names
+                          if name in FLAG_MARKS and name not in environment_wide)
+    used.update(marks)
+    return (" " + "".join(marks)) if marks else ""
+
+
+def _environment_flags(report: CampaignResults, shown: list[str]) -> dict[str, set[str]]:
+    """Per environment, the run flags every one of its measured primary cells carries: a
+    property of the environment on this host, said once instead of on every cell."""
+    out = {}
+    for env in shown:
+        cells = [report.results.cells[(label, metric)][env]
+                 for label, metric in report.primary.items()
+                 if report.results.cells[(label, metric)][env].values]
+        common = set.intersection(*(set(cell.flags) for cell in cells)) if len(cells) > 1 \
+            else set()
+        common &= set(FLAG_MARKS)
+        if common:
+            out[env] = common
+    return out
+
+
+def _environment_lines(report: CampaignResults, flags: dict[str, set[str]]) -> list[str]:
+    from guestbench.report.model import FLAG_MEANINGS
+    return [f"{env}: every cell {name}: {FLAG_MEANINGS.get(name, name)}"
+            for env, names in flags.items() for name in sorted(names)]
+
+
+def _legend(used: dict[str, None]) -> list[str]:
+    if not used:
+        return []
+    return ["Flags: " + "; ".join(f"{mark} {MARK_MEANINGS[mark]}" for mark in used) + "."]
+
+
+def _not_run_lines(report: CampaignResults, shown: list[str]) -> list[str]:
+    """Environments that gave no value at all, in one line, each with its reason."""
+    missing = [env for env in report.results.environments if env not in shown]
+    if not missing:
+        return []
+    parts = []
+    for env in missing:
+        reasons = dict.fromkeys((status, " ".join(reason.split())) for row in
+                                report.results.cells.values() for status, reason in
+                                row[env].problems)
+        said = "; ".join(f"{STATUS_MARKS.get(status, '')} {status}: {reason}".strip()
+                         for status, reason in list(reasons)[:2]) or "no run"
+        parts.append(f"{env} ({said})")
+    return ["Could not run here: " + ", ".join(parts) + "."]
+
+
+def _geomean_text(report: CampaignResults, env: str, layout: Layout) -> str:
+    if env == report.baseline:
+        return "1"
+    geomean = report.geomeans.get(env)
+    if geomean is None:
+        return "-"
+    interval = geomean.interval
+    text = format_ratio(interval.value)
+    if layout.intervals and interval.low is not None and interval.high is not None:
+        text += f" [{format_ratio(interval.low).rstrip('x')}-{format_ratio(interval.high).rstrip('x')}]"
+    if geomean.workloads != geomean.of:
+        text += f" ({geomean.workloads}/{geomean.of})" if layout.counts else "*"
+    return text
+
+
+def _tone(ratio: float) -> str:
+    return next(tone for bound, tone in TONES if ratio < bound)
