@@ -451,7 +451,7 @@ def _ab_sides(opened, campaign_id: int):
     from guestbench.analysis import compare as comparing
     campaign = opened.campaign(str(campaign_id))
     environments = opened.environments(campaign_id)
-    from guestbench.analysis.summary import CONTEXT_METRICS
+    from guestbench.analysis.cells import CONTEXT_METRICS
     runs, samples = opened.runs(campaign_id), opened.samples(campaign_id, CONTEXT_METRICS)
     sides = []
     for tag in ("a", "b"):
@@ -500,7 +500,7 @@ def _side(opened, selector: str):
     """One campaign as compare reads it: context metrics (iterations, clock ratios) are
     never compared, and are left unread."""
     from guestbench.analysis import compare as comparing
-    from guestbench.analysis.summary import CONTEXT_METRICS
+    from guestbench.analysis.cells import CONTEXT_METRICS
     campaign = opened.campaign(selector)
     return comparing.side(campaign, opened.environments(campaign["id"]),
                           opened.runs(campaign["id"], comparing.RUN_COLUMNS),

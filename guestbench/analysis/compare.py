@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guestbench.analysis import stats
-from guestbench.analysis.stats import CellStats, Interval
-from guestbench.analysis.summary import Cell, Results, analyse, higher_is_better, summarise
+from guestbench.analysis.cells import CellStats, Interval, Cell, Results, higher_is_better
+from guestbench.analysis.summary import analyse, summarise
 
 THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
 ALPHA = 0.01  # and one with a p-value above this is not shown to be real

@@ -10,14 +10,14 @@ half the baseline's bandwidth. Nothing outside this package divides one cell by 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from guestbench.analysis import stats
-from guestbench.analysis.stats import CellStats, Interval
-from guestbench.analysis.summary import (CONTEXT_METRICS, PERFORMANCE, Cell, Results, analyse,
-                                         row_kind, summarise)
-from guestbench.store import Store, StoreError
-from guestbench.store.columns import Samples
+from guestbench.analysis.cells import (CONTEXT_METRICS, PERFORMANCE, RESAMPLES, Cell, CellStats,
+                                       Interval, Results, row_kind)
+
+if TYPE_CHECKING:  # numpy and the store's engine load only where results are derived
+    from guestbench.store import Store
+    from guestbench.store.columns import Samples
 
 RATIO_RULE = "x baseline, above 1 is worse (rates inverted)"
 
@@ -38,10 +38,10 @@ class CampaignResults:
     campaign: dict[str, Any]
     environments: list[dict[str, Any]]
     runs: list[dict[str, Any]]
-    samples: Samples
+    samples: Samples | None  # None when read from a digest (analysis/digest.py)
     baseline: str | None
     results: Results
-    resamples: int = stats.RESAMPLES
+    resamples: int = RESAMPLES
     primary: dict[str, str] = field(default_factory=dict)  # label -> its primary metric
     # (label, metric, environment) -> the ratio to the baseline under the one rule
     ratios: dict[tuple[str, str, str], Interval] = field(default_factory=dict)
@@ -77,6 +77,8 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     context_samples=False leaves the context metrics' samples (iterations, clock ratios)
     unread, a third of a micro campaign's samples; primary_only=True describes only the
     primary metrics' cells, and leaves the others' statistics None."""
+    from guestbench.analysis.summary import analyse, summarise
+    from guestbench.store import StoreError
     campaign = store.campaign(selector)
     environments = store.environments(campaign["id"])
     names = [env["name"] for env in environments]
@@ -133,6 +135,7 @@ def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
 
 def slowdown(base: Cell, cell: Cell) -> Interval | None:
     """A cell's ratio to the baseline's under the one rule, with its interval."""
+    from guestbench.analysis import stats
     if base.stats is None or cell.stats is None:
         return None
     return stats.ratio_interval(*slowdown_pair(base, cell))
@@ -160,6 +163,7 @@ def geomeans(results: Results, baseline: str | None, primary: dict[str, str]
              ) -> dict[str, Geomean]:
     """Each environment's geometric mean of its primary metrics' ratios, over the workloads
     it shares with the baseline, with how many of the baseline's it covers."""
+    from guestbench.analysis import stats
     if baseline is None:
         return {}
     rows = [results.cells[(label, metric)] for label, metric in primary.items()

@@ -7,15 +7,11 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-CONFIDENCE = 0.95
-# Resamples per bootstrap. Percentile intervals need about 1,000 or more to be
-# stable at 95%; 2,000 keeps the Monte Carlo wobble of an endpoint well under
-# the width of the interval itself.
-RESAMPLES = 2000
+from guestbench.analysis.cells import CONFIDENCE, RESAMPLES, CellStats, Interval
+
 # A report never does more than this many sample-resamples in all (about 1 s
 # here); beyond it, fewer resamples per cell (never under MIN_RESAMPLES), and
 # the report says how many it used.
@@ -26,7 +22,6 @@ MIN_RESAMPLES = 200
 SEED = 20261121
 
 # Flags (docs/statistics.md): thresholds, each with why.
-UNSTABLE_CV = 0.10  # pyperf's warning threshold: stdev above 10% of the mean
 OUTLIER_IQR = 1.5  # Tukey's fences: beyond 1.5 interquartile ranges of the quartiles
 # Quartiles of fewer values are too unsteady to fence with: at 5-6 runs the
 # default campaign flagged one "outlier" in most cells.
@@ -51,53 +46,6 @@ def fast_median(data: np.ndarray, axis: int = -1) -> np.ndarray:
     # the lower middle is the largest value left of the partition point (one
     # partition and a max: numpy's two-point partition is several times slower)
     return (parted[..., :middle].max(axis=-1) + parted[..., middle]) / 2
-
-
-@dataclass(frozen=True)
-class CellStats:
-    """What a cell's values say: location, spread, the median's interval and the flags."""
-
-    n: int  # values
-    median: float
-    mean: float
-    minimum: float
-    maximum: float
-    stdev: float | None  # sample standard deviation (n-1); None for one value
-    cv: float | None  # stdev / mean
-    ci_low: float | None  # bootstrap interval of the median; None under 3 values
-    ci_high: float | None
-    outliers: int
-    multimodal: bool
-    runs: int = 0  # fresh processes or guests the values came from; 0: one value per run
-
-    @property
-    def half_width(self) -> float | None:
-        """Half the interval's width over the median (0.02 = +/-2%)."""
-        if self.ci_low is None or self.ci_high is None:
-            return None
-        if self.median == 0:
-            return 0.0 if self.ci_high == self.ci_low else math.inf
-        return (self.ci_high - self.ci_low) / 2 / abs(self.median)
-
-    @property
-    def count_text(self) -> str:
-        """How many: "5" (runs of one value each), "5x3" (5 runs of 3 values) or "5r/17"
-        (5 runs, 17 values in all)."""
-        if not self.runs:
-            return str(self.n)
-        if self.n % self.runs == 0:
-            return f"{self.runs}x{self.n // self.runs}"
-        return f"{self.runs}r/{self.n}"
-
-    @property
-    def unstable(self) -> bool:
-        return self.cv is not None and self.cv > UNSTABLE_CV
-
-    @property
-    def flags(self) -> list[str]:
-        return ([*(["unstable"] if self.unstable else []),
-                 *(["multimodal"] if self.multimodal else []),
-                 *(["outliers"] if self.outliers else [])])
 
 
 def resamples_for(total_values: int, requested: int = RESAMPLES) -> int:
@@ -355,15 +303,6 @@ def is_multimodal(values: np.ndarray) -> bool:
     shares = np.bincount(np.searchsorted(cuts, values), minlength=len(peaks))
     needed = max(2, MODE_MIN_SHARE * values.size)
     return int(np.count_nonzero(shares >= needed)) >= 2
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with its bootstrap interval (None when it cannot be computed)."""
-
-    value: float
-    low: float | None = None
-    high: float | None = None
 
 
 # Ratios and geometric means take their intervals from the cells' own

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from guestbench.analysis.summary import CONTEXT_METRICS, Cell
+from guestbench.analysis.cells import CONTEXT_METRICS, Cell
 from guestbench.analysis.results import CampaignResults
 
 MEASURE_MAX = 64  # Bencher's longest measure name

@@ -14,7 +14,7 @@ from typing import Any
 
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES, breakdown
-from guestbench.analysis.summary import Cell
+from guestbench.analysis.cells import Cell
 from guestbench.report import model, svg, views
 from guestbench.report.links import log_href
 from guestbench.analysis.results import CampaignResults

@@ -7,7 +7,8 @@ from collections import defaultdict
 from typing import Any
 
 from guestbench import __version__
-from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR, UNSTABLE_CV
+from guestbench.analysis.cells import UNSTABLE_CV
+from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR
 from guestbench.analysis.results import CampaignResults
 
 # Bump when a key is removed, renamed or changes meaning; a new key is added without a

@@ -9,13 +9,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from guestbench.analysis import stats
 from guestbench.analysis.boot import PHASES, breakdown
+from guestbench.analysis.cells import (CONFIDENCE, CONTEXT, RESAMPLES, SPREAD_FACTOR, TOO_FAST,
+                                       UNSTABLE_CV, VERDICT, Cell, Interval, Results, row_kind)
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
-from guestbench.analysis.stats import Interval
-from guestbench.analysis.summary import (CONTEXT, SPREAD_FACTOR, TOO_FAST, VERDICT, Cell, Results,
-                                         row_kind)
 
 
 @dataclass
@@ -55,7 +53,7 @@ FLAG_MEANINGS = {
                        "console, so the clock check could not judge the guest's clock (check "
                        "the host checks' load)",
     "unstable": "its runs vary far more than the campaign's other cells: a coefficient of "
-                f"variation above {stats.UNSTABLE_CV:.0%} and above {SPREAD_FACTOR:g} times "
+                f"variation above {UNSTABLE_CV:.0%} and above {SPREAD_FACTOR:g} times "
                 "the campaign's typical one (standard deviation over mean, of each run's "
                 "median where runs give several values): look at the spread before trusting "
                 "the median",
@@ -312,10 +310,10 @@ def title(report: CampaignResults, what: str) -> str:
 
 
 def interval_note(report: CampaignResults) -> str:
-    return (f"± is half the median's {stats.CONFIDENCE:.0%} bootstrap confidence interval "
+    return (f"± is half the median's {CONFIDENCE:.0%} bootstrap confidence interval "
             f"(percentile method, {report.resamples} resamples"
             + (", fewer than usual to bound the report's time" if report.resamples
-               < stats.RESAMPLES else "") + "; runs are resampled, then the values within "
+               < RESAMPLES else "") + "; runs are resampled, then the values within "
             "each run), as a share of the median; cells of fewer than 3 runs show (min-max) "
             "instead. n: runs, or runs x values per run.")
 

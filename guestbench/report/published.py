@@ -8,8 +8,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from guestbench.analysis.stats import Interval
-from guestbench.analysis.summary import VERDICT, Cell
+from guestbench.analysis.cells import Interval, VERDICT, Cell
 from guestbench.report import titles
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_interval,

@@ -8,7 +8,7 @@ bonnie++ could not time shows as +++++ (and its %CPU as +++), as bonnie++ prints
 
 from __future__ import annotations
 
-from guestbench.analysis.summary import Cell
+from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_value,
                                      problem_text, too_fast_text)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from guestbench.analysis.summary import CONTEXT, VERDICT, Cell
+from guestbench.analysis.cells import CONTEXT, VERDICT, Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_percent,
                                      format_value, problem_text, too_fast_text, verdict_text)

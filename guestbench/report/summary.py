@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.analysis.stats import Interval
-from guestbench.analysis.summary import PERFORMANCE, VERDICT, Cell, row_kind
+from guestbench.analysis.cells import Interval, PERFORMANCE, VERDICT, Cell, row_kind
 from guestbench.report import titles
 from guestbench.report.model import (STATUS_MARKS, Footnotes, Table, empty_text, format_percent,
                                      format_ratio, format_value, parameter_notes, ratio_rule,

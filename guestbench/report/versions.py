@@ -18,8 +18,7 @@ from typing import Any
 
 from guestbench.analysis import stats
 from guestbench.analysis.compare import FASTER, SAME, SLOWER, THRESHOLD, beyond_threshold
-from guestbench.analysis.stats import Interval
-from guestbench.analysis.summary import Cell
+from guestbench.analysis.cells import Interval, Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_value,
                                      problem_text, row_scale)

@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from guestbench.analysis.summary import CONTEXT_METRICS
+from guestbench.analysis.cells import CONTEXT_METRICS
 from guestbench.environments.base import IDENTIFIER
 from guestbench.workloads.base import OutputError, Params, Sample
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from guestbench.analysis.compare import FASTER, SAME, SLOWER, judge
-from guestbench.analysis.stats import Interval
+from guestbench.analysis.cells import Interval
 from tests.unit.test_cli import fake_agent, invoke  # noqa: F401 - fixture
 
 PLAN = """\

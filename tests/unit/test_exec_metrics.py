@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from guestbench.analysis.compare import FASTER, SLOWER, judge
-from guestbench.analysis.stats import Interval
-from guestbench.analysis.summary import declared_directions, summarise
+from guestbench.analysis.cells import Interval, declared_directions
+from guestbench.analysis.summary import summarise
 from guestbench.host import Host
 from guestbench.plan import AUTO, PlanError, load
 from guestbench.workloads import CATALOGUE

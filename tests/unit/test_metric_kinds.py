@@ -12,7 +12,7 @@ import pytest
 
 from guestbench.analysis import results as analysed
 from guestbench.analysis import compare as comparing
-from guestbench.analysis.summary import CONTEXT, PERFORMANCE, VERDICT, metric_kind
+from guestbench.analysis.cells import CONTEXT, PERFORMANCE, VERDICT, metric_kind
 from guestbench.report import dashboards, views
 from tests.unit.test_published import Campaign, row
 

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from guestbench.analysis import results as analysed
-from guestbench.analysis.summary import Cell
+from guestbench.analysis.cells import Cell
 from guestbench.report import csv as csv_report
 from guestbench.report import json as json_report
 from guestbench.report import markdown, model, terminal, views
@@ -475,7 +475,7 @@ def test_summary_is_one_row_per_workload_with_ratios_and_a_geomean_row(
 
 
 def test_footnotes_group_reasons_that_differ_only_in_numbers() -> None:
-    from guestbench.analysis.summary import Cell
+    from guestbench.analysis.cells import Cell
     footnotes = model.Footnotes()
     cell = Cell("uml", "stream", "bandwidth", "MB/s", problems=[
         ("failed", "ran out of memory at 0x4d53f000 after 12.5 s"),

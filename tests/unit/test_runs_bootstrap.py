@@ -6,7 +6,8 @@ import pytest
 
 from guestbench.analysis import stats
 from guestbench.analysis.compare import run_units
-from guestbench.analysis.summary import Cell, summarise
+from guestbench.analysis.cells import Cell
+from guestbench.analysis.summary import summarise
 
 
 def nested(runs: int, per_run: int, between: float, within: float, seed: int = 1):
@@ -18,7 +19,7 @@ def nested(runs: int, per_run: int, between: float, within: float, seed: int = 1
     return values, [per_run] * runs
 
 
-def width(cell: stats.CellStats) -> float:
+def width(cell: "stats.CellStats") -> float:
     return cell.ci_high - cell.ci_low
 
 

@@ -22,7 +22,7 @@ NATIVE_FORK_EXIT_US = [107.4, 107.5, 98.97, 105.4, 104.3, 109.0, 103.1, 104.0, 9
 PIPE_SWITCH_FREE_US = [2.54, 2.55, 2.53, 21.3, 2.54, 24.1, 2.56, 33.2, 2.55, 22.8, 2.53, 27.9]
 
 
-def one(values) -> stats.CellStats:
+def one(values) -> "stats.CellStats":
     return stats.describe([values])[0]
 
 

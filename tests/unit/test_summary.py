@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from guestbench.analysis.summary import Cell, higher_is_better, status_counts, summarise
+from guestbench.analysis.cells import Cell, higher_is_better, status_counts
+from guestbench.analysis.summary import summarise
 
 
 def run(run_id: int, environment: str, label: str = "getpid", status: str = "ok",

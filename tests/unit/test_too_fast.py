@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from guestbench.analysis import results as analysed
-from guestbench.analysis.summary import flags_of_metric
+from guestbench.analysis.cells import flags_of_metric
 from guestbench.report import views
 from tests.unit.test_published import THREE, Campaign, row
 
