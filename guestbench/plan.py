@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from guestbench import environments, workloads
 from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
 from guestbench.host import Host
+from guestbench.names import plain_value
 
 AUTO = "auto"
 DEFAULT_REPEAT = 5  # runs of a workload whose family is not repeated adaptively by default
@@ -510,14 +511,6 @@ def _sweep(table: dict[str, Any], model: type[BaseModel], source: str,
         name = f"{table['name']}-{suffix}" if "name" in table else None
         combinations.append({**table, **chosen, **({"name": name} if name else {})})
     return combinations
-
-
-def plain_value(value: Any) -> str:
-    """A swept value as part of a name; a path by its file name (a kernel, a VMM binary)."""
-    if isinstance(value, str) and "/" in value.rstrip("/"):
-        value = value.rstrip("/").rsplit("/", 1)[1]
-    text = "_".join(map(str, value)) if isinstance(value, list) else str(value)
-    return re.sub(r"[^A-Za-z0-9_.]", "_", text)
 
 
 def _select(items: list, wanted: tuple[str, ...], source: str, flag: str, key) -> list:

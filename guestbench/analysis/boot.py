@@ -6,9 +6,10 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from guestbench.store.columns import Samples
+if TYPE_CHECKING:
+    from guestbench.store.columns import Samples
 
 # (name shown, point at the phase's end, point at its start; None = VMM process start).
 # "guest clock zero" is where the guest's uptime starts on the host's timeline
@@ -39,6 +40,7 @@ def breakdown(runs: Iterable[dict[str, Any]], samples: Iterable[dict[str, Any]]
     wanted = {point for _name, end, start in PHASES for point in (end, start)} | {"guest_uptime"}
     by_run: dict[int, dict[str, float]] = defaultdict(dict)
     # most samples of a campaign are not boot points: only these are read one by one
+    from guestbench.store.columns import Samples
     for sample in Samples.coerce(samples).of_metrics(*wanted):
         by_run[sample["run_id"]][sample["metric"]] = sample["value"]
     durations: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

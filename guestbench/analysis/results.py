@@ -48,6 +48,10 @@ class CampaignResults:
     geomeans: dict[str, Geomean] = field(default_factory=dict)
     cell_stops: list[dict[str, Any]] = field(default_factory=list)
     workload_of: dict[str, str] = field(default_factory=dict)  # label -> its workload
+    # how tables name what was stored: label -> its workload's title ("STREAM [array_mib=32]"),
+    # and label -> metric -> the metric's title ("TSC per op")
+    label_titles: dict[str, str] = field(default_factory=dict)
+    metric_titles: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def host_facts(self) -> dict[str, Any]:
@@ -99,10 +103,31 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     cell_stops = store.cell_stops(campaign["id"])
     for stop in cell_stops:
         stop.setdefault("environment", env_name.get(stop.get("environment_id")))
+    workload_of = {run["label"]: run["workload"] for run in runs}
     return CampaignResults(campaign, environments, runs, samples, baseline, results, used,
                            primary, ratios(results, baseline),
-                           geomeans(results, baseline, primary), cell_stops,
-                           {run["label"]: run["workload"] for run in runs})
+                           geomeans(results, baseline, primary), cell_stops, workload_of,
+                           *display_names(results, workload_of))
+
+
+def display_names(results: Results, workload_of: dict[str, str]
+                  ) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Each label's title and its metrics' titles, from the workload catalogue; a label the
+    plan gave (label = "...") and a metric no workload names stay as they are."""
+    from guestbench.workloads import CATALOGUE
+
+    labels, metrics = {}, {}
+    for label, metric, _unit in results.rows:
+        workload = CATALOGUE.get(workload_of.get(label, ""))
+        if workload is None:
+            continue
+        if label == workload.name:
+            labels[label] = workload.display
+        elif label.startswith(workload.name + "["):
+            labels[label] = f"{workload.display} {label[len(workload.name):]}"
+        if metric:
+            metrics.setdefault(label, {})[metric] = workload.metric_title(metric)
+    return labels, metrics
 
 
 def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, str]:

@@ -120,9 +120,8 @@ def _row_label(report: CampaignResults, label: str, metric: str, unit: str, cell
     """"getpid (ns)", "STREAM triad (MB/s, inverted)": the workload, the metric where it is
     not the workload's time per operation, and the unit the baseline's column is in."""
     name = titles.label_title(report, label)
-    workload = titles.workload_of(report, label)
     if metric and metric != "time_per_op":
-        metric_title = workload.metric_title(metric) if workload else metric
+        metric_title = titles.metric_title(report, label, metric)
         if unit in ("MB/s", "MiB/s", "GB/s") and metric_title.endswith(" bandwidth"):
             metric_title = metric_title[:-len(" bandwidth")]  # the unit says it
         if metric_title not in name:

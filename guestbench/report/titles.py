@@ -21,14 +21,12 @@ _METRIC_CELL = re.compile(r"^(?P<metric>[A-Za-z0-9_.-]+)(?P<rest>( \(.*\))?)$")
 def label_title(report: CampaignResults, label: str) -> str:
     """A row label with its workload's title for the workload's name ("STREAM [array_mib=32]");
     a label the plan gave (label = "...") stays as given."""
-    workload = workload_of(report, label)
-    if workload is None:
-        return label
-    if label == workload.name:
-        return workload.display
-    if label.startswith(workload.name + "["):
-        return f"{workload.display} {label[len(workload.name):]}"
-    return label
+    return report.label_titles.get(label, label)
+
+
+def metric_title(report: CampaignResults, label: str, metric: str) -> str:
+    """A metric by its title ("TSC per op"), or as stored where no workload names it."""
+    return report.metric_titles.get(label, {}).get(metric, metric)
 
 
 def apply(tables: list[Table], report: CampaignResults) -> None:
@@ -52,16 +50,7 @@ def apply(tables: list[Table], report: CampaignResults) -> None:
 
 
 def _metric_cell(report: CampaignResults, label: str, text: str) -> str:
-    workload = workload_of(report, label)
     found = _METRIC_CELL.match(text)
-    if workload is None or not found:
+    if not found or label not in report.metric_titles:
         return text
-    return workload.metric_title(found.group("metric")) + found.group("rest")
-
-
-def workload_of(report: CampaignResults, label: str):
-    """The catalogue's workload that ran under this label, or None."""
-    from guestbench.workloads import CATALOGUE
-
-    names = report.workload_of
-    return CATALOGUE.get(names.get(label, ""))
+    return metric_title(report, label, found.group("metric")) + found.group("rest")

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from guestbench.report import (columns, published, published_bonnie, published_io, summary,
-                               titles, versions)
 from guestbench.analysis.results import CampaignResults
+from guestbench.report import columns, summary, titles
 from guestbench.report.model import (Footnotes, Table, boot_table, clock_table, host_table,
                                      measured_table, ratio_table, spread_line)
 
@@ -50,7 +49,9 @@ def _summary(report: CampaignResults, width: int | None = None) -> list[Table]:
 
 def _every_table(report: CampaignResults) -> list[Table]:
     """Measured values and ratios first (what every reader looks for), then each published
-    table that has data, then the per-cell statistics and the checks of clock and host."""
+    table that has data, then the per-cell statistics and the checks of clock and host.
+    (Their modules load here: the summary, drawn from a digest, needs none of them.)"""
+    from guestbench.report import published, published_bonnie, published_io, versions
     footnotes = Footnotes()
     out: list[Table] = [measured_table(report, footnotes)]
     out[0].lead = spread_line(report)

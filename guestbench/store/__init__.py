@@ -427,6 +427,8 @@ class Store:
                                                      stop.c.reason == "interrupted"))
             connection.execute(sa.delete(schema.sample_block).where(
                 schema.sample_block.c.campaign_id == campaign_id))
+            connection.execute(sa.delete(schema.campaign_digest).where(
+                schema.campaign_digest.c.campaign_id == campaign_id))
             connection.execute(sa.update(schema.campaign).where(
                 schema.campaign.c.id == campaign_id).values(
                     status="running", finished_at=None, owner=owner, end_reason=None))
@@ -463,6 +465,24 @@ class Store:
         """The campaign's runs in order; only: just these columns (and the id), for a reader
         that needs no more (compare: no timestamps, logs or times to read and convert)."""
         return self._rows_of(schema.run, campaign_id, schema.run.c.id, only)
+
+    def run_mark(self, campaign_id: int) -> tuple[int, int | None]:
+        """(how many runs the campaign has, the newest one's id): what a digest is made from."""
+        run = schema.run
+        with self.engine.connect() as connection:
+            count, last = connection.execute(sa.select(sa.func.count(run.c.id), sa.func.max(
+                run.c.id)).where(run.c.campaign_id == campaign_id)).one()
+        return int(count), last
+
+    def put_digest(self, campaign_id: int, form: int, status: str, mark: tuple[int, int | None],
+                   body: str) -> None:
+        """Keep a campaign's digest (analysis/digest.py) in place of any older one."""
+        table = schema.campaign_digest
+        with self.engine.begin() as connection:
+            connection.execute(sa.delete(table).where(table.c.campaign_id == campaign_id))
+            connection.execute(sa.insert(table).values(
+                campaign_id=campaign_id, format=form, status=status, runs=mark[0],
+                last_run_id=mark[1], body=body))
 
     def cell_stops(self, campaign_id: int) -> list[dict[str, Any]]:
         """Why each cell stopped, in the order the cells stopped."""

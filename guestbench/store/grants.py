@@ -32,6 +32,7 @@ _WORKER = {
     "sample": ["INSERT", "DELETE"],
     "sample_block": ["INSERT", "DELETE"],
     "cell_stop": ["INSERT", "DELETE"],
+    "campaign_digest": ["INSERT", "UPDATE", "DELETE"],
     "pool_host": ["INSERT", "DELETE", ("UPDATE", ("heartbeat_at",))],
     "campaign_group": [("UPDATE", ("refusals",))],
     "procrastinate_jobs": ["UPDATE"],
@@ -78,7 +79,7 @@ def _quoted(name: str) -> str:
 # rights over the result tables.
 _STORE = {table: rights for table, rights in _WORKER.items()
           if table in ("host", "campaign", "environment", "run", "sample", "sample_block",
-                       "cell_stop")}
+                       "cell_stop", "campaign_digest")}
 NEEDS = {"run": _STORE, "worker": _WORKER, "submitter": _SUBMITTER}
 
 

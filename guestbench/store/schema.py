@@ -20,7 +20,10 @@ import sqlalchemy as sa
 #      campaign.pool_host (which host of the pool ran it).
 #   7  campaign.end_reason: why a campaign ended other than by finishing, where that is
 #      known (its process gone while the campaign was still 'running').
-SCHEMA_VERSION = 7
+#   8  campaign_digest: a campaign's summary as report draws it (analysis/digest.py), kept so
+#      that report answers at once; it names the runs it was made from, and a campaign whose
+#      runs changed since is summarised again.
+from guestbench.store.version import SCHEMA_VERSION  # noqa: E402 - after its history
 PACKED_SINCE = 4  # the version that added sample_block
 
 metadata = sa.MetaData()
@@ -170,6 +173,18 @@ sample_block = sa.Table(
 )
 
 
+campaign_digest = sa.Table(
+    "campaign_digest", metadata,
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaign.id"), primary_key=True,
+              autoincrement=False),
+    sa.Column("format", sa.Integer, nullable=False),  # analysis/digest.py's FORMAT
+    sa.Column("status", sa.String(16), nullable=False),  # the campaign's, when it was made
+    sa.Column("runs", sa.Integer, nullable=False),  # the campaign's runs, when it was made
+    sa.Column("last_run_id", sa.Integer),  # the newest of them
+    sa.Column("body", sa.Text, nullable=False),  # JSON: plain text, read without the engine
+)
+
+
 def _create_version_1(connection: sa.Connection) -> None:
     """The first schema exactly as it was, so that every later migration applies to it."""
     version_1 = sa.MetaData()
@@ -242,6 +257,10 @@ def _add_end_reason(connection: sa.Connection) -> None:
     connection.execute(sa.text(f"ALTER TABLE campaign ADD COLUMN {column.name} {column_type}"))
 
 
+def _add_campaign_digest(connection: sa.Connection) -> None:
+    campaign_digest.create(connection)
+
+
 # MIGRATIONS[n] takes a store at version n to n+1; version 0 is an empty database.
 # A migration must not change once released: a new schema gets a new migration.
 MIGRATIONS = {
@@ -252,4 +271,5 @@ MIGRATIONS = {
     4: _add_campaign_owner,
     5: _add_pool,
     6: _add_end_reason,
+    7: _add_campaign_digest,
 }

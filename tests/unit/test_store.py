@@ -43,21 +43,21 @@ def raw_rows(url: str, sql: str) -> list[tuple]:
         engine.dispose()
 
 
-def test_open_creates_schema_version_7(store_url: str, tmp_path: Path) -> None:
+def test_open_creates_schema_version_8(store_url: str, tmp_path: Path) -> None:
     on_sqlite = store_url.startswith("sqlite")
     assert not (tmp_path / "results.sqlite").exists()
     store = gb_store.open(store_url)
     assert (tmp_path / "results.sqlite").is_file() == on_sqlite
-    assert SCHEMA_VERSION == 7
-    assert store.version() == 7
+    assert SCHEMA_VERSION == 8
+    assert store.version() == 8
     tables = set(sa.inspect(store.engine).get_table_names())
     assert {"schema_meta", "host", "campaign", "environment", "run", "sample",
-            "cell_stop", "sample_block", "pool_host", "campaign_group"} <= tables
+            "cell_stop", "sample_block", "pool_host", "campaign_group", "campaign_digest"} <= tables
     columns = {column["name"] for column in sa.inspect(store.engine).get_columns("campaign")}
     assert {"host_checks", "owner", "group_id", "pool_host", "end_reason"} <= columns
     columns = {column["name"] for column in sa.inspect(store.engine).get_columns("environment")}
     assert "facts" in columns
-    assert raw_rows(store_url, "select key, value from schema_meta") == [("schema_version", "7")]
+    assert raw_rows(store_url, "select key, value from schema_meta") == [("schema_version", "8")]
     assert store.campaigns() == []
 
 

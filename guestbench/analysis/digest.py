@@ -1,0 +1,132 @@
+"""A campaign's digest: the results its summary shows, as JSON kept in the store.
+
+Deriving a campaign's results reads every sample and bootstraps every cell: seconds, and
+most of them spent importing numpy, scipy and the store's engine. What the summary shows
+of a campaign cannot change while its runs do not, so the first summary of a campaign
+(at the end of `run`, or the first `report`) keeps it here, and later ones read it back:
+the primary metrics' cells with their statistics, the ratios, the geometric means, the
+campaign's typical spread and the names tables use. The digest names the runs it was made
+from (their count and the newest id, and the campaign's status); a campaign whose runs
+changed since, or a digest of another format, is derived again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from typing import Any
+
+from guestbench.analysis.cells import Cell, CellStats, Interval, Results, Spread
+from guestbench.analysis.results import CampaignResults, Geomean
+
+FORMAT = 1
+RUN_FIELDS = ("id", "environment_id", "environment", "workload", "label", "params", "status",
+              "reason", "flags")
+CELL_FIELDS = ("environment", "label", "metric", "unit", "values", "sizes", "problems", "flags",
+               "runs", "run_ids", "declared_higher", "declared_kind", "spread_limit")
+
+
+def encode(results: CampaignResults) -> str:
+    """The summary's share of a campaign's results, as JSON."""
+    primary = set(results.primary.items())
+    cells = [_cell(cell) for (label, metric), row in results.results.cells.items()
+             if (label, metric) in primary for cell in row.values()]
+    document = {
+        "format": FORMAT,
+        "campaign": _plain(results.campaign),
+        "environments": [_plain(env) for env in results.environments],
+        "runs": [{key: run.get(key) for key in RUN_FIELDS} for run in results.runs],
+        "baseline": results.baseline, "resamples": results.resamples,
+        "primary": results.primary,
+        "environment_names": results.results.environments,
+        "rows": [list(row) for row in results.results.rows],
+        "spread": None if results.results.spread is None
+        else dataclasses.asdict(results.results.spread),
+        "cells": cells,
+        "ratios": [[*key, *_interval(interval)] for key, interval in results.ratios.items()],
+        "geomeans": {env: {"interval": _interval(geomean.interval),
+                           "workloads": geomean.workloads, "of": geomean.of}
+                     for env, geomean in results.geomeans.items()},
+        "workload_of": results.workload_of, "label_titles": results.label_titles,
+        "metric_titles": results.metric_titles,
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
+def decode(text: str) -> CampaignResults | None:
+    """The results a digest holds, or None for a digest of another format."""
+    document = json.loads(text)
+    if document.get("format") != FORMAT:
+        return None
+    environments = document["environment_names"]
+    rows = [tuple(row) for row in document["rows"]]
+    cells: dict[tuple[str, str], dict[str, Cell]] = {}
+    for fields in document["cells"]:
+        cell = _cell_from(fields)
+        cells.setdefault((cell.label, cell.metric), {})[cell.environment] = cell
+    # rows of metrics the summary does not show keep empty cells, as a primary-only load has
+    for label, metric, unit in rows:
+        row = cells.setdefault((label, metric), {})
+        for env in environments:
+            row.setdefault(env, Cell(env, label, metric, unit))
+    spread = document["spread"]
+    results = Results(environments, rows, cells, Spread(**spread) if spread else None)
+    return CampaignResults(
+        _dated(document["campaign"]), [_dated(env) for env in document["environments"]],
+        document["runs"], None, document["baseline"], results, document["resamples"],
+        document["primary"],
+        {(label, metric, env): Interval(*bounds) for label, metric, env, *bounds
+         in document["ratios"]},
+        {env: Geomean(Interval(*geomean["interval"]), geomean["workloads"], geomean["of"])
+         for env, geomean in document["geomeans"].items()},
+        [], document["workload_of"], document["label_titles"], document["metric_titles"])
+
+
+def _cell(cell: Cell) -> dict[str, Any]:
+    fields = {name: getattr(cell, name) for name in CELL_FIELDS}
+    fields["stats"] = None if cell.stats is None else dataclasses.asdict(cell.stats)
+    return fields
+
+
+def _cell_from(fields: dict[str, Any]) -> Cell:
+    stats = fields.pop("stats")
+    fields["problems"] = [tuple(problem) for problem in fields["problems"]]
+    return Cell(**fields, stats=None if stats is None else CellStats(**stats))
+
+
+def _interval(interval: Interval) -> list[float | None]:
+    return [interval.value, interval.low, interval.high]
+
+
+# Stored rows hold datetimes (created_at, finished_at): written as ISO text with a mark
+DATED = "__datetime__"
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: {DATED: value.isoformat()} if isinstance(value, dt.datetime) else value
+            for key, value in row.items()}
+
+
+def _dated(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: dt.datetime.fromisoformat(value[DATED])
+            if isinstance(value, dict) and set(value) == {DATED} else value
+            for key, value in row.items()}
+
+
+def read(url: str, selector: str | None) -> CampaignResults | None:
+    """A campaign's results from its digest, where one was kept from its present runs."""
+    from guestbench.store import quick
+    text = quick.digest_text(url, selector, FORMAT)
+    return None if text is None else decode(text)
+
+
+def keep(store, results: CampaignResults) -> None:
+    """Keep a summary's results as the campaign's digest, where the store lets this command
+    write; a store it may not write (a reader's role, a read-only file) goes without."""
+    campaign = results.campaign
+    try:
+        store.put_digest(campaign["id"], FORMAT, campaign["status"],
+                         store.run_mark(campaign["id"]), encode(results))
+    except Exception:  # noqa: BLE001 - a digest is a convenience; its absence costs time only
+        store.engine.dispose()
