@@ -1,0 +1,66 @@
+"""What report, compare, ab and history read from the store, and the one place each of
+them calls its loader: a campaign's report, compare's two sides, ab's two halves, the
+history."""
+
+from __future__ import annotations
+
+from guestbench.store import Store
+
+
+def report(opened: Store, selector: str | None, baseline: str | None, all_metrics: bool,
+           summary: bool):
+    """One campaign's report; summary: only what the summary shows is described."""
+    from guestbench.report import model
+    return model.load(opened, selector, baseline, all_metrics, context_samples=not summary,
+                      primary_only=summary)
+
+
+def sides(stores: tuple[Store, Store], selectors: tuple[str, str]):
+    """Both campaigns as compare reads them: A in a child process while this one reads B
+    (guestbench/forked.py), when the host has two CPUs."""
+    from guestbench import forked
+
+    def read_a():
+        stores[0].engine.dispose(close=False)  # the child's own connections, not the parent's
+        return _side(stores[0], selectors[0])
+    with forked.beside(read_a) as side_a:
+        side_b = _side(stores[1], selectors[1])
+        return [side_a(), side_b]
+
+
+def _side(opened: Store, selector: str):
+    """One campaign as compare reads it: context metrics (iterations, clock ratios) are
+    never compared, and are left unread."""
+    from guestbench.analysis import compare as comparing
+    from guestbench.analysis.summary import CONTEXT_METRICS
+    campaign = opened.campaign(selector)
+    return comparing.side(campaign, opened.environments(campaign["id"]),
+                          opened.runs(campaign["id"], comparing.RUN_COLUMNS),
+                          opened.samples(campaign["id"], CONTEXT_METRICS))
+
+
+def ab_sides(opened: Store, campaign_id: int):
+    """The A and B halves of an ab campaign, each with its environments' plain names."""
+    from guestbench.analysis import compare as comparing
+    from guestbench.analysis.summary import CONTEXT_METRICS
+    campaign = opened.campaign(str(campaign_id))
+    environments = opened.environments(campaign_id)
+    runs, samples = opened.runs(campaign_id), opened.samples(campaign_id, CONTEXT_METRICS)
+    halves = []
+    for tag in ("a", "b"):
+        mine = [{**env, "name": env["name"].rsplit(".", 1)[0]} for env in environments
+                if env["name"].endswith(f".{tag}")]
+        ids = {env["id"] for env in mine}
+        side_runs = [dict(run) for run in runs if run["environment_id"] in ids]
+        run_ids = {run["id"] for run in side_runs}
+        halves.append(comparing.side(campaign, mine, side_runs, samples.of_runs(run_ids)))
+    return halves
+
+
+def history(opened: Store, host: str | None, group: str | None,
+            environments: tuple[str, ...], workloads: tuple[str, ...], name: str | None,
+            order: str, max_pvalue: float, min_change: float):
+    """Every finished campaign's cells as series with their change points."""
+    from guestbench.report import history as trend
+    return trend.load(opened, host, group, environments, workloads, name, order, max_pvalue,
+                      min_change)

@@ -1,0 +1,51 @@
+"""The table format: report, compare and history as text tables, the same whether they go
+to the terminal, a pipe or a file (-o); only a terminal's width and colours differ."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from guestbench.report import terminal
+
+def report(loaded, detail: bool, output: Path | None) -> str:
+    """The summary and its closing geometric-mean line, or with detail every table."""
+    from guestbench.report import model, views
+    text = draw(views.tables(loaded, "detail" if detail else "summary"), output)
+    line = "" if detail else model.geomean_line(loaded)
+    return text + (f"{line}\n" if line else "")
+
+
+def compare(result, every: bool, output: Path | None) -> str:
+    from guestbench.report import comparison
+    return draw(comparison.tables(result, every), output)
+
+
+def history(found, detail: bool, output: Path | None) -> str:
+    """The history's summary (with detail, each cell's campaigns too). To the terminal
+    only: a file gets the history as json or html."""
+    from guestbench.report import history as trend
+    from guestbench.report.output import OutputError
+    if output is not None:
+        raise OutputError("--output: the table goes to the terminal (fix: --format json or html)")
+    series = trend.series_tables(found) if detail else []
+    return draw([trend.summary_table(found), *series], output)
+
+
+def draw(tables: list, output: Path | None = None) -> str:
+    """Tables as text within 120 columns (terminal.fit). To a terminal: at its width, in
+    its colours. To a pipe or a file: plain, as wide as the tables and at most
+    terminal.TEXT_WIDTH, so that -o FILE holds what `> FILE` holds."""
+    fitted = terminal.fit(tables)
+    shown = Console()  # what standard output is
+    buffer = io.StringIO()
+    if output is None and shown.is_terminal:
+        console = Console(file=buffer, width=shown.width, force_terminal=True,
+                          color_system=shown.color_system, no_color=shown.no_color)
+    else:
+        console = Console(file=buffer, color_system=None, width=min(
+            terminal.TEXT_WIDTH, max(shown.width, terminal.width_for(fitted))))
+    terminal.render_tables(fitted, console)
+    return buffer.getvalue()
