@@ -1,16 +1,15 @@
 """What `envs`, `images` and `report --list` list: every environment preset probed on
-this host, every cached guest image, every stored campaign."""
+this host, every cached guest image (as tables in the report tables' style,
+report/listing.py), every stored campaign."""
 
 from __future__ import annotations
 
-import io
 import time
 
-from rich.console import Console
-from rich.table import Table
+from guestbench.report.listing import Column, draw
 
-NO_IMAGE_YET = ("no image yet: one is built when a campaign first prepares a full-system "
-                "environment (qemu, uml, command), before its first run\n")
+NO_IMAGE_YET = ("no image yet: one is built when a campaign first prepares a full-system\n"
+                "environment (qemu, uml, command), before its first run")
 
 
 def environments(here) -> str:
@@ -18,34 +17,36 @@ def environments(here) -> str:
     took."""
     from guestbench import environments as kinds
     facts = here.facts
-    table = Table(title=f"Environments on {facts['hostname']} ({facts['cpu_model']}, kernel "
-                        f"{facts['kernel']})", title_justify="left")
-    for column in ("preset", "kind", "options", "available", "probe answer", "probe s"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for name in kinds.PRESETS:
         spec = kinds.preset_spec(name)
         began = time.monotonic()
         answer = kinds.create(spec).probe(here)
-        options = ", ".join(f"{k}={','.join(v) if isinstance(v, tuple) else v}"
-                            for k, v in spec.options().items() if v not in (None, ()))
-        table.add_row(name, spec.kind, options, "yes" if answer.available else "no",
-                      answer.reason, f"{time.monotonic() - began:.2f}",
-                      style=None if answer.available else "yellow")
-    return _drawn(table)
+        options = ", ".join(f"{key}={','.join(value) if isinstance(value, tuple) else value}"
+                            for key, value in spec.options().items() if value not in (None, ()))
+        rows.append([name, spec.kind, options, "yes" if answer.available else "no",
+                     answer.reason, f"{time.monotonic() - began:.2f}"])
+    return draw(f"Environments on {facts['hostname']} ({facts['cpu_model']}, kernel "
+                f"{facts['kernel']})",
+                [Column("preset", whole=True), Column("kind", whole=True), Column("options"),
+                 Column("available", whole=True),
+                 Column("probe answer", min_width=44),  # a path to remove, whole
+                 Column("probe s", whole=True)], rows)
 
 
-def images() -> str:
-    """Each cached guest image: kernel, modules, tools, size and when it was built."""
+def images(width: int | None = None) -> str:
+    """Each cached guest image: kernel, modules, tools, size and when it was built (width:
+    the terminal's, at most 120)."""
     from guestbench import images as guest_images
-    rows = guest_images.cached()
-    table = Table(title=f"Guest images in {guest_images.cache_root()}", title_justify="left")
-    for column in ("id", "kernel", "version", "modules", "tools", "MiB", "created"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(row["id"], str(row["kernel"]), row["kernel_version"],
-                      ",".join(row["modules"]) or "-", ",".join(row["tools"]) or "-",
-                      f"{row['size_bytes'] / 2**20:.1f}", str(row["created_at"])[:19])
-    return _drawn(table) + ("" if rows else NO_IMAGE_YET)
+    rows = [[row["id"], str(row["kernel"]), row["kernel_version"],
+             ",".join(row["modules"]) or "-", ",".join(row["tools"]) or "-",
+             f"{row['size_bytes'] / 2**20:.1f}", _minute(row.get("created_at"))]
+            for row in guest_images.cached()]
+    drawn = draw(f"Guest images in {guest_images.cache_root()}",
+                 [Column("id", whole=True), Column("kernel"), Column("version"),
+                  Column("modules"), Column("tools"), Column("MiB", whole=True),
+                  Column("created (UTC)", whole=True)], rows, width)
+    return drawn + ("" if rows else NO_IMAGE_YET + "\n")
 
 
 def campaigns(opened) -> str:
@@ -54,9 +55,6 @@ def campaigns(opened) -> str:
                    f"{row['name']}\n" for row in opened.campaigns())
 
 
-def _drawn(table: Table) -> str:
-    shown = Console()  # what standard output is
-    buffer = io.StringIO()
-    Console(file=buffer, width=max(shown.width, 120), force_terminal=shown.is_terminal,
-            color_system=shown.color_system).print(table)
-    return buffer.getvalue()
+def _minute(stamp: str | None) -> str:
+    """'2026-11-25T20:18:02+00:00' (the manifest's, in UTC) as '2026-11-25 20:18'."""
+    return (stamp or "?")[:16].replace("T", " ")

@@ -97,22 +97,22 @@ def hosts(db: str) -> None:
     """The pool's hosts: labels, facts, last heartbeat, the job each runs now."""
     import datetime as dt
 
-    from rich.console import Console
-    from rich.table import Table
-
+    from guestbench.report.listing import Column, draw
     from guestbench.store import pool as pool_rows
     opened = _pool_store(db)
     busy = _running_jobs(opened)
-    table = Table("host", "labels", "CPU", "kernel", "heartbeat", "running now")
     now = dt.datetime.now(dt.timezone.utc)
+    rows = []
     for row in pool_rows.hosts(opened.engine):
         facts = row["facts"]
         age = (now - row["heartbeat_at"]).total_seconds()
-        table.add_row(row["name"], ",".join(row["labels"]) or "-",
-                      f"{facts.get('cpu_model', '?')} x{facts.get('logical_cpus', '?')}",
-                      str(facts.get("kernel", "?")), f"{age:.0f} s ago",
-                      busy.get(row["name"], "-"))
-    Console(width=120).print(table)
+        rows.append([row["name"], ",".join(row["labels"]) or "-",
+                     f"{facts.get('cpu_model', '?')} x{facts.get('logical_cpus', '?')}",
+                     str(facts.get("kernel", "?")), f"{age:.0f} s ago",
+                     busy.get(row["name"], "-")])
+    click.echo(draw("Hosts of the pool", [
+        Column("host", whole=True), Column("labels"), Column("CPU"), Column("kernel"),
+        Column("heartbeat", whole=True), Column("running now")], rows), nl=False)
 
 
 def _pool_store(db: str, role: str | None = None):
