@@ -1,14 +1,17 @@
-"""Commands that tell the truth: report -o writes what standard output shows, and every
-table is drawn in one ASCII style within 120 bytes a line."""
+"""Commands that tell the truth: envs shows a kept KVM test boot's answer, report -o
+writes what standard output shows, and every table is drawn in one ASCII style within
+120 bytes a line."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from guestbench import environments, images, listings
+from guestbench.environments import kvm, survey
 from guestbench.environments.base import Availability
 from tests.unit.test_cli import GOOD_FAKE_PLAN, fake_agent, invoke  # noqa: F401 - fixture
 
@@ -35,6 +38,73 @@ def stored(tmp_path: Path, fake_agent: Path):  # noqa: F811 - the fixture import
 
 def command(stored, *args: str):
     return invoke(list(args), stored.agent)
+
+
+# -- envs: the kept answer of a KVM test boot ------------------------------------------
+
+@pytest.fixture
+def kept_kvm_answers(tmp_path, monkeypatch):
+    """Test boots kept for this boot of the host, as a campaign keeps them: call it with
+    (image, machine, available, reason, at)."""
+    monkeypatch.setattr(kvm, "remembered_file", lambda: tmp_path / "kvm-boot.json")
+    monkeypatch.setattr(kvm, "_boot", lambda: "boot-1")
+    answers: dict[str, dict] = {}
+
+    def keep(image: str, machine: str, available: bool, reason: str, at: str) -> None:
+        key = json.dumps(kvm._identity(["qemu-system-x86_64", image, machine]))
+        answers[key] = {"available": available, "reason": reason, "at": at}
+        (tmp_path / "kvm-boot.json").write_text(json.dumps({"boot": "boot-1",
+                                                            "answers": answers}))
+    return keep
+
+
+def test_envs_shows_the_kept_test_boot_that_said_no(kept_kvm_answers, monkeypatch, stored):
+    kept_kvm_answers("image-1", "microvm", False, "a test guest did not boot under KVM "
+                     "within 8 s", "2026-11-25 09:00")
+
+    class Answers:  # every probe says yes: qemu-kvm's only sees /dev/kvm
+        def __init__(self, spec):
+            pass
+
+        def probe(self, host):
+            return Availability.yes("/dev/kvm; a test boot when a campaign prepares it tells")
+    monkeypatch.setattr(environments, "create", Answers)
+    kvm_row = {one.preset: one for one in survey.presets(None)}["qemu-kvm"]
+    assert not kvm_row.answer.available
+    assert kvm_row.answer.reason.startswith("a test guest did not boot under KVM within 8 s "
+                                            "(a test boot at 2026-11-25 09:00")
+    assert "to test again: rm " in kvm_row.answer.reason
+    result = command(stored, "envs")
+    assert result.exit_code == 0, result.output
+    assert re.search(r"\| qemu-kvm +\| qemu +\|.*\| no +\|", result.stdout), result.stdout
+    assert re.search(r"\| qemu-tcg +\| qemu +\|.*\| yes +\|", result.stdout), result.stdout
+
+
+def test_the_kept_answer_is_the_latest_of_this_vmm_and_machine(kept_kvm_answers):
+    kept_kvm_answers("image-1", "microvm", True, "KVM test guest booted in 0.40 s",
+                     "2026-11-25 08:00")
+    kept_kvm_answers("image-2", "microvm", False, "a test guest failed under KVM",
+                     "2026-11-25 10:00")
+    kept_kvm_answers("image-3", "q35", True, "KVM test guest booted in 0.50 s",
+                     "2026-11-25 11:00")
+    latest = kvm.remembered_for_vmm("qemu-system-x86_64", "microvm")
+    assert not latest.available and "failed under KVM (a test boot at 2026-11-25 10:00" \
+        in latest.reason
+    assert kvm.remembered_for_vmm("qemu-system-x86_64", "pc") is None
+    assert kvm.remembered_for_vmm("qemu-system-i386", "microvm") is None
+
+
+def test_without_a_kept_answer_the_probe_answers(kept_kvm_answers):
+    spec = environments.preset_spec("qemu-kvm")
+    probed = Availability.yes("/dev/kvm; a test boot when a campaign prepares it tells")
+    assert survey.with_kvm_test_boot(spec, probed) == probed
+    kept_kvm_answers("image-1", "microvm", False, "did not boot", "2026-11-25 09:00")
+    assert not survey.with_kvm_test_boot(spec, probed).available
+    tcg = environments.preset_spec("qemu-tcg")
+    assert survey.with_kvm_test_boot(tcg, Availability.yes("accel tcg")).available
+    auto = tcg.model_copy(update={"accel": "auto"})
+    chosen = survey.with_kvm_test_boot(auto, Availability.yes("/dev/kvm"))
+    assert chosen.available and chosen.reason.startswith("auto will choose tcg: did not boot")
 
 
 # -- report -o writes what standard output shows ---------------------------------------
