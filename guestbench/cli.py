@@ -198,6 +198,9 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
         campaign_a, campaign_b = (campaign_of_host(opened, group, host) for opened, host
                                   in zip(stores, (campaign_a, campaign_b)))
     sides = reading.sides(stores, (campaign_a, campaign_b))
+    itself = reading.with_itself(stores, sides)
+    if itself:
+        _say(itself)
     result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec)
     if not result.cells:
         raise BadInput(f"compare: no cell of campaign {campaign_a} pairs with one of "

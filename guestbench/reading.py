@@ -39,6 +39,17 @@ def _side(opened: Store, selector: str):
                           opened.samples(campaign["id"], CONTEXT_METRICS))
 
 
+def with_itself(stores: tuple[Store, Store], sides_read) -> str:
+    """What compare says when both sides are one campaign of one store; else ""."""
+    a, b = (side.campaign for side in sides_read)
+    same_store = stores[0] is stores[1] or stores[0].engine.url == stores[1].engine.url
+    if not same_store or a["id"] != b["id"]:
+        return ""
+    return (f"guestbench: compare: campaign {a['id']} ({a['name']!r}) with itself: every cell "
+            "is 'same' by construction (fix: name two campaigns; 'guestbench report --list' "
+            "shows them)")
+
+
 def ab_sides(opened: Store, campaign_id: int):
     """The A and B halves of an ab campaign, each with its environments' plain names."""
     from guestbench.analysis import compare as comparing

@@ -1,6 +1,6 @@
-"""Commands that tell the truth: envs shows a kept KVM test boot's answer, report -o
-writes what standard output shows, and every table is drawn in one ASCII style within
-120 bytes a line."""
+"""Commands that tell the truth: envs shows a kept KVM test boot's answer, compare says
+when it compares a campaign with itself, report -o writes what standard output shows,
+and every table is drawn in one ASCII style within 120 bytes a line."""
 
 from __future__ import annotations
 
@@ -105,6 +105,18 @@ def test_without_a_kept_answer_the_probe_answers(kept_kvm_answers):
     auto = tcg.model_copy(update={"accel": "auto"})
     chosen = survey.with_kvm_test_boot(auto, Availability.yes("/dev/kvm"))
     assert chosen.available and chosen.reason.startswith("auto will choose tcg: did not boot")
+
+
+# -- compare A A ----------------------------------------------------------------------
+
+def test_compare_says_when_it_compares_a_campaign_with_itself(stored):
+    url = stored(2)
+    for a, b, same in (("1", "1", 1), ("1", "cli-fake", None), ("2", "cli-fake", 2)):
+        result = command(stored, "compare", a, b, "--db", url)  # a name: its latest campaign
+        assert result.exit_code == 0, result.output
+        said = re.search(r"compare: campaign (\d) \('cli-fake'\) with itself", result.stderr)
+        assert (said and int(said[1])) == same, result.stderr
+    assert "Compare: A = campaign 1" in command(stored, "compare", "1", "1", "--db", url).stdout
 
 
 # -- report -o writes what standard output shows ---------------------------------------
