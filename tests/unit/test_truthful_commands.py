@@ -1,9 +1,11 @@
 """Commands that tell the truth: envs shows a kept KVM test boot's answer, compare says
-when it compares a campaign with itself, report -o writes what standard output shows,
-and every table is drawn in one ASCII style within 120 bytes a line."""
+when it compares a campaign with itself, history says how many campaigns a change point
+needs, report -o writes what standard output shows, and every table is drawn in one
+ASCII style within 120 bytes a line."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from pathlib import Path
@@ -11,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from guestbench import environments, images, listings
+from guestbench.analysis import history as analysis_history
+from guestbench.analysis.history import Point, Series
 from guestbench.environments import kvm, survey
 from guestbench.environments.base import Availability
+from guestbench.report import text
 from tests.unit.test_cli import GOOD_FAKE_PLAN, fake_agent, invoke  # noqa: F401 - fixture
 
 ASCII_RULE = re.compile(r"^\+(-+\+)+$")  # rich's ASCII2 box: +-----+------+
@@ -117,6 +122,36 @@ def test_compare_says_when_it_compares_a_campaign_with_itself(stored):
         said = re.search(r"compare: campaign (\d) \('cli-fake'\) with itself", result.stderr)
         assert (said and int(said[1])) == same, result.stderr
     assert "Compare: A = campaign 1" in command(stored, "compare", "1", "1", "--db", url).stdout
+
+
+# -- history with too few campaigns ----------------------------------------------------
+
+def test_history_with_too_few_campaigns_says_how_many_it_needs(stored):
+    url = stored(1)
+    result = command(stored, "history", "--db", url)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.stdout.split())
+    assert flat.startswith("History: 1 finished campaign; a change point needs 4 campaigns")
+    assert "run 3 more of the same plan" in flat and "none" not in flat
+    detail = command(stored, "history", "--db", url, "--detail")
+    assert "1 cli-fake" in detail.stdout and "run 3 more" in " ".join(detail.stdout.split())
+    stored(3)
+    enough = command(stored, "history", "--db", url)
+    assert "History: 4 finished campaigns" in enough.stdout and "change points" in enough.stdout
+    assert "run 0 more" not in enough.stdout
+
+
+def test_the_campaigns_history_asks_for_are_the_fewest_with_a_change_point():
+    """text.MIN_HISTORY_CAMPAIGNS is what analysis/history.py's find_changes needs: with
+    that many campaigns a tenfold step is found, with one fewer nothing ever is."""
+    def series(medians: list[float]) -> Series:
+        start = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+        return Series("h", "vm", "getpid", "time_per_op", "ns", False, [
+            Point(i + 1, "n", start + dt.timedelta(days=i), m, None, None, 3, {})
+            for i, m in enumerate(medians)])
+    needed = text.MIN_HISTORY_CAMPAIGNS
+    assert len(analysis_history.find_changes(series([1.0, 1.01, 10.0, 10.1][-needed:]))) == 1
+    assert analysis_history.find_changes(series([1.0, 10.0, 10.1, 10.2][-(needed - 1):])) == []
 
 
 # -- report -o writes what standard output shows ---------------------------------------
