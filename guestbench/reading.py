@@ -1,18 +1,30 @@
 """What report, compare, ab and history read from the store, and the one place each of
 them calls its loader: a campaign's report, compare's two sides, ab's two halves, the
-history."""
+history. A name that matches nothing stored ends the command with the nearest names."""
 
 from __future__ import annotations
 
-from guestbench.store import Store
+from guestbench.spelling import did_you_mean
+from guestbench.store import Store, StoreError
 
 
 def report(opened: Store, selector: str | None, baseline: str | None, all_metrics: bool,
            summary: bool):
     """One campaign's report; summary: only what the summary shows is described."""
     from guestbench.report import model
+    if baseline is not None:
+        _check_baseline(opened, selector, baseline)
     return model.load(opened, selector, baseline, all_metrics, context_samples=not summary,
                       primary_only=summary)
+
+
+def _check_baseline(opened: Store, selector: str | None, baseline: str) -> None:
+    campaign = opened.campaign(selector)
+    names = [env["name"] for env in opened.environments(campaign["id"])]
+    if baseline not in names:
+        raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
+                         f"{campaign['id']}{did_you_mean(baseline, names)} (fix: use one of "
+                         f"{', '.join(names)})")
 
 
 def sides(stores: tuple[Store, Store], selectors: tuple[str, str]):
@@ -71,7 +83,33 @@ def ab_sides(opened: Store, campaign_id: int):
 def history(opened: Store, host: str | None, group: str | None,
             environments: tuple[str, ...], workloads: tuple[str, ...], name: str | None,
             order: str, max_pvalue: float, min_change: float):
-    """Every finished campaign's cells as series with their change points."""
+    """Every finished campaign's cells as series with their change points. An --env or
+    --workload that no stored campaign has ends it with the nearest names."""
     from guestbench.report import history as trend
-    return trend.load(opened, host, group, environments, workloads, name, order, max_pvalue,
-                      min_change)
+    try:
+        found = trend.load(opened, host, group, environments, workloads, name, order,
+                           max_pvalue, min_change)
+    except StoreError:
+        _check_names(opened, environments, workloads)
+        raise
+    if (set(environments) - {one.environment for one in found.series}
+            or set(workloads) - {one.label for one in found.series}):
+        _check_names(opened, environments, workloads)  # read only when one may be misspelt
+    return found
+
+
+def _check_names(opened: Store, environments: tuple[str, ...],
+                 workloads: tuple[str, ...]) -> None:
+    stored_environments: set[str] = set()
+    stored_workloads: set[str] = set()
+    for campaign in opened.campaigns():
+        stored_environments |= {env["name"] for env in opened.environments(campaign["id"])}
+        for run in opened.runs(campaign["id"], ("label", "workload")):
+            stored_workloads |= {run["label"], run["workload"]}
+    for flag, kind, given, stored in (("--env", "environment", environments, stored_environments),
+                                      ("--workload", "workload", workloads, stored_workloads)):
+        for one in given:
+            if one not in stored:
+                raise StoreError(f"no cell of those campaigns matches ({flag} {one}): no "
+                                 f"stored campaign has this {kind}{did_you_mean(one, stored)} "
+                                 f"(fix: use one of {', '.join(sorted(stored))})")

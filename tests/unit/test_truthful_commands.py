@@ -1,7 +1,7 @@
 """Commands that tell the truth: envs shows a kept KVM test boot's answer, compare says
 when it compares a campaign with itself, history says how many campaigns a change point
-needs, report -o writes what standard output shows, and every table is drawn in one
-ASCII style within 120 bytes a line."""
+needs, report -o writes what standard output shows, every table is drawn in one ASCII
+style within 120 bytes a line, and a misspelt name gets the nearest known ones."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import environments, images, listings
+from guestbench import environments, images, listings, spelling
 from guestbench.analysis import history as analysis_history
 from guestbench.analysis.history import Point, Series
 from guestbench.environments import kvm, survey
@@ -219,3 +219,31 @@ def test_images_never_break_a_time_or_an_id(long_images, width):
         assert re.search(rf"\| 9959eaf59e0720{n}f \|.*\| 2026-11-2{n} 20:18 \|", drawn), drawn
 
 
+# -- did you mean ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, words", [
+    (["run", "--env", "native,nativ"], "--env: unknown environment 'nativ'; did you mean "
+                                       "'native'?"),
+    (["run", "--env", "native", "--workload", "getpdi"], "unknown workload 'getpdi'; did you "
+                                                        "mean 'getpid'?"),
+    (["run", "PLAN", "--env", "bsae"], "--env: 'bsae' is not in the plan"),
+    (["run", "PLAN", "--env", "bsae"], "; did you mean 'base'?"),
+    (["history", "--env", "base,slwo"], "(--env slwo): no stored campaign has this "
+                                        "environment; did you mean 'slow'?"),
+    (["history", "--workload", "getpdi"], "did you mean 'getpid'?"),
+    (["report", "--baseline", "bsae"], "--baseline: 'bsae' is not an environment of campaign "
+                                       "1; did you mean 'base'?"),
+])
+def test_a_misspelt_name_gets_the_nearest_known_ones(stored, args, words):
+    url = stored(1)
+    args = [str(stored.plan) if arg == "PLAN" else arg for arg in args]
+    result = command(stored, *args, "--db", url)
+    assert result.exit_code == 2, result.output
+    assert words in " ".join(result.stderr.split()), result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_a_name_near_nothing_gets_no_guess():
+    assert spelling.did_you_mean("docker", environments.PRESETS) == ""
+    assert spelling.did_you_mean("qemu-kmv", environments.PRESETS) == "; did you mean " \
+                                                                      "'qemu-kvm'?"
