@@ -1,5 +1,6 @@
 """The table format: report, compare and history as text tables, the same whether they go
-to the terminal, a pipe or a file (-o); only a terminal's width and colours differ."""
+to the terminal, a pipe or a file (-o; history's to the terminal only); only a
+terminal's width and colours differ."""
 
 from __future__ import annotations
 
