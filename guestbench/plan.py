@@ -21,6 +21,7 @@ from guestbench import environments, workloads
 from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
 from guestbench.host import Host
 from guestbench.names import plain_value
+from guestbench.spelling import did_you_mean
 
 AUTO = "auto"
 DEFAULT_REPEAT = 5  # runs of a workload whose family is not repeated adaptively by default
@@ -241,8 +242,9 @@ def from_flags(host: Host, overrides: Overrides = Overrides()) -> Plan:
     env_names = overrides.environments or environments.DEFAULT_CAMPAIGN
     unknown = [name for name in env_names if name not in environments.PRESETS]
     if unknown:
-        raise PlanError(f"--env: unknown environment {unknown[0]!r} "
-                        f"(fix: use one of {', '.join(environments.PRESETS)}, or write a plan file)")
+        raise PlanError(f"--env: unknown environment {unknown[0]!r}"
+                        f"{did_you_mean(unknown[0], environments.PRESETS)} (fix: use one of "
+                        f"{', '.join(environments.PRESETS)}, or write a plan file)")
     raw = {
         "campaign": {"baseline": "native" if "native" in env_names else None,
                      "auto": QUICK_AUTO},
@@ -343,7 +345,8 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
         table = dict(table)
         name = table.pop("name", None)
         if not isinstance(name, str) or name not in workloads.CATALOGUE:
-            what = "missing name" if name is None else f"unknown workload {name!r}"
+            what = "missing name" if name is None else \
+                f"unknown workload {name!r}{did_you_mean(str(name), workloads.CATALOGUE)}"
             raise PlanError(f"{source}: {where}.name: {what} "
                             f"(fix: use one of {', '.join(workloads.CATALOGUE)})")
         workload = workloads.CATALOGUE[name]
@@ -519,7 +522,8 @@ def _select(items: list, wanted: tuple[str, ...], source: str, flag: str, key) -
     known = {key(item) for item in items}
     for name in wanted:
         if name not in known:
-            raise PlanError(f"{flag}: {name!r} is not in the plan {source} "
+            raise PlanError(f"{flag}: {name!r} is not in the plan {source}"
+                            f"{did_you_mean(name, sorted(known))} "
                             f"(fix: use one of {', '.join(sorted(known))})")
     return [item for item in items if key(item) in wanted]
 

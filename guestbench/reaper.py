@@ -34,6 +34,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from guestbench import identity
+
 COMMAND_TIMEOUT_S = 30
 JOURNALS = Path(tempfile.gettempdir()) / "guestbench-reaper"
 
@@ -48,8 +50,7 @@ class Keeper:
         self._lock = threading.Lock()
 
     def _start(self) -> None:
-        from guestbench import proc
-        me = proc.identity()
+        me = identity.identity()
         JOURNALS.mkdir(mode=0o700, exist_ok=True)
         path = JOURNALS / f"{me['pid']}-{me['started']}.jsonl"
         self._journal = open(path, "a", encoding="utf-8")
@@ -147,7 +148,6 @@ def sweep() -> list[str]:
     reapers died with them): run the commands, remove the folders. A journal is claimed by
     renaming it, so two guestbench starting at once never sweep one twice; a live
     process's journal is never touched. Returns one line per journal swept."""
-    from guestbench import proc
     if not JOURNALS.is_dir():
         return []
     said = []
@@ -156,7 +156,7 @@ def sweep() -> list[str]:
             pid, started = (int(part) for part in path.stem.split("-"))
         except ValueError:
             continue
-        if proc.still_running({"hostname": os.uname().nodename, "pid": pid,
+        if identity.still_running({"hostname": os.uname().nodename, "pid": pid,
                                "started": started}):
             continue
         claimed = path.with_name(f"{path.name}.{os.getpid()}")

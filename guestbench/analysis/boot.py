@@ -6,10 +6,8 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from guestbench.store.columns import Samples
 
 # (name shown, point at the phase's end, point at its start; None = VMM process start).
 # "guest clock zero" is where the guest's uptime starts on the host's timeline

@@ -54,15 +54,40 @@ def remembered_file() -> Path:
 def remembered(key: list[str]) -> Availability | None:
     """The answer of a test boot of this key (VMM binary, image, machine) found earlier in
     this boot of the host, with the same binary and /dev/kvm; None if there is none."""
+    answer = _kept_answers().get(json.dumps(_identity(key)))
+    return _told(answer) if isinstance(answer, dict) else None
+
+
+def remembered_for_vmm(binary: str, machine: str) -> Availability | None:
+    """The latest answer of a test boot of this VMM binary and machine in this boot of the
+    host, with the same binary and /dev/kvm, whatever image it booted (`envs` builds no
+    image, so it knows none); None if there is none."""
+    marks = _identity([binary])[1:]
+    found = []
+    for key, answer in _kept_answers().items():
+        try:
+            kept_binary, _image, kept_machine, *kept_marks = json.loads(key)
+        except (ValueError, TypeError):
+            continue
+        if (kept_binary, kept_machine, kept_marks) == (binary, machine, marks) \
+                and isinstance(answer, dict):
+            found.append(answer)
+    return _told(max(found, key=lambda answer: str(answer.get("at", "")))) if found else None
+
+
+def _kept_answers() -> dict[str, object]:
+    """The kept answers of this boot of the host, by key (json of _identity); {} if none."""
     if _boot() is None:
-        return None
+        return {}
     try:
         kept = json.loads(remembered_file().read_text())
-        answer = kept["answers"][json.dumps(_identity(key))] if kept["boot"] == _boot() else None
+        answers = kept["answers"] if kept["boot"] == _boot() else {}
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(answer, dict):
-        return None
+        return {}
+    return answers if isinstance(answers, dict) else {}
+
+
+def _told(answer: dict) -> Availability:
     return Availability(bool(answer.get("available")),
                         f"{answer.get('reason', '')} (a test boot at {answer.get('at', '?')}, "
                         f"in this boot of the host; to test again: rm {remembered_file()})")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from guestbench.cli import BadInput, _names
+from guestbench.arguments import BadInput, names
 
 
 @click.command()
@@ -32,14 +32,14 @@ def worker(db: str, name: str | None, labels: str, logs_dir: Path, allowed: str)
     click.echo(f"guestbench: worker {name!r} ({labels or 'no labels'}) takes the jobs of "
                f"queue host:{name} from {opened.engine.url.render_as_string()}", err=True)
     from guestbench.pool import policy
-    allow = list(_names(allowed, "--allow")) if allowed else []
+    allow = list(names(allowed, "--allow")) if allowed else []
     unknown = [word for word in allow if word not in policy.PERMISSIONS]
     if unknown:
         raise BadInput(f"--allow: unknown {', '.join(unknown)} (fix: use "
                        f"{', '.join(policy.PERMISSIONS)})")
     click.echo(f"guestbench: plans this worker runs: built-in kinds and workloads"
                f"{' and ' + ', '.join(allow) if allow else ' only'}", err=True)
-    serving.serve(opened, name, list(_names(labels, "--labels")) if labels else [], allow,
+    serving.serve(opened, name, list(names(labels, "--labels")) if labels else [], allow,
                   logs_dir)
 
 
@@ -66,14 +66,14 @@ def submit(plan_file: Path, db: str, host_names: str | None, labels: str | None,
         raise BadInput("submit: give --hosts or --labels, one of them (fix: e.g. --hosts "
                        f"{','.join(known) or 'NAME'})")
     if host_names:
-        chosen = list(_names(host_names, "--hosts"))
+        chosen = list(names(host_names, "--hosts"))
         unknown = [name for name in chosen if name not in known]
         if unknown:
             raise BadInput(f"--hosts: {', '.join(unknown)} not in the pool (fix: start "
                            "'guestbench worker' there, or pick from 'guestbench hosts': "
                            f"{', '.join(known) or 'none yet'})")
     else:
-        wanted = set(_names(labels, "--labels"))
+        wanted = set(names(labels, "--labels"))
         chosen = [name for name, row in known.items() if wanted <= set(row["labels"])]
         if not chosen:
             raise BadInput(f"--labels: no host of the pool has {', '.join(sorted(wanted))} "
@@ -97,22 +97,22 @@ def hosts(db: str) -> None:
     """The pool's hosts: labels, facts, last heartbeat, the job each runs now."""
     import datetime as dt
 
-    from rich.console import Console
-    from rich.table import Table
-
+    from guestbench.report.listing import Column, draw
     from guestbench.store import pool as pool_rows
     opened = _pool_store(db)
     busy = _running_jobs(opened)
-    table = Table("host", "labels", "CPU", "kernel", "heartbeat", "running now")
     now = dt.datetime.now(dt.timezone.utc)
+    rows = []
     for row in pool_rows.hosts(opened.engine):
         facts = row["facts"]
         age = (now - row["heartbeat_at"]).total_seconds()
-        table.add_row(row["name"], ",".join(row["labels"]) or "-",
-                      f"{facts.get('cpu_model', '?')} x{facts.get('logical_cpus', '?')}",
-                      str(facts.get("kernel", "?")), f"{age:.0f} s ago",
-                      busy.get(row["name"], "-"))
-    Console(width=120).print(table)
+        rows.append([row["name"], ",".join(row["labels"]) or "-",
+                     f"{facts.get('cpu_model', '?')} x{facts.get('logical_cpus', '?')}",
+                     str(facts.get("kernel", "?")), f"{age:.0f} s ago",
+                     busy.get(row["name"], "-")])
+    click.echo(draw("Hosts of the pool", [
+        Column("host", whole=True), Column("labels"), Column("CPU"), Column("kernel"),
+        Column("heartbeat", whole=True), Column("running now")], rows), nl=False)
 
 
 def _pool_store(db: str, role: str | None = None):
@@ -187,3 +187,6 @@ def grants(role: str, kind: str, db: str, apply_now: bool) -> None:
     except sa.exc.ProgrammingError as error:
         raise BadInput(f"grants: {error.orig} (fix: run it as the store's owner)") from None
     click.echo(f"granted {role!r} what a {kind} needs ({len(sql)} statements)")
+
+
+COMMANDS = (worker, submit, hosts, grants)

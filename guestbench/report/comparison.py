@@ -114,3 +114,9 @@ def _cell(cell: CellComparison) -> dict[str, Any]:
 
 def render_json(comparison: Comparison) -> str:
     return json.dumps(document(comparison), indent=2) + "\n"
+
+
+def render_markdown(comparison: Comparison) -> str:
+    """Every compared cell as a markdown table, ready to paste."""
+    from guestbench.report import markdown
+    return markdown.render_tables(tables(comparison))

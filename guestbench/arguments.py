@@ -1,0 +1,59 @@
+"""What every command shares about its arguments: bad input ends it with one message and
+exit 2; a comma-separated list of names."""
+
+from __future__ import annotations
+
+import click
+
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(click.ClickException):
+    """Bad input anywhere: one message naming what, where and the fix; exit code 2."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def format_message(self) -> str:
+        return self.message
+
+
+def names(value: str | None, flag: str) -> tuple[str, ...]:
+    """The names of a comma-separated flag (--env native,runc), none if it is not given."""
+    if value is None:
+        return ()
+    found = tuple(name.strip() for name in value.split(",") if name.strip())
+    if not found:
+        raise BadInput(f"{flag}: {value!r} names nothing (fix: e.g. {flag} native,runc)")
+    return found
+
+
+# Errors raised below the command line that mean the input cannot be used (a plan, a name,
+# a store, a file): exit 2 with their message. Named, not imported: checking an error
+# imports nothing (a plan's module loads pydantic).
+BAD_INPUT_ERRORS = {("guestbench.plan", "PlanError"), ("guestbench.store", "StoreError"),
+                    ("guestbench.runner.lifecycle", "CannotStart"),
+                    ("guestbench.report.output", "OutputError")}
+STOPPED = ("guestbench.runner.lifecycle", "Stopped")  # its exit_code: 130 or 143
+
+
+class Commands(click.Group):
+    """Every command ends on the typed errors from below as the shell expects: bad input
+    with one message and exit 2 (a store that is damaged or a disk that is full too,
+    wherever it is met: guestbench/store/damage.py); a campaign stopped by Ctrl-C or
+    SIGTERM with 130 or 143."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit):  # Exit: --help, --version
+            raise
+        except Exception as error:  # noqa: BLE001 - only the errors named here; others go on
+            kinds = {(kind.__module__, kind.__qualname__) for kind in type(error).__mro__}
+            if STOPPED in kinds:
+                click.echo(str(error), err=True)
+                raise SystemExit(error.exit_code) from None
+            from guestbench.store import damage
+            message = str(error) if kinds & BAD_INPUT_ERRORS else damage.explain(error)
+            if message is None:
+                raise
+            raise BadInput(message) from None

@@ -1,0 +1,51 @@
+"""What `envs`, `images` and `report --list` list: every environment preset probed on
+this host, every cached guest image (as tables in the report tables' style,
+report/listing.py), every stored campaign."""
+
+from __future__ import annotations
+
+from guestbench.report.listing import Column, draw
+
+NO_IMAGE_YET = ("no image yet: one is built when a campaign first prepares a full-system\n"
+                "environment (qemu, uml, command), before its first run")
+
+
+def environments(here) -> str:
+    """Each preset: its kind and options, available or not and why, and how long the probe
+    took (a kept KVM test boot's answer where there is one: environments/survey.py)."""
+    from guestbench.environments import survey
+    facts = here.facts
+    rows = [[one.preset, one.spec.kind, one.options, "yes" if one.answer.available else "no",
+             one.answer.reason, f"{one.probe_s:.2f}"] for one in survey.presets(here)]
+    return draw(f"Environments on {facts['hostname']} ({facts['cpu_model']}, kernel "
+                f"{facts['kernel']})",
+                [Column("preset", whole=True), Column("kind", whole=True), Column("options"),
+                 Column("available", whole=True),
+                 Column("probe answer", min_width=44),  # a path to remove, whole
+                 Column("probe s", whole=True)], rows)
+
+
+def images(width: int | None = None) -> str:
+    """Each cached guest image: kernel, modules, tools, size and when it was built (width:
+    the terminal's, at most 120)."""
+    from guestbench import images as guest_images
+    rows = [[row["id"], str(row["kernel"]), row["kernel_version"],
+             ",".join(row["modules"]) or "-", ",".join(row["tools"]) or "-",
+             f"{row['size_bytes'] / 2**20:.1f}", _minute(row.get("created_at"))]
+            for row in guest_images.cached()]
+    drawn = draw(f"Guest images in {guest_images.cache_root()}",
+                 [Column("id", whole=True), Column("kernel"), Column("version"),
+                  Column("modules"), Column("tools"), Column("MiB", whole=True),
+                  Column("created (UTC)", whole=True)], rows, width)
+    return drawn + ("" if rows else NO_IMAGE_YET + "\n")
+
+
+def campaigns(opened) -> str:
+    """report --list: each stored campaign's id, start, status and name, one a line."""
+    return "".join(f"{row['id']:>5}  {row['created_at']:%Y-%m-%d %H:%M}  {row['status']:<11}  "
+                   f"{row['name']}\n" for row in opened.campaigns())
+
+
+def _minute(stamp: str | None) -> str:
+    """'2026-11-25T20:18:02+00:00' (the manifest's, in UTC) as '2026-11-25 20:18'."""
+    return (stamp or "?")[:16].replace("T", " ")

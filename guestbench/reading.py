@@ -1,0 +1,136 @@
+"""What report, compare, ab and history read from the store, and the one place each of
+them calls its loader: a campaign's report, compare's two sides, ab's two halves, the
+history. A name that matches nothing stored ends the command with the nearest names."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from guestbench.spelling import did_you_mean
+
+if TYPE_CHECKING:  # the store's engine loads only where a command reads through it
+    from guestbench.store import Store
+
+
+def digested(url: str, selector: str | None, baseline: str | None, all_metrics: bool,
+             summary: bool):
+    """A campaign's summary results from its digest (analysis/digest.py), for the summary
+    of the campaign's own baseline; None where there is none to trust, or another view."""
+    if not summary or baseline is not None or all_metrics:
+        return None
+    from guestbench.analysis import digest
+    return digest.read(url, selector)
+
+
+def report(opened: Store, selector: str | None, baseline: str | None, all_metrics: bool,
+           summary: bool):
+    """One campaign's report; summary: only what the summary shows is described, and kept
+    as the campaign's digest for the next summary."""
+    from guestbench.analysis import digest, results
+    if baseline is not None:
+        _check_baseline(opened, selector, baseline)
+    loaded = results.load(opened, selector, baseline, all_metrics, context_samples=not summary,
+                          primary_only=summary)
+    if summary and baseline is None and not all_metrics:
+        digest.keep(opened, loaded)
+    return loaded
+
+
+def _check_baseline(opened: Store, selector: str | None, baseline: str) -> None:
+    from guestbench.store import StoreError
+    campaign = opened.campaign(selector)
+    names = [env["name"] for env in opened.environments(campaign["id"])]
+    if baseline not in names:
+        raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
+                         f"{campaign['id']}{did_you_mean(baseline, names)} (fix: use one of "
+                         f"{', '.join(names)})")
+
+
+def sides(stores: tuple[Store, Store], selectors: tuple[str, str]):
+    """Both campaigns as compare reads them: A in a child process while this one reads B
+    (guestbench/forked.py), when the host has two CPUs."""
+    from guestbench import forked
+
+    def read_a():
+        stores[0].engine.dispose(close=False)  # the child's own connections, not the parent's
+        return _side(stores[0], selectors[0])
+    with forked.beside(read_a) as side_a:
+        side_b = _side(stores[1], selectors[1])
+        return [side_a(), side_b]
+
+
+def _side(opened: Store, selector: str):
+    """One campaign as compare reads it: context metrics (iterations, clock ratios) are
+    never compared, and are left unread."""
+    from guestbench.analysis import compare as comparing
+    from guestbench.analysis.summary import CONTEXT_METRICS
+    campaign = opened.campaign(selector)
+    return comparing.side(campaign, opened.environments(campaign["id"]),
+                          opened.runs(campaign["id"], comparing.RUN_COLUMNS),
+                          opened.samples(campaign["id"], CONTEXT_METRICS))
+
+
+def with_itself(stores: tuple[Store, Store], sides_read) -> str:
+    """What compare says when both sides are one campaign of one store; else ""."""
+    a, b = (side.campaign for side in sides_read)
+    same_store = stores[0] is stores[1] or stores[0].engine.url == stores[1].engine.url
+    if not same_store or a["id"] != b["id"]:
+        return ""
+    return (f"guestbench: compare: campaign {a['id']} ({a['name']!r}) with itself: every cell "
+            "is 'same' by construction (fix: name two campaigns; 'guestbench report --list' "
+            "shows them)")
+
+
+def ab_sides(opened: Store, campaign_id: int):
+    """The A and B halves of an ab campaign, each with its environments' plain names."""
+    from guestbench.analysis import compare as comparing
+    from guestbench.analysis.summary import CONTEXT_METRICS
+    campaign = opened.campaign(str(campaign_id))
+    environments = opened.environments(campaign_id)
+    runs, samples = opened.runs(campaign_id), opened.samples(campaign_id, CONTEXT_METRICS)
+    halves = []
+    for tag in ("a", "b"):
+        mine = [{**env, "name": env["name"].rsplit(".", 1)[0]} for env in environments
+                if env["name"].endswith(f".{tag}")]
+        ids = {env["id"] for env in mine}
+        side_runs = [dict(run) for run in runs if run["environment_id"] in ids]
+        run_ids = {run["id"] for run in side_runs}
+        halves.append(comparing.side(campaign, mine, side_runs, samples.of_runs(run_ids)))
+    return halves
+
+
+def history(opened: Store, host: str | None, group: str | None,
+            environments: tuple[str, ...], workloads: tuple[str, ...], name: str | None,
+            order: str, max_pvalue: float, min_change: float):
+    """Every finished campaign's cells as series with their change points. An --env or
+    --workload that no stored campaign has ends it with the nearest names."""
+    from guestbench.report import history as trend
+    from guestbench.store import StoreError
+    try:
+        found = trend.load(opened, host, group, environments, workloads, name, order,
+                           max_pvalue, min_change)
+    except StoreError:
+        _check_names(opened, environments, workloads)
+        raise
+    if (set(environments) - {one.environment for one in found.series}
+            or set(workloads) - {one.label for one in found.series}):
+        _check_names(opened, environments, workloads)  # read only when one may be misspelt
+    return found
+
+
+def _check_names(opened: Store, environments: tuple[str, ...],
+                 workloads: tuple[str, ...]) -> None:
+    from guestbench.store import StoreError
+    stored_environments: set[str] = set()
+    stored_workloads: set[str] = set()
+    for campaign in opened.campaigns():
+        stored_environments |= {env["name"] for env in opened.environments(campaign["id"])}
+        for run in opened.runs(campaign["id"], ("label", "workload")):
+            stored_workloads |= {run["label"], run["workload"]}
+    for flag, kind, given, stored in (("--env", "environment", environments, stored_environments),
+                                      ("--workload", "workload", workloads, stored_workloads)):
+        for one in given:
+            if one not in stored:
+                raise StoreError(f"no cell of those campaigns matches ({flag} {one}): no "
+                                 f"stored campaign has this {kind}{did_you_mean(one, stored)} "
+                                 f"(fix: use one of {', '.join(sorted(stored))})")

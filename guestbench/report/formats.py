@@ -1,0 +1,83 @@
+"""The output formats of report, compare and history, in one registry.
+
+A format is one line here: for each command it renders, the function that renders it
+("module:function", imported only when that format is asked for, so that --help and the
+commands that need none of them stay fast) and what that function takes besides what it
+renders. Every renderer returns the whole text; the command writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+
+COMMANDS = ("report", "compare", "history")
+DEFAULT = "table"
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a renderer may be told besides what it renders."""
+
+    output: Path | None = None  # the file the text goes to; None: standard output
+    detail: bool = False  # every table, not only the summary
+    every: bool = False  # compare: every cell, not only those slower or faster
+
+    @property
+    def link_base(self) -> Path | None:
+        """The folder that links to log folders are relative to: the output file's."""
+        return self.output.resolve().parent if self.output else None
+
+
+@dataclass(frozen=True)
+class Renderer:
+    """function(what it renders, *the Request's fields named in takes) -> text."""
+
+    function: str  # "module:function"
+    takes: tuple[str, ...] = ()
+
+    def __call__(self, subject, request: Request) -> str:
+        module, name = self.function.split(":")
+        render = getattr(import_module(module), name)
+        return render(subject, *(getattr(request, field) for field in self.takes))
+
+
+@dataclass(frozen=True)
+class Format:
+    report: Renderer | None = None
+    compare: Renderer | None = None
+    history: Renderer | None = None
+    summary_first: bool = False  # report shows the summary alone unless --detail
+
+
+FORMATS: dict[str, Format] = {
+    "table": Format(report=Renderer("guestbench.report.text:report", ("detail", "output")),
+                    compare=Renderer("guestbench.report.text:compare", ("every", "output")),
+                    history=Renderer("guestbench.report.text:history", ("detail", "output")),
+                    summary_first=True),
+    "markdown": Format(report=Renderer("guestbench.report.markdown:render", ("link_base",)),
+                       compare=Renderer("guestbench.report.comparison:render_markdown")),
+    "csv": Format(report=Renderer("guestbench.report.csv:render")),
+    "json": Format(report=Renderer("guestbench.report.json:render"),
+                   compare=Renderer("guestbench.report.comparison:render_json"),
+                   history=Renderer("guestbench.report.history:render_json")),
+    "html": Format(report=Renderer("guestbench.report.html:render", ("link_base",)),
+                   history=Renderer("guestbench.report.history_html:render")),
+    "bmf": Format(report=Renderer("guestbench.report.dashboards:render_bmf")),
+    "github-action-benchmark": Format(
+        report=Renderer("guestbench.report.dashboards:render_github_action_benchmark")),
+}
+
+
+def names(command: str) -> list[str]:
+    """The formats a command offers, in the registry's order (the table first)."""
+    return [name for name, format_ in FORMATS.items() if getattr(format_, command)]
+
+
+def render(command: str, name: str, subject, request: Request = Request()) -> str:
+    """The text of what command shows (a report, a comparison, a history) in format name."""
+    renderer = getattr(FORMATS[name], command)
+    if renderer is None:
+        raise ValueError(f"{command} has no {name} format (it has {', '.join(names(command))})")
+    return renderer(subject, request)

@@ -1,0 +1,83 @@
+"""The table format: report, compare and history as text tables, the same whether they go
+to the terminal, a pipe or a file (-o; history's to the terminal only); only a
+terminal's width and colours differ."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+
+from rich.console import Console
+
+from guestbench.report import terminal
+
+# analysis/history.py's find_changes gives no change point below 4 campaigns of a cell:
+# Apache Otava's t-test needs two on each side of a change to have a spread
+MIN_HISTORY_CAMPAIGNS = 4
+
+
+def report(loaded, detail: bool, output: Path | None) -> str:
+    """The summary, one table of every environment sized for where it goes; with detail
+    every table."""
+    from guestbench.report import views
+    return draw(views.tables(loaded, "detail" if detail else "summary", width=width(output)),
+                output)
+
+
+def width(output: Path | None) -> int:
+    """The columns a table may take: the terminal's, else (a pipe, a file) 120."""
+    shown = Console()
+    return shown.width if output is None and shown.is_terminal else terminal.MAX_WIDTH
+
+
+def compare(result, every: bool, output: Path | None) -> str:
+    from guestbench.report import comparison
+    return draw(comparison.tables(result, every), output)
+
+
+def history(found, detail: bool, output: Path | None) -> str:
+    """The history's summary (with detail, each cell's campaigns too); while no cell has
+    the campaigns a change point needs, how many it needs instead of a row per cell. To the
+    terminal only: a file gets the history as json or html."""
+    from guestbench.report import history as trend
+    from guestbench.report.output import OutputError
+    if output is not None:
+        raise OutputError("--output: the table goes to the terminal (fix: --format json or html)")
+    series = trend.series_tables(found) if detail else []
+    too_few = too_few_campaigns(found)
+    if too_few:
+        return (draw(series, output) if series else "") + too_few + "\n"
+    return draw([trend.summary_table(found), *series], output)
+
+
+def too_few_campaigns(found) -> str:
+    """What history says while no cell has the campaigns a change point needs; else ""."""
+    most = max(len(one.points) for one in found.series)
+    if most >= MIN_HISTORY_CAMPAIGNS:
+        return ""
+    count = len(found.campaigns)
+    have = (f"{count} finished campaign{'s' if count != 1 else ''}" if most == count else
+            f"{count} finished campaigns, but no cell is in more than {most} of them")
+    return textwrap.fill(
+        f"History: {have}; a change point needs {MIN_HISTORY_CAMPAIGNS} campaigns of a cell "
+        f"(Apache Otava's t-test needs two on each side of it): run "
+        f"{MIN_HISTORY_CAMPAIGNS - most} more of the same plan (each cell's campaigns so far: "
+        "history --detail)", width=terminal.TEXT_WIDTH, break_on_hyphens=False)
+
+
+def draw(tables: list, output: Path | None = None) -> str:
+    """Tables as text within 120 columns (terminal.fit). To a terminal: at its width, in
+    its colours. To a pipe or a file: plain, as wide as the tables and at most
+    terminal.TEXT_WIDTH, so that -o FILE holds what `> FILE` holds."""
+    fitted = terminal.fit(tables)
+    shown = Console()  # what standard output is
+    buffer = io.StringIO()
+    if output is None and shown.is_terminal:
+        console = Console(file=buffer, width=shown.width, force_terminal=True,
+                          color_system=shown.color_system, no_color=shown.no_color)
+    else:
+        console = Console(file=buffer, color_system=None, width=min(
+            terminal.TEXT_WIDTH, max(shown.width, terminal.width_for(fitted))))
+    terminal.render_tables(fitted, console)
+    return buffer.getvalue()

@@ -1,0 +1,139 @@
+"""A campaign's life around the runner: the agent and the store checked, campaigns left
+running marked, what a killed guestbench left swept, progress shown, and Ctrl-C or
+SIGTERM turned into an interrupted campaign with its finished runs kept."""
+
+from __future__ import annotations
+
+import signal
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from guestbench import agent, plan, proc, reaper, resume, store
+from guestbench.runner import progress_bar
+from guestbench.runner.campaign import Interrupted, Runner
+
+Say = Callable[[str], None]  # one line for the person at the terminal (stderr)
+
+
+class CannotStart(Exception):
+    """The campaign cannot begin here: the message names what and the fix (bad input)."""
+
+
+class Stopped(Exception):
+    """Ctrl-C or SIGTERM stopped the campaign, or the start before it: the message says
+    what is kept; exit_code is the shell's for that signal (130 or 143)."""
+
+    def __init__(self, message: str, signal_name: str) -> None:
+        super().__init__(message)
+        self.exit_code = 143 if signal_name == "SIGTERM" else 130
+
+
+def run(the_plan, facts, db: str, logs_dir: Path | None, say: Say, quiet: bool = False,
+        resumed: dict[str, Any] | None = None, pool: dict[str, Any] | None = None):
+    """Runs a validated plan into the store at db, or what a stored campaign (resumed)
+    still owes: (the store, the logs folder, the campaign id)."""
+    try:
+        agent_path = agent.path()
+        store.check(db)
+        logs_root = logs_folder(logs_dir, db)
+        results = store.open(db)
+        results.require("run")
+        stale = results.mark_abandoned()
+    except (agent.AgentMissing, store.StoreError) as error:
+        raise CannotStart(str(error)) from None
+    for line in reaper.sweep():  # what a guestbench killed with its reaper left
+        say(f"guestbench: {line}")
+    for left in stale:
+        if not resumed or left["id"] != resumed["id"]:
+            say(f"guestbench: campaign {left['id']} ({left['name']!r}) was left running: "
+                f"{left['reason']}; now marked interrupted (fix: 'guestbench run "
+                f"--resume {left['id']}' completes it)")
+    results.on_wait = lambda message: say(f"guestbench: {message}")
+    with _signals_interrupt(say):
+        try:
+            with progress_bar.shown(quiet, say) as progress:
+                runner = Runner(the_plan, results, facts, logs_root, agent_path, progress,
+                                pool=pool)
+                campaign_id = runner.resume(resumed) if resumed else runner.run()
+        except Interrupted as stop:
+            raise Stopped(f"guestbench: {stop}; finished runs are stored in {db} "
+                          f"(see 'guestbench report {stop.campaign_id}')",
+                          stop.signal_name) from None
+        except KeyboardInterrupt as stop:  # before the campaign existed: nothing was stored
+            name = str(stop) or "SIGINT"
+            raise Stopped(f"guestbench: stopped by {name} before any run", name) from None
+    return results, logs_root, campaign_id
+
+
+def left_out(default_environments: bool, default_workloads: bool) -> list[str]:
+    """What a campaign of the default environments or workloads leaves out, and how to add
+    it: lines within the 120 columns of the tables."""
+    from guestbench import environments, workloads
+    said = [f"not in the default campaign: {preset} ({why}); add it with --env "
+            f"native,{preset}" for preset, why in environments.NOT_IN_DEFAULT_CAMPAIGN.items()
+            if default_environments]
+    said += [f"not in the default campaign: {listed} ({why}); run them with --workload "
+             f"{listed}" for listed, why in workloads.NOT_IN_DEFAULT_CAMPAIGN.items()
+             if default_workloads]
+    return [textwrap.fill(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
+            for line in said]
+
+
+def resumable(selector: str, db: str, facts, say: Say, quiet: bool = False):
+    """The stored campaign that `run --resume` names, and its plan, once it may be resumed."""
+    try:
+        opened = store.open(db, create=False)
+        campaign = opened.campaign(selector)
+        opened.engine.dispose()
+        warning = resume.check(campaign, facts)
+        the_plan = plan.stored(campaign["plan"], f"campaign {campaign['id']}")
+    except (store.StoreError, resume.NotResumable, plan.PlanError) as error:
+        raise CannotStart(str(error)) from None
+    if warning:
+        say(f"guestbench: warning: {warning}")
+    if not quiet:
+        say(f"guestbench: resuming campaign {campaign['id']} ({campaign['name']!r}, "
+            f"{campaign['status']})")
+    return campaign, the_plan
+
+
+def logs_folder(logs_dir: Path | None, db: str) -> Path:
+    """--logs, else guestbench-logs beside a SQLite file, else ./guestbench-logs; created now."""
+    if logs_dir is None:
+        database = db.removeprefix("sqlite:///") if db.startswith("sqlite:///") else ""
+        base = Path(database).resolve().parent if database not in ("", ":memory:") else Path(".")
+        logs_dir = base / "guestbench-logs"
+    try:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise store.StoreError(f"--logs {str(logs_dir)!r}: cannot create the log folder "
+                               f"({error.strerror}) (fix: name a folder you can write)") from None
+    return logs_dir
+
+
+class _signals_interrupt:
+    """While a campaign runs, the first Ctrl-C or SIGTERM stops it; a second one, while the
+    runner ends its guests and marks the campaign interrupted, is noted and does not cut
+    that short (a campaign left 'running' with its guests alive would be the result)."""
+
+    def __init__(self, say: Say) -> None:
+        self.say = say
+
+    def __enter__(self) -> None:
+        self.previous = {number: signal.signal(number, self._first)
+                         for number in (signal.SIGTERM, signal.SIGINT)}
+
+    def __exit__(self, *exc_info) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+    def _first(self, signum, frame) -> None:
+        for number in self.previous:
+            signal.signal(number, self._again)
+        proc.interrupt(KeyboardInterrupt(signal.Signals(signum).name))
+
+    def _again(self, signum, frame) -> None:
+        self.say(f"guestbench: {signal.Signals(signum).name} again: finishing the teardown "
+                 "first")

@@ -1,0 +1,86 @@
+"""The progress of a campaign on stderr: a rich bar with the runner's ETA, or, when quiet,
+only the host's warnings."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+from guestbench.runner.campaign import Progress
+
+REASON_CHARS = 400  # a reason longer than this is cut; report --detail shows it whole
+
+
+class Quiet(Progress):
+    """No bar; a warning that the host may make results noisy is still said."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
+
+    def host_warning(self, message: str) -> None:
+        self.say(f"guestbench: warning: {message}")
+
+
+class Drawn(Progress):
+    """Runs counted on the bar, each environment's unavailability and each run that did not
+    end ok printed above it."""
+
+    def __init__(self, bar) -> None:
+        self.bar = bar
+        self.task = None
+        self.said: set[tuple[str, str, str]] = set()
+
+    def _print(self, line: str) -> None:
+        self.bar.console.print(line, markup=False, highlight=False)
+
+    def unavailable(self, environment: str, reason: str) -> None:
+        self._print(f"{environment}: unavailable: {reason}")
+
+    def preparing(self, environment: str) -> None:
+        self._print(f"{environment}: preparing (guest image, checks)")
+
+    def start(self, total_runs: int) -> None:
+        self.task = self.bar.add_task("starting", total=total_runs, eta="-:--:--")
+
+    def total_changed(self, total_runs: int) -> None:
+        self.bar.update(self.task, total=total_runs)  # an early stop shortens the ETA
+
+    def estimate(self, seconds_left: float) -> None:
+        whole = int(round(seconds_left))
+        self.bar.update(self.task,
+                        eta=f"~{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}")
+
+    def host_warning(self, message: str) -> None:
+        self._print(f"guestbench: warning: {message}")
+
+    def run_started(self, environment: str, label: str, repetition: int) -> None:
+        self.bar.update(self.task, description=f"{environment:>10} {label:<14} #{repetition + 1}")
+
+    def run_finished(self, environment: str, label: str, outcome) -> None:
+        self.bar.advance(self.task)
+        said = (environment, label, outcome.status)
+        if outcome.status in ("unsupported", "unavailable") and said in self.said:
+            return  # the same every repetition: once is enough
+        self.said.add(said)
+        if outcome.status not in ("ok", "unavailable"):
+            reason = " ".join(outcome.reason.split())  # whole: it ends with the fix
+            if len(reason) > REASON_CHARS:
+                reason = reason[:REASON_CHARS] + " ... (the whole reason: report --detail)"
+            self._print(f"{environment} {label}: {outcome.status}: {reason}")
+
+
+@contextlib.contextmanager
+def shown(quiet: bool, say: Callable[[str], None]) -> Iterator[Progress]:
+    """The progress the runner reports to, drawn on stderr while the campaign runs."""
+    if quiet:
+        yield Quiet(say)
+        return
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
+                               TimeElapsedColumn)
+    # the ETA is the runner's estimate in host seconds (estimate.py), not a rate of runs:
+    # runs differ 20-fold in cost, and adaptive cells stop at different counts
+    with Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+             TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
+             console=Console(stderr=True), transient=True) as bar:
+        yield Drawn(bar)
