@@ -125,16 +125,15 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
            group: str | None) -> None:
     """Show CAMPAIGN (id or name; default: the latest) as tables or raw exports."""
     _short_lived()
-    from guestbench import store
-
     if group is not None:
+        from guestbench import store
         from guestbench.report import group as grouped, text
         if campaign is not None or output_format != formats.DEFAULT:
             raise BadInput("--group: the group's tables are shown on their own, as a "
                            "table (fix: drop CAMPAIGN and --format)")
         _emit(text.draw(grouped.tables(store.open(db, create=False), group), output), output)
     elif list_campaigns:
-        from guestbench import listings
+        from guestbench import listings, store
         click.echo(listings.campaigns(store.open(db, create=False)), nl=False)
     else:
         from guestbench.report.model import units

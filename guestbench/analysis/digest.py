@@ -116,8 +116,8 @@ def _dated(row: dict[str, Any]) -> dict[str, Any]:
 
 def read(url: str, selector: str | None) -> CampaignResults | None:
     """A campaign's results from its digest, where one was kept from its present runs."""
-    from guestbench.store import quick
-    text = quick.digest_text(url, selector, FORMAT)
+    from guestbench import digest_reader
+    text = digest_reader.digest_text(url, selector, FORMAT)
     return None if text is None else decode(text)
 
 

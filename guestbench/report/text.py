@@ -67,16 +67,19 @@ def too_few_campaigns(found) -> str:
 
 
 def draw(tables: list, output: Path | None = None) -> str:
-    """Tables as text within 120 columns (terminal.fit). To a terminal: at its width, in
-    its colours. To a pipe or a file: plain, as wide as the tables and at most
-    terminal.TEXT_WIDTH, so that -o FILE holds what `> FILE` holds."""
-    fitted = terminal.fit(tables)
+    """Tables as text. To a terminal: at its width, in its colours; tables wider than 120
+    columns, or than a wider terminal, are wrapped into parts (terminal.fit), and a table
+    under 120 columns on a narrower terminal folds its cells to fit rather than splitting.
+    To a pipe or a file: plain, as wide as the tables and at most terminal.TEXT_WIDTH, so
+    that -o FILE holds what `> FILE` holds."""
     shown = Console()  # what standard output is
     buffer = io.StringIO()
     if output is None and shown.is_terminal:
+        fitted = terminal.fit(tables, max(shown.width, terminal.MAX_WIDTH))
         console = Console(file=buffer, width=shown.width, force_terminal=True,
                           color_system=shown.color_system, no_color=shown.no_color)
     else:
+        fitted = terminal.fit(tables)
         console = Console(file=buffer, color_system=None, width=min(
             terminal.TEXT_WIDTH, max(shown.width, terminal.width_for(fitted))))
     terminal.render_tables(fitted, console)

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 #   8  campaign_digest: a campaign's summary as report draws it (analysis/digest.py), kept so
 #      that report answers at once; it names the runs it was made from, and a campaign whose
 #      runs changed since is summarised again.
-from guestbench.store.version import SCHEMA_VERSION  # noqa: E402 - after its history
+from guestbench.schema_version import SCHEMA_VERSION  # noqa: E402 - after its history
 PACKED_SINCE = 4  # the version that added sample_block
 
 metadata = sa.MetaData()
