@@ -21,7 +21,9 @@ td.value { text-align: right; white-space: nowrap; font-variant-numeric: tabular
 td.value a { color: inherit; text-decoration: none; border-bottom: 1px dotted #0072b2; }
 td.value a:hover, td.value a:focus { background: #fff3c4; }
 a.mark { color: #a33; text-decoration: none; margin-left: 0.2em; }
-.scroll { overflow: auto; max-width: 100%; max-height: 75vh; }
+/* a box shorter than a 900 px screen, and the same on any screen: the page's height does not
+   depend on the window's */
+.scroll { overflow: auto; max-width: 100%; max-height: 40em; }
 div.table .scroll { width: max-content; }
 p.note { color: #444; max-width: 75em; margin: 0.3em 0; font-size: 0.92em; }
 ul.footnotes { list-style: none; padding-left: 0; font-size: 0.92em; max-width: 75em; }
@@ -49,14 +51,15 @@ div.table details { margin: 1.4em 0 0.4em; }
 #runs-list > summary, #host summary { font-size: 1.05em; padding: 0.3em 0; }
 .status-ok { color: #006b4f; } .status-bad { color: #a33; font-weight: bold; }
 .missing { color: #a33; }
-th.sort { cursor: pointer; user-select: none; }
-th.sort::before { content: "\\2195"; float: right; margin-left: 0.3em; color: #999;
+th.sort { cursor: pointer; user-select: none; padding-right: 1.4em; }
+th.sort::before { content: "\\2195"; position: absolute; right: 0.35em; top: 0.2em; color: #999;
                  font-weight: normal; }
 th[aria-sort="ascending"]::before { content: "\\25b2"; color: #0072b2; }
 th[aria-sort="descending"]::before { content: "\\25bc"; color: #0072b2; }
 """
 
-# Sorting by a click on a header, and opening the folded section an anchor points into.
+# Sorting by a click on a header (numbers first, then words, in either direction; a row of
+# class "keep" stays where it is), and opening the folded section an anchor points into.
 # Without scripts the page reads the same, unsorted; nothing is fetched from anywhere.
 SCRIPT = """
 (function () {
@@ -70,7 +73,6 @@ SCRIPT = """
     var number = /^([+-]?[0-9]+(?:[.][0-9]+)?)([kMG]?)/.exec(text);
     return number ? [0, parseFloat(number[1]) * SCALE[number[2]], text] : [1, 0, text];
   }
-  function compare(a, b) { return a[0] - b[0] || a[1] - b[1] || a[2].localeCompare(b[2]); }
   function sortBy(table, column, header) {
     var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
     var ascending = header.getAttribute("aria-sort") !== "ascending";
@@ -85,7 +87,9 @@ SCRIPT = """
     var trailing = rows.filter(function (row, index) {
       return index >= first && first >= 0 && row.classList.contains("keep"); });
     moving.sort(function (a, b) {
-      var order = compare(sortKey(a.cells[column]), sortKey(b.cells[column]));
+      var x = sortKey(a.cells[column]), y = sortKey(b.cells[column]);
+      if (x[0] !== y[0]) return x[0] - y[0];
+      var order = x[1] - y[1] || x[2].localeCompare(y[2]);
       return ascending ? order : -order;
     });
     leading.concat(moving, trailing).forEach(function (row) { body.appendChild(row); });

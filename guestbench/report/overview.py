@@ -33,6 +33,7 @@ table.heatmap tbody th { max-width: 11em; }
 table.heatmap tbody th span.metric { white-space: normal; }
 table.heatmap span.metric, table.heatmap span.ci { display: block; font-size: 0.8em; }
 table.heatmap span.metric { color: #555; font-weight: normal; }
+table.heatmap th a { color: inherit; text-decoration: underline dotted #0072b2; }
 table.heatmap td a { color: inherit; text-decoration: none; display: block; }
 table.heatmap td a:hover, table.heatmap td a:focus { outline: 2px solid #000; }
 table.heatmap td.status { color: #555; font-style: italic; background: #fff;
@@ -170,10 +171,14 @@ def row_titles(report: Report, rows: list[tuple[str, str]]) -> list[tuple[str, s
     return [(title, metric) for title, metric in named.rows]
 
 
+def _facts(report: Report, env: str) -> dict:
+    """What the environment recorded about what it ran (environments' facts())."""
+    return next((row.get("facts") or {} for row in report.environments if row["name"] == env),
+                {})
+
+
 def _column_head(report: Report, env: str, header: str) -> str:
-    facts = next((row.get("facts") or {} for row in report.environments if row["name"] == env),
-                 {})
-    platform = facts.get("platform")
+    platform = _facts(report, env).get("platform")
     detail = f"{platform}" if platform else ""
     if env == report.baseline:
         detail = "baseline"
@@ -231,12 +236,13 @@ def _geomean_row(report: Report) -> str:
         else:
             colour = shade(geomean.interval.value)
             detail = interval_text(geomean.interval)
-            if geomean.workloads < geomean.of:
-                detail += f" ({geomean.workloads} of {geomean.of})"
+            covers = (f'<span class="ci">{geomean.workloads} of {geomean.of} rows</span>'
+                      if geomean.workloads < geomean.of else "")
             cells.append(f'<td class="heat" data-sort="{geomean.interval.value:.6g}" '
                          f'style="background:{colour.fill};color:{colour.ink}">'
                          f'{_e(format_ratio(geomean.interval.value))}'
-                         f'<span class="ci">{_e(detail.strip())}</span></td>')
+                         + (f'<span class="ci">{_e(detail)}</span>' if detail else "")
+                         + f"{covers}</td>")
     return (f'<tr class="keep geomean"><th scope="row">geometric mean<span class="metric">'
             f'of the rows above</span></th>{"".join(cells)}</tr>')
 
@@ -264,7 +270,8 @@ def geomean_chart(report: Report, headers: dict[str, str]) -> str:
         if env == baseline:
             continue
         geomean = report.geomeans.get(env)
-        name = headers.get(env, env)
+        platform = _facts(report, env).get("platform")
+        name = headers.get(env, env) + (f" ({platform})" if platform else "")
         if geomean is None:
             why = "no ratio" if available.get(env) else \
                 f"{STATUS_MARKS['unavailable']} unavailable"

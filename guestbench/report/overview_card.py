@@ -11,6 +11,7 @@ from guestbench.report.model import STATUS_MARKS, Report
 # The facts environments record about what they ran (environments/*.py facts()), in the
 # order they are shown; a key ending in _version that is not listed is shown after them.
 VERSION_FACTS = ("runtime_version", "vmm_version", "unshare_version")
+NOT_RECORDED = "not recorded"  # a campaign stored before its kind recorded versions
 
 
 def _e(text: object) -> str:
@@ -38,7 +39,7 @@ def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
         parts = [f"{part} (guest kernel)" if part == str(guest) else part for part in parts]
     if not parts and env.get("kind") == "native" and host_kernel:
         parts.append(f"host kernel {host_kernel}")
-    return "; ".join(parts) or "not recorded"
+    return "; ".join(parts) or NOT_RECORDED
 
 
 def system_card(report: Report, warnings_anchor: str | None) -> str:
@@ -73,9 +74,11 @@ def system_card(report: Report, warnings_anchor: str | None) -> str:
 
 
 def _env_row(env: dict[str, Any], host_kernel: str | None) -> str:
-    ran = _e(what_ran(env, host_kernel))
-    if not env.get("available"):
+    ran = what_ran(env, host_kernel)
+    if not env.get("available"):  # nothing is read from a program that could not run
         why = _e(env.get("probe") or "unavailable")
-        ran += f' <span class="status-bad" title="{why}">{STATUS_MARKS["unavailable"]} ' \
-               "unavailable</span>"
-    return f'<tr><th scope="row">{_e(display_name(env))}</th><td>{ran}</td></tr>'
+        mark = (f'<span class="status-bad" title="{why}">{STATUS_MARKS["unavailable"]} '
+                "unavailable</span>")
+        return (f'<tr><th scope="row">{_e(display_name(env))}</th><td>'
+                f'{"" if ran == NOT_RECORDED else _e(ran) + " "}{mark}</td></tr>')
+    return f'<tr><th scope="row">{_e(display_name(env))}</th><td>{_e(ran)}</td></tr>'

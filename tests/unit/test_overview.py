@@ -191,6 +191,7 @@ def card_campaign(store, logs: Path) -> int:
         ("uml", "uml", True, {"vmm_version": "6.1.176", "guest_kernel": "6.1.176"}),
         ("fc", "command", True, {"vmm_version": "Firecracker v1.7.0"}),
         ("runc", "oci", True, None),  # stored before versions were recorded
+        ("crun", "oci", False, None),  # unavailable: never asked for its version
     ]
     for position, (name, kind, available, facts) in enumerate(environments):
         env_id = store.add_environment(
@@ -213,7 +214,7 @@ def test_the_system_card_says_what_each_environment_ran(store, tmp_path) -> None
     assert host["host"] == EVIL and host["CPU"] == "Test CPU, 4 logical CPUs"
     assert host["kernel"] == "6.1.0-test" and host["guestbench"] == "0.1.0"
     rows = {row.all("th")[0].text(): row.all("td")[0] for row in card.all("tbody")[0].all("tr")}
-    assert list(rows) == ["native", "runsc (ptrace)", "qemu-kvm", "uml", "fc", "runc"]
+    assert list(rows) == ["native", "runsc (ptrace)", "qemu-kvm", "uml", "fc", "runc", "crun"]
     assert rows["native"].text() == "host kernel 6.1.0-test"
     assert rows["runsc (ptrace)"].text() == "runsc version 0.0~test"
     assert rows["qemu-kvm"].text().startswith(
@@ -223,6 +224,7 @@ def test_the_system_card_says_what_each_environment_ran(store, tmp_path) -> None
     assert rows["uml"].text() == "6.1.176 (guest kernel)"
     assert rows["fc"].text() == "Firecracker v1.7.0"  # a command VMM's --version
     assert rows["runc"].text() == "not recorded"
+    assert rows["crun"].text() == "⊘ unavailable"
     (warnings,) = card.all("p", class_="card-warning")
     assert warnings.all("a")[0].attrs["href"] == "#host-warnings"
     assert ids(dom)["host-warnings"].attrs["class"] == "warnings"
