@@ -35,7 +35,7 @@ def _e(text: object) -> str:
 
 @dataclass
 class Section:
-    """One part of the page: its anchor, heading, body, and named parts for the contents."""
+    """One part of the page: its anchor, heading (none: no h2), body, and its named parts."""
 
     id: str
     heading: str
@@ -136,7 +136,8 @@ def _overview_section(report: Report, runs: "RunIndex", plots: dict[str, str],
         geomeans = overview.geomean_chart(report, headers) if report.geomeans else ""
     else:
         why = ("no baseline was chosen" if not report.baseline else
-               f"the baseline {report.baseline} has no value")
+               f"the baseline {report.baseline} has no value" if not model.baseline_measured(
+                   report) else "no workload measured a performance figure")
         heatmap = (f'<figure id="overview-heatmap" class="heatmap"><p class="note">No ratios: '
                    f"{_e(why)} (choose one with --baseline); the tables show every measured "
                    "value.</p></figure>")
@@ -217,22 +218,21 @@ def _plan_section(report: Report) -> Section:
 # -- plots ---------------------------------------------------------------------------
 
 def _plots_section(report: Report, plots: dict[str, str], anchors: Anchors) -> Section:
-    figures, parts = [], []
+    """A plot per workload's primary metric (the heatmap's rows link to them), two abreast."""
+    figures = []
     primary = list(report.primary.items())
     for (label, metric), (title, metric_title) in zip(primary,
                                                       overview.row_titles(report, primary)):
-        anchor = plots[label]
         caption = f"{title}, {metric_title}: median (dot) and 95% CI (whisker)"
-        figures.append(_figure(anchor, caption, _workload_plot(report, label, metric, caption)))
-        parts.append((anchor, f"{title}, {metric_title}"))
+        figures.append(_figure(plots[label], caption,
+                               _workload_plot(report, label, metric, caption)))
     boot = _boot_plot(report)
     if boot:
-        anchor = anchors.make("plot", "boot-phases")
-        figures.append(_figure(anchor, "Boot phases per environment", boot))
-        parts.append((anchor, "Boot phases"))
+        figures.append(_figure(anchors.make("plot", "boot-phases"), "Boot phases per environment",
+                               boot))
     body = (f'<div class="plots">{"".join(figures)}</div>' if figures else
             '<p class="note">No measured value to plot.</p>')
-    return Section("plots", "Plots", body, parts)
+    return Section("plots", "Plots", body)
 
 
 def _figure(anchor: str, caption: str, drawing: str) -> str:

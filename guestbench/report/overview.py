@@ -95,9 +95,10 @@ class Shade:
     label: str
 
 
-# Bins of equal width on a log scale beyond 1.5x (1.5, 3, 10, 30, 100: about half a decade
-# each), ColorBrewer's YlOrBr for worse and Blues for better: both ramps run from light to
-# dark, so a reader with a colour-vision deficiency (or a grey print) still reads the size.
+# Bins on a log scale: half a decade wide from 3x up (3, 10, 30, 100), finer near 1 where the
+# light environments' ratios lie, the same below 1 as above. ColorBrewer's YlOrBr for worse
+# and Blues for better: both ramps run from light to dark, so a reader with a colour-vision
+# deficiency (or a grey print) still reads the size; blue against orange stays apart for all.
 SHADES = (
     Shade(1 / 1.5, "#4a90c2", "#000", "below 0.67"),
     Shade(1 / 1.1, "#c6dbef", "#000", "0.67-0.91"),
@@ -188,31 +189,35 @@ def _column_head(report: Report, env: str, header: str) -> str:
 
 def _cell_html(report: Report, label: str, metric: str, cell: Cell, divisor: float, unit: str,
                anchor: CellAnchor) -> str:
-    where = f"{label} in {cell.environment}"
-    if cell.environment == report.baseline and cell.values:
-        text, detail = f"{format_value(cell.median / divisor)} {unit}", _spread(cell)
-        classes, sort = "base", ""
+    """A ratio coloured by its size over its interval; the baseline's own median; else what
+    the cell's runs said, or why there is no ratio."""
+    base = report.results.cells[(label, metric)][report.baseline]
+    attributes, detail = "", ""
+    if cell is base and cell.values:
+        text, detail, kind = f"{format_value(cell.median / divisor)} {unit}", _spread(cell), "base"
     elif not cell.values:
-        text, detail, classes, sort = status_text(cell), "", "status", ""
+        text, kind = status_text(cell), "status"
     else:
         found = ratio(report, label, metric, cell.environment)
-        if found is None:
-            reason = "+++++ too fast" if cell.too_fast or report.baseline is None else "no ratio"
-            text, detail, classes, sort = reason, "", "status", ""
-        else:
+        if found is not None:
             colour = shade(found.value)
-            text, detail = format_ratio(found.value), interval_text(found)
-            classes = "heat"
-            sort = f' data-sort="{found.value:.6g}" style="background:{colour.fill};' \
-                   f'color:{colour.ink}"'
+            text, detail, kind = format_ratio(found.value), interval_text(found), "heat"
+            attributes = (f' data-sort="{found.value:.6g}" '
+                          f'style="background:{colour.fill};color:{colour.ink}"')
+        elif cell.too_fast or base.too_fast:
+            text, kind = "+++++ too fast to time", "status"
+        else:
+            text, kind = f"no {report.baseline} value" if not base.values else "no ratio", \
+                "status"
     marks = "".join(dict.fromkeys(STATUS_MARKS.get(status, "") for status, _ in cell.problems))
     if cell.values and marks:  # a cell with values whose other runs did not give any
         detail = f"{detail} {marks}".strip()
     inner = _e(text) + (f'<span class="ci">{_e(detail)}</span>' if detail else "")
     target = anchor((cell.environment, label))
     if target:
-        inner = f'<a href="#{_e(target)}" title="{_e(f"the runs of {where}")}">{inner}</a>'
-    return f'<td class="{classes}"{sort}>{inner}</td>'
+        where = f"the runs of {label} in {cell.environment}"
+        inner = f'<a href="#{_e(target)}" title="{_e(where)}">{inner}</a>'
+    return f'<td class="{kind}"{attributes}>{inner}</td>'
 
 
 def _spread(cell: Cell) -> str:

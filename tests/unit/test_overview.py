@@ -285,3 +285,22 @@ def test_a_stored_ratio_of_the_environment_named_with_markup_is_escaped(report, 
     assert columns.short_names(report.environments)[EVIL_ENV] in headers
     assert cells_by_env(report, rows[0])[EVIL_ENV].all("a")[0].attrs["title"] == \
         f"the runs of getpid in {EVIL_ENV}"
+
+
+@pytest.mark.parametrize(("step_ns", "said"), [
+    (1.0, "no base value"),
+    (0.0, "+++++ too fast to time"),  # every run gave one number: a quantised figure
+])
+def test_a_row_the_baseline_could_not_measure_says_so(store, tmp_path, step_ns, said) -> None:
+    campaign_id = rate_campaign(store, tmp_path / "logs")
+    half = next(env["id"] for env in store.environments(campaign_id) if env["name"] == "half")
+    for repetition in range(3):  # getppid ran in half only
+        store.add_run(campaign_id, RunRecord(
+            environment_id=half, workload="getppid", label="getppid", params={},
+            repetition=repetition, status="ok", reason="", started_at=STARTED,
+            host_seconds=0.5, log_path=None,
+            samples=(("time_per_op", "ns", 120.0 + step_ns * repetition),)))
+    report = model.load(store)
+    _headers, rows = heatmap_rows(parse(html.render(report, tmp_path)))
+    getppid = cells_by_env(report, next(row for row in rows if label_of(row) == "getppid"))
+    assert getppid["base"].text() == "not run" and getppid["half"].text() == said
