@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from guestbench import proc
-from guestbench.environments import scratch
+from guestbench.environments import program_version, scratch
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
 from guestbench.environments.native import PROCESS_CAPABILITIES
@@ -32,6 +32,10 @@ class Namespace(Environment):
     capabilities = PROCESS_CAPABILITIES
     spec_model = NamespaceSpec
 
+    def __init__(self, spec: NamespaceSpec) -> None:
+        super().__init__(spec)
+        self.unshare_version: str | None = None
+
     def probe(self, host: Host) -> Availability:
         if which("unshare") is None:
             return Availability.no("unshare not found (apt-get install util-linux)")
@@ -43,6 +47,14 @@ class Namespace(Environment):
             return Availability.no(f"unshare failed: {result.stderr.strip()[:200]}"
                                    + ("" if os.geteuid() == 0 else " (needs root or user namespaces)"))
         return Availability.yes("namespaces: " + ",".join(self.spec.namespaces))
+
+    def prepare(self, host: Host) -> Availability:
+        """Reads unshare's version ("unshare from util-linux 2.38.1") for the facts."""
+        self.unshare_version = program_version.first_line(["unshare", "--version"])
+        return Availability.yes()
+
+    def facts(self) -> dict[str, Any]:
+        return {"unshare_version": self.unshare_version} if self.unshare_version else {}
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         folder = scratch.make(job.needs)

@@ -14,13 +14,14 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from guestbench import agent, proc
-from guestbench.environments import scratch
+from guestbench.environments import program_version, scratch
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
 from guestbench.environments.native import PROCESS_CAPABILITIES
 from guestbench.host import Host, which
 
 PROBE_TIMEOUT_S = 10
+DEFAULT_PLATFORM = "ptrace"  # what runsc is given when the spec names none
 
 
 class OciSpec(EnvironmentSpec):
@@ -29,7 +30,7 @@ class OciSpec(EnvironmentSpec):
     kind: Literal["oci"] = "oci"
     runtime: Literal["runc", "crun", "runsc"] = Field(description="the OCI runtime binary")
     platform: Literal["ptrace", "systrap", "kvm"] | None = Field(
-        None, description="runsc only: gVisor's platform (--platform)")
+        None, description=f"runsc only: gVisor's platform (--platform, default {DEFAULT_PLATFORM})")
     network: Literal["none", "host"] | None = Field(
         None, description="runsc only: gVisor's network stack (--network, default none); "
                           "runc and crun always get a new network namespace")
@@ -78,6 +79,10 @@ class Oci(Environment):
     capabilities = PROCESS_CAPABILITIES
     spec_model = OciSpec
 
+    def __init__(self, spec: OciSpec) -> None:
+        super().__init__(spec)
+        self.runtime_version: str | None = None
+
     @classmethod
     def example_options(cls) -> dict:
         return {"runtime": "runc"}
@@ -110,6 +115,20 @@ class Oci(Environment):
             return Availability.no(f"{runtime} cannot run a container here: {said}")
         return Availability.yes(f"{runtime}: {result.stdout.strip()}")
 
+    def prepare(self, host: Host) -> Availability:
+        """Reads the runtime's version, so that results say which runc or runsc gave them."""
+        self.runtime_version = program_version.first_line([self.spec.runtime, "--version"])
+        return Availability.yes()
+
+    def facts(self) -> dict[str, Any]:
+        """The runtime's version ("runsc version 0.0~20221219.0") and runsc's platform."""
+        facts: dict[str, Any] = {}
+        if self.runtime_version:
+            facts["runtime_version"] = self.runtime_version
+        if self.spec.runtime == "runsc":
+            facts["platform"] = self.spec.platform or DEFAULT_PLATFORM
+        return facts
+
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         folder = scratch.make(job.needs)
         args = job.with_agent_options("--cwd", CONTAINER_SCRATCH) if folder else job.agent_args
@@ -130,7 +149,7 @@ class Oci(Environment):
     def _global_args(self, bundle: "_Bundle") -> list[str]:
         args = ["--root", str(bundle.state)]
         if self.spec.runtime == "runsc":
-            args += [f"--platform={self.spec.platform or 'ptrace'}",
+            args += [f"--platform={self.spec.platform or DEFAULT_PLATFORM}",
                      f"--network={self.spec.network or 'none'}", "--ignore-cgroups"]
         return args + list(self.spec.runtime_args)
 

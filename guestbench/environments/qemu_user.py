@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -37,7 +37,12 @@ class QemuUser(Environment):
     lacking = {Capability.EXEC_CHILDREN: EXEC_REASON}
     spec_model = QemuUserSpec
 
+    def __init__(self, spec: QemuUserSpec) -> None:
+        super().__init__(spec)
+        self.vmm_version: str | None = None
+
     def probe(self, host: Host) -> Availability:
+        """Available when the translator answers --version; that answer is its version."""
         if which(self.spec.binary) is None:
             return Availability.no(f"{self.spec.binary} not found (apt-get install qemu-user)")
         try:
@@ -45,7 +50,13 @@ class QemuUser(Environment):
         except (proc.ProcessError, proc.DeadlineExceeded) as error:
             return Availability.no(f"{self.spec.binary} --version failed: {error}")
         first_line = (result.stdout.splitlines() or ["?"])[0]
+        self.vmm_version = first_line if result.returncode == 0 and first_line != "?" else None
         return Availability.yes(first_line)
+
+    def facts(self) -> dict[str, Any]:
+        """The translator's version ("qemu-x86_64 version 7.2.22 (...)"): under vmm_version,
+        the key the version table reads when a plan sweeps `binary`."""
+        return {"vmm_version": self.vmm_version} if self.vmm_version else {}
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         folder = scratch.make(job.needs)

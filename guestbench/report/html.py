@@ -15,7 +15,8 @@ from typing import Any
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES, breakdown
 from guestbench.analysis.cells import Cell
-from guestbench.report import model, svg, views
+from guestbench.report import columns, model, overview, overview_card, svg, views
+from guestbench.report.html_assets import CSS, SCRIPT
 from guestbench.report.links import log_href
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import STATUS_MARKS, Table, format_value
@@ -26,38 +27,7 @@ STACKED_PHASES = [name for name, end, start in PHASES if (start, end) in pairwis
 BOOT_TOTAL = next(name for name, end, start in PHASES if end == BOOT_POINTS[-1] and start is None)
 MAX_FILES_LISTED = 50  # per log folder; the folder link shows the rest
 TRAILING_MARKS = re.compile(r"(\s*\[\d+\])+\s*$")
-
-CSS = """
-body { font-family: "DejaVu Sans", "Liberation Sans", system-ui, sans-serif; font-size: 14px;
-       margin: 1.5em 2em; color: #111; background: #fff; }
-h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #0072b2;
-     padding-bottom: 0.2em; margin-top: 2em; } h3 { font-size: 1.05em; margin: 1.6em 0 0.4em; }
-table { border-collapse: collapse; margin: 0.3em 0; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; vertical-align: top; }
-div.table table { font-size: 13px; } div.table th, td.label { white-space: nowrap; }
-thead th { background: #eef3f8; text-align: left; }
-tbody th { text-align: left; font-weight: normal; }
-tbody tr:nth-child(even) { background: #f8f8f8; }
-td.value { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-td.value a { color: inherit; text-decoration: none; border-bottom: 1px dotted #0072b2; }
-td.value a:hover, td.value a:focus { background: #fff3c4; }
-a.mark { color: #a33; text-decoration: none; margin-left: 0.2em; }
-.scroll { overflow-x: auto; }
-p.note { color: #444; max-width: 75em; margin: 0.3em 0; font-size: 0.92em; }
-ul.footnotes { list-style: none; padding-left: 0; font-size: 0.92em; }
-ul.footnotes li:target, section.cell:target { background: #fff3c4; }
-.warnings { border-left: 4px solid #d55e00; background: #fff4ec; padding: 0.4em 1em; }
-.quiet { border-left: 4px solid #009e73; background: #effaf5; padding: 0.4em 1em; }
-dl.campaign { display: grid; grid-template-columns: max-content auto; gap: 0.1em 1em; }
-dl.campaign dt { font-weight: bold; } dl.campaign dd { margin: 0; }
-pre { background: #f6f6f6; padding: 0.5em; overflow-x: auto; font-size: 0.9em; }
-figure { margin: 1em 0 1.5em; } figcaption { font-weight: bold; margin-bottom: 0.3em; }
-svg text { font-family: inherit; }
-nav ul ul { padding-left: 1.2em; margin: 0.1em 0 0.3em; }
-nav ul ul li { display: inline; } nav ul ul li + li::before { content: " \\00b7  "; }
-.status-ok { color: #006b4f; } .status-bad { color: #a33; font-weight: bold; }
-.missing { color: #a33; }
-"""
+TALL_ROWS = 40  # a table longer than this is folded under its title (the statistics)
 
 
 def _e(text: object) -> str:
@@ -66,7 +36,7 @@ def _e(text: object) -> str:
 
 @dataclass
 class Section:
-    """One part of the page: its anchor, heading, body, and named parts for the contents."""
+    """One part of the page: its anchor, heading (none: no h2), body, and its named parts."""
 
     id: str
     heading: str
@@ -91,57 +61,91 @@ class Anchors:
 
 
 def render(report: CampaignResults, base_dir: Path | None) -> str:
-    """The whole page; log links are relative to base_dir (the page's folder) where they can be."""
+    """The whole page; log links are relative to base_dir (the page's folder) where they can be.
+
+    It opens with the overview (the heatmap of ratios, the system card, the geometric means),
+    then the plots, the tables, and the long sections collapsed: what a reader needs first
+    fits on one screen, the rest is one click away."""
     anchors = Anchors()
     runs = RunIndex(report, anchors)
+    plots = {label: anchors.make("plot", label) for label in report.primary}
     drawn = views.tables(report, "published")
     tables = _tables_section("published", "Tables", drawn, runs, anchors)
     host_anchor = next((anchor for (anchor, _title), table in zip(tables.parts, drawn)
                         if table.name == "host"), None)
-    sections = [_plots_section(report, anchors), tables, _environments_section(report),
-                _host_section(report), _plan_section(report), _runs_section(report, runs, base_dir)]
+    sections = [_overview_section(report, runs, plots, host_anchor),
+                _plots_section(report, plots, anchors), tables, _environments_section(report),
+                _host_section(report), _plan_section(report),
+                _runs_section(report, runs, base_dir)]
     campaign = report.campaign
     page_title = f"guestbench report: campaign {campaign['id']} '{campaign['name']}'"
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(page_title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
-        _header(report), _host_verdict(report, host_anchor), _contents(sections),
+        f"<title>{_e(page_title)}</title>", f"<style>{CSS}{overview.CSS}</style>", "</head>",
+        "<body>", _header(report), _contents(sections),
         *(f'<section id="{section.id}">\n<h2>{_e(section.heading)}</h2>\n{section.body}\n'
-          "</section>" for section in sections),
+          "</section>" if section.heading else
+          f'<section id="{section.id}">\n{section.body}\n</section>' for section in sections),
         f"<footer><p class=\"note\">Made by guestbench {_e(__version__)}.</p></footer>",
-        "</body>", "</html>", ""])
+        f"<script>{SCRIPT}</script>", "</body>", "</html>", ""])
 
 
 def _header(report: CampaignResults) -> str:
+    """The campaign's name and facts in two lines: the overview must fit on the first screen."""
     campaign = report.campaign
     finished = campaign.get("finished_at")
     facts = [
-        ("status", campaign["status"]),
         ("created", f"{campaign['created_at']:%Y-%m-%d %H:%M:%S} UTC"),
-        ("finished", f"{finished:%Y-%m-%d %H:%M:%S} UTC" if finished else "-"),
+        ("finished", f"{finished:%H:%M:%S} UTC" if finished else "-"),
         ("baseline", report.baseline or "none"),
         ("runs", f"{len(report.runs)} ({sum(run['status'] == 'ok' for run in report.runs)} ok)"),
         ("measured by", f"guestbench {campaign.get('guestbench_version', '?')}"),
-        ("log folder", campaign.get("log_dir", "-")),
+        ("logs", campaign.get("log_dir", "-")),
         *([("ended because", campaign["end_reason"])] if campaign.get("end_reason") else []),
     ]
     return "\n".join([
         f"<header><h1>Campaign {_e(campaign['id'])} '{_e(campaign['name'])}' "
         f"({_e(campaign['status'])}), {campaign['created_at']:%Y-%m-%d}</h1>",
         '<dl class="campaign">',
-        *(f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in facts),
+        *(f"<div><dt>{_e(name)}</dt> <dd>{_e(value)}</dd></div>" for name, value in facts),
         "</dl></header>"])
 
 
 def _contents(sections: list[Section]) -> str:
-    items = []
-    for section in sections:
-        parts = "".join(f'<li><a href="#{_e(anchor)}">{_e(title)}</a></li>'
-                        for anchor, title in section.parts)
-        items.append(f'<li><a href="#{section.id}">{_e(section.heading)}</a>'
-                     + (f"<ul>{parts}</ul>" if parts else "") + "</li>")
-    return f'<nav><h2>Contents</h2><ul>{"".join(items)}</ul></nav>'
+    """One line of links to the sections; each section lists its own parts."""
+    items = "".join(f'<li><a href="#{section.id}">{_e(section.heading or section.id.title())}'
+                    "</a></li>" for section in sections)
+    return f'<nav aria-label="contents"><ul>{items}</ul></nav>'
+
+
+def _parts_list(parts: list[tuple[str, str]]) -> str:
+    items = "".join(f'<li><a href="#{_e(anchor)}">{_e(title)}</a></li>' for anchor, title in parts)
+    return f'<ul class="parts">{items}</ul>' if parts else ""
+
+
+# -- the overview ------------------------------------------------------------------------
+
+def _overview_section(report: CampaignResults, runs: "RunIndex", plots: dict[str, str],
+                      host_anchor: str | None) -> Section:
+    """The heatmap and the system card side by side, the geometric means, the host's
+    warnings: the answer on the first screen."""
+    headers = columns.short_names(report.environments)
+    card = overview_card.system_card(report, "host-warnings")
+    if report.baseline_measured and report.performance_primary():
+        heatmap = overview.heatmap(report, runs.anchor, headers, plots)
+        geomeans = overview.geomean_chart(report, headers) if report.geomeans else ""
+    else:
+        why = ("no baseline was chosen" if not report.baseline else
+               f"the baseline {report.baseline} has no value" if not report.baseline_measured
+               else "no workload measured a performance figure")
+        heatmap = (f'<figure id="overview-heatmap" class="heatmap"><p class="note">No ratios: '
+                   f"{_e(why)} (choose one with --baseline); the tables show every measured "
+                   "value.</p></figure>")
+        geomeans = ""
+    body = (f'<div class="overview">{heatmap}{card}</div>\n{geomeans}\n'
+            + _host_verdict(report, host_anchor))
+    return Section("overview", "", body)
 
 
 # -- host and environments ----------------------------------------------------------
@@ -150,18 +154,25 @@ def _host_verdict(report: CampaignResults, host_anchor: str | None) -> str:
     """The host checks' warnings, near the top: they say how far to trust every number."""
     checks = report.host_checks
     if not checks:
-        return '<p class="note">No host checks were recorded for this campaign.</p>'
+        return ('<p class="note" id="host-warnings">No host checks were recorded for this '
+                "campaign.</p>")
     readings = f' (readings in <a href="#{host_anchor}">Host checks</a>)' if host_anchor else ""
     if checks.get("warnings"):
-        return (f'<div class="warnings"><p><strong>Host warnings</strong>{readings}: the '
-                "numbers may be noisy.</p><ul>"
+        return (f'<div class="warnings" id="host-warnings"><p><strong>Host warnings</strong>'
+                f"{readings}: the numbers may be noisy.</p><ul>"
                 + "".join(f"<li>{_e(warning)}</li>" for warning in checks["warnings"])
                 + "</ul></div>")
-    return f'<p class="quiet">No warning: the host looked quiet{readings}.</p>'
+    return (f'<p class="quiet" id="host-warnings">No warning: the host looked quiet{readings}.'
+            "</p>")
 
 
 def _host_section(report: CampaignResults) -> Section:
-    return Section("host", "Host facts", _facts_table(report.host_facts))
+    """Every fact read from the host, collapsed: the system card has the few that matter."""
+    facts = report.host_facts
+    return Section("host", "Host facts", (
+        f"<details><summary>All {len(facts)} facts read from the host (CPU, kernel, "
+        "mitigations, clock source, cgroups...)</summary>"
+        f'<div class="scroll">{_facts_table(facts)}</div></details>'))
 
 
 def _facts_table(facts: dict[str, Any]) -> str:
@@ -194,9 +205,9 @@ def _environments_section(report: CampaignResults) -> Section:
             f'</td><td>{_e(env.get("probe", ""))}</td><td>{facts}</td>'
             f"<td><details><summary>spec</summary><pre>{_e(spec)}</pre></details></td></tr>")
     return Section("environments", "Environments", (
-        "<table><thead><tr><th>name</th><th>kind</th><th>available</th><th>probe answer</th>"
-        "<th>what ran (VMM, guest kernel)</th><th>resolved spec</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"))
+        '<div class="scroll"><table class="environments"><thead><tr><th>name</th><th>kind</th>'
+        "<th>available</th><th>probe answer</th><th>what ran (versions, guest kernel)</th>"
+        f"<th>resolved spec</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"))
 
 
 def _plan_section(report: CampaignResults) -> Section:
@@ -207,20 +218,22 @@ def _plan_section(report: CampaignResults) -> Section:
 
 # -- plots ---------------------------------------------------------------------------
 
-def _plots_section(report: CampaignResults, anchors: Anchors) -> Section:
-    figures, parts = [], []
-    for label, metric in report.primary.items():
-        anchor = anchors.make("plot", label)
-        caption = f"{label}: {metric}, median per environment with its 95% CI"
-        figures.append(_figure(anchor, caption, _workload_plot(report, label, metric, caption)))
-        parts.append((anchor, f"{label}: {metric}"))
+def _plots_section(report: CampaignResults, plots: dict[str, str], anchors: Anchors) -> Section:
+    """A plot per workload's primary metric (the heatmap's rows link to them), two abreast."""
+    figures = []
+    primary = list(report.primary.items())
+    for (label, metric), (title, metric_title) in zip(primary,
+                                                      overview.row_titles(report, primary)):
+        caption = f"{title}, {metric_title}: median (dot) and 95% CI (whisker)"
+        figures.append(_figure(plots[label], caption,
+                               _workload_plot(report, label, metric, caption)))
     boot = _boot_plot(report)
     if boot:
-        anchor = anchors.make("plot", "boot-phases")
-        figures.append(_figure(anchor, "Boot phases per environment", boot))
-        parts.append((anchor, "Boot phases"))
-    body = "\n".join(figures) or '<p class="note">No measured value to plot.</p>'
-    return Section("plots", "Plots", body, parts)
+        figures.append(_figure(anchors.make("plot", "boot-phases"), "Boot phases per environment",
+                               boot))
+    body = (f'<div class="plots">{"".join(figures)}</div>' if figures else
+            '<p class="note">No measured value to plot.</p>')
+    return Section("plots", "Plots", body)
 
 
 def _figure(anchor: str, caption: str, drawing: str) -> str:
@@ -232,17 +245,17 @@ def _workload_plot(report: CampaignResults, label: str, metric: str, caption: st
     row = report.results.cells[(label, metric)]
     cells = [row[env] for env in report.results.environments]
     unit, divisor = model.row_scale(cells[0].unit, cells)
-    bars = []
+    dots = []
     for cell in cells:
         if not cell.values:
-            bars.append(svg.Bar(cell.environment, missing=_no_data(cell)))
+            dots.append(svg.Dot(cell.environment, missing=_no_data(cell)))
             continue
         described = cell.stats
         low = described.ci_low / divisor if described and described.ci_low is not None else None
         high = described.ci_high / divisor if described and described.ci_high is not None else None
-        bars.append(svg.Bar(cell.environment, cell.median / divisor, low, high))
+        dots.append(svg.Dot(cell.environment, cell.median / divisor, low, high))
     better = ", higher is better" if cells[0].higher_is_better else ""
-    return svg.bars(caption, unit, bars, better)
+    return svg.dots(caption, unit, dots, better)
 
 
 def _no_data(cell: Cell) -> str:
@@ -295,15 +308,27 @@ def _tables_section(group: str, heading: str, tables: list[Table], runs: "RunInd
     parts, bodies = [], []
     for table in tables:
         anchor = anchors.make(f"table-{group}", table.name or table.title)
-        parts.append((anchor, table.title if len(table.title) < 80 else table.title[:77] + "..."))
+        parts.append((anchor, _short_title(table.title)))
         bodies.append(_table_html(table, anchor, runs, f"fn-{group}"))
     note = ('<p class="note">Every value links to the runs it comes from (status, reason, log '
-            "files); a [n] mark links to its footnote.</p>")
-    return Section(f"tables-{group}", heading, note + "\n" + "\n".join(bodies), parts)
+            "files); a [n] mark links to its footnote. A click on a column's header sorts the "
+            f"rows by it. Tables of more than {TALL_ROWS} rows are folded: click a title to "
+            "show one.</p>")
+    return Section(f"tables-{group}", heading,
+                   _parts_list(parts) + note + "\n" + "\n".join(bodies), parts)
+
+
+def _short_title(title: str) -> str:
+    """The title without the campaign's description (" - campaign 1 'quick' ..."), cut."""
+    title = title.split(" - campaign ")[0]
+    return title if len(title) < 80 else title[:77] + "..."
 
 
 def _table_html(table: Table, anchor: str, runs: "RunIndex", footnote_prefix: str) -> str:
+    """A table in a box of its own that scrolls (header row and first column stay in view),
+    sortable; one of more than TALL_ROWS rows is folded under its title."""
     head = "".join(f'<th scope="col">{_e(name)}</th>' for name in table.header)
+    sourced = any(source for sources in table.sources for source in sources)
     body = []
     for index, row in enumerate(table.rows):
         sources = table.sources[index] if index < len(table.sources) else []
@@ -314,12 +339,20 @@ def _table_html(table: Table, anchor: str, runs: "RunIndex", footnote_prefix: st
             source = sources[column] if column < len(sources) else None
             cells.append(f'<td class="value">{_value_html(text, source, runs, footnote_prefix)}'
                          "</td>")
-        body.append(f"<tr>{''.join(cells)}</tr>")
-    out = [f'<div class="table" id="{anchor}"><h3>{_e(table.title)}</h3>',
-           f'<div class="scroll"><table><thead><tr>{head}</tr></thead>',
-           f"<tbody>{''.join(body)}</tbody></table></div>"]
+        # a row of no cell (geometric mean, n per column) keeps its place when sorting
+        keep = ' class="keep"' if sourced and not any(sources) else ""
+        body.append(f"<tr{keep}>{''.join(cells)}</tr>")
+    title = f"<h3>{_e(table.title)}</h3>"
+    drawn = (f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
+             f"<tbody>{''.join(body)}</tbody></table></div>")
     if table.note:
-        out.append(f'<p class="note">{_e(table.note)}</p>')
+        drawn += f'\n<p class="note">{_e(table.note)}</p>'
+    if len(table.rows) > TALL_ROWS:
+        drawn = (f"<details><summary>{title}<span class=\"rows\">{len(table.rows)} rows"
+                 f"</span></summary>\n{drawn}\n</details>")
+    else:
+        drawn = f"{title}\n{drawn}"
+    out = [f'<div class="table" id="{anchor}">', drawn]
     if table.footnotes:
         out.append(_footnotes_html(table.footnotes, footnote_prefix))
     out.append("</div>")
@@ -382,12 +415,18 @@ def _runs_section(report: CampaignResults, runs: RunIndex, base_dir: Path | None
         rows = "".join(_run_row(run, report, base_dir) for run in runs.runs[(env, label)])
         blocks.append(
             f'<section class="cell" id="{runs.anchor((env, label))}">'
-            f"<h3>{_e(label)} in {_e(env)}</h3><table><thead><tr>{RUN_COLUMNS}</tr></thead>"
-            f"<tbody>{rows}</tbody></table></section>")
+            f'<h3>{_e(label)} in {_e(env)}</h3><div class="scroll"><table class="runs">'
+            f"<thead><tr>{RUN_COLUMNS}</tr></thead><tbody>{rows}</tbody></table></div>"
+            "</section>")
     intro = ('<p class="note">Every run of every cell, ok or not, with its raw logs. Links are '
              + ("relative to this page's folder where the logs share a parent folder with it."
                 if base_dir else "absolute file:// links.") + "</p>")
-    return Section("runs", "Runs and their logs", intro + "\n" + "\n".join(blocks))
+    not_ok = sum(run["status"] != "ok" for run in report.runs)
+    summary = (f"{len(report.runs)} runs of {len(runs.cells)} cells ({not_ok} not ok), with "
+               "their logs")
+    return Section("runs", "Runs and their logs", (
+        f'<details id="runs-list"><summary>{_e(summary)}</summary>\n{intro}\n'
+        + "\n".join(blocks) + "\n</details>"))
 
 
 def _run_row(run: dict[str, Any], report: CampaignResults, base_dir: Path | None) -> str:

@@ -167,7 +167,11 @@ def test_one_document_without_external_resources(page: str, dom: Node) -> None:
     (document,) = dom.all("html")
     assert len(dom.all("head")) == 1 and len(dom.all("body")) == 1
     assert dom.all("meta", charset="utf-8")
-    assert not dom.all("link") and not dom.all("script") and not dom.all("img")
+    assert not dom.all("link") and not dom.all("img")
+    (script,) = dom.all("script")  # inline: sorting by a header, opening a folded section
+    assert "src" not in script.attrs
+    for reaching_out in ("http", "//", "fetch(", "XMLHttpRequest", "import", "eval("):
+        assert reaching_out not in script.text(), reaching_out
     assert not dom.all("iframe") and not dom.all("object")
     assert not [node for node in dom.all() if "src" in node.attrs]
     for node in dom.all():
@@ -283,7 +287,8 @@ def test_runs_section_lists_every_run(report, dom: Node) -> None:
 
 
 def test_data_is_escaped(page: str, dom: Node) -> None:
-    assert "<script" not in page.lower()
+    assert page.lower().count("<script") == 1  # the page's own, last in the body
+    assert page.rstrip().endswith("</script>\n</body>\n</html>")
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") > 10
     assert "&quot;" in page and "&amp; more" in page
     text = dom.text()
@@ -299,25 +304,39 @@ def figures(dom: Node) -> dict[str, Node]:
     return {figure.all("figcaption")[0].text(): figure for figure in dom.all("figure")}
 
 
-def test_bars_per_environment_with_whiskers_and_a_log_axis(report, dom: Node) -> None:
+def test_dots_per_environment_with_whiskers_and_a_log_axis(report, dom: Node) -> None:
     plots = figures(dom)
-    getpid = plots["getpid: time_per_op, median per environment with its 95% CI"]
+    getpid = plots["getpid, time per op: median (dot) and 95% CI (whisker)"]
     (drawing,) = getpid.all("svg")
-    assert drawing.all("title")[0].text().startswith("getpid: time_per_op")
+    assert drawing.all("title")[0].text().startswith("getpid, time per op")
     names = [text.text() for text in drawing.all("text", class_="env")]
     assert names == report.results.environments
-    assert len(drawing.all("rect", class_="bar")) == 4  # base, slow, evil, lost
+    assert not drawing.all("rect")  # no bars: a bar's length from an axis floor misleads
+    assert len(drawing.all("circle", class_="dot")) == 4  # base, slow, evil, lost
     assert len(drawing.all("g", class_="whisker")) == 4
     missing = [text.text() for text in drawing.all("text", class_="missing")]
     assert missing == ["no data: ✗ failed x3", "no data: ⊘ unavailable x3"]
     (axis,) = drawing.all("text", class_="axis-label")
     assert axis.text() == "ns (log scale)"
-    widths = {bar.all("title")[0].text().split(":")[0]: float(bar.attrs["width"])
-              for bar in drawing.all("rect", class_="bar")}
-    assert widths["slow"] > 2 * widths["base"]  # a log axis still orders them
-    evil = plots[f"{EVIL_LABEL}: time_per_op, median per environment with its 95% CI"]
+    x = {dot.all("title")[0].text().split(":")[0]: float(dot.attrs["cx"])
+         for dot in drawing.all("circle", class_="dot")}
+    assert x["base"] < x[EVIL_ENV] < x["lost"] < x["slow"]  # medians 110, 121, 132, 38.5k
+    values = [text.text() for text in drawing.all("text", class_="value")]
+    assert values[0] == "110 [100-120]"  # median [95% CI], the unit on the axis
+    evil = plots[f"getpid {EVIL_LABEL.removeprefix('getpid')}, time per op: median (dot) and "
+                 "95% CI (whisker)"]
     (axis,) = evil.all("text", class_="axis-label")
     assert axis.text() == "ns (linear scale)"  # every median within 20x
+
+
+def test_a_log_axis_ticks_round_values_around_the_data() -> None:
+    from guestbench.report import svg
+    narrow = svg.Axis([0.93, 1.12], log=True)
+    assert (narrow.low, narrow.high) == (0.5, 2) and narrow.ticks() == [0.5, 1, 2]
+    wide = svg.Axis([0.9, 1581], log=True)
+    assert (wide.low, wide.high) == (0.5, 2000)
+    assert wide.ticks() == [0.5, 1, 10, 100, 1000, 2000]  # past two decades: powers of ten
+    assert wide.x(0.5) == 0 and wide.x(2000) == wide.width_px and wide.x(1e6) == wide.width_px
 
 
 def test_boot_phases_stacked_with_a_legend(dom: Node) -> None:

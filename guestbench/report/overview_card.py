@@ -1,0 +1,85 @@
+"""The HTML report's system card: the host in a few lines and what each environment ran
+(runtime, translator or VMM version, gVisor's platform, the guest kernel)."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import STATUS_MARKS
+
+# The facts environments record about what they ran (environments/*.py facts()), in the
+# order they are shown; a key ending in _version that is not listed is shown after them.
+VERSION_FACTS = ("runtime_version", "vmm_version", "unshare_version")
+NOT_RECORDED = "not recorded"  # a campaign stored before its kind recorded versions
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def display_name(env: dict[str, Any]) -> str:
+    """'runsc (ptrace)': the name, with gVisor's platform where the environment recorded one."""
+    platform = (env.get("facts") or {}).get("platform")
+    name = env["name"]
+    return f"{name} ({platform})" if platform and platform not in name else name
+
+
+def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
+    """'runc version 1.1.5+ds1', 'QEMU emulator version 7.2.22 (...); guest kernel 6.1.0';
+    the host's kernel for native; 'not recorded' for a campaign older than these facts."""
+    facts = env.get("facts") or {}
+    keys = [*VERSION_FACTS, *sorted(key for key in facts
+                                    if key.endswith("_version") and key not in VERSION_FACTS)]
+    parts = [str(facts[key]) for key in keys if facts.get(key)]
+    guest = facts.get("guest_kernel")
+    if guest and str(guest) not in parts:
+        parts.append(f"guest kernel {guest}")
+    elif guest:  # UML: the binary's version is the guest kernel's release
+        parts = [f"{part} (guest kernel)" if part == str(guest) else part for part in parts]
+    if not parts and env.get("kind") == "native" and host_kernel:
+        parts.append(f"host kernel {host_kernel}")
+    return "; ".join(parts) or NOT_RECORDED
+
+
+def system_card(report: CampaignResults, warnings_anchor: str | None) -> str:
+    """The host (name, CPU, kernel, memory) and each environment's versions, compact enough
+    to sit beside the heatmap."""
+    facts = report.host_facts
+    cpu = facts.get("cpu_model") or "?"
+    if facts.get("logical_cpus"):
+        cpu += f", {facts['logical_cpus']} logical CPUs"
+    host = str(facts.get("hostname") or "?")
+    if facts.get("arch"):
+        host += f" ({facts['arch']})"
+    if facts.get("virtualised"):
+        host += ", itself a virtual machine"
+    memory = facts.get("memory_mib")
+    lines = [("host", host), ("CPU", cpu), ("kernel", facts.get("kernel") or "?")]
+    if memory:
+        lines.append(("memory", f"{memory / 1024:.1f} GiB"))
+    lines.append(("guestbench", report.campaign.get("guestbench_version") or "?"))
+    host_rows = "".join(f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in lines)
+    env_rows = "".join(_env_row(env, facts.get("kernel")) for env in report.environments)
+    warnings = (report.host_checks or {}).get("warnings") or []
+    checks = ""
+    if warnings:
+        said = f"{len(warnings)} host warning{'s' if len(warnings) > 1 else ''}"
+        linked = f'<a href="#{_e(warnings_anchor)}">{_e(said)}</a>' if warnings_anchor else _e(said)
+        checks = f'<p class="card-warning">{linked}: the numbers may be noisy.</p>'
+    return (f'<aside id="system-card" class="card"><h2>System</h2><dl>{host_rows}</dl>{checks}'
+            '<table class="versions"><thead><tr><th scope="col">environment</th>'
+            f'<th scope="col">what ran</th></tr></thead><tbody>{env_rows}</tbody></table>'
+            "</aside>")
+
+
+def _env_row(env: dict[str, Any], host_kernel: str | None) -> str:
+    ran = what_ran(env, host_kernel)
+    if not env.get("available"):  # nothing is read from a program that could not run
+        why = _e(env.get("probe") or "unavailable")
+        mark = (f'<span class="status-bad" title="{why}">{STATUS_MARKS["unavailable"]} '
+                "unavailable</span>")
+        return (f'<tr><th scope="row">{_e(display_name(env))}</th><td>'
+                f'{"" if ran == NOT_RECORDED else _e(ran) + " "}{mark}</td></tr>')
+    return f'<tr><th scope="row">{_e(display_name(env))}</th><td>{_e(ran)}</td></tr>'
