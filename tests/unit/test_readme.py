@@ -1,10 +1,11 @@
-"""The README's "What you get" example has the shape of what `guestbench run` prints today.
+"""The example summary of README.md and docs/reading-results.md has the shape of what
+`guestbench run` prints today.
 
 The example comes from a real run (benchmarks/readme_example.py writes it). Its numbers cannot
-be checked here, its shape can: the test runs the README's own command on fake environments of
+be checked here, its shape can: the test runs the page's own command on fake environments of
 the same names, and a second, different campaign, and takes as the format whatever the two
 outputs share (title words, column headers, rows that are not workloads, caption phrases). The
-README block must have all of it, so a change of the summary's format fails here until the
+page's block must have all of it, so a change of the summary's format fails here until the
 example is made again; the expected shape is never written down in this file.
 """
 
@@ -22,7 +23,8 @@ from click.testing import CliRunner
 from guestbench import host as gb_host
 from guestbench.cli import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", ROOT / "docs/reading-results.md"]
 BEGIN, END = "<!-- example:begin -->", "<!-- example:end -->"
 MAX_LINE_BYTES = 120  # the issue's limit for a terminal line, as `awk '{print length}'` counts
 RULE = re.compile(r"^[^\w]{10,}$")  # a table's rule: no letter or digit, e.g. +-----+----+
@@ -42,17 +44,17 @@ class Summary:
 
 @dataclass
 class Example:
-    """The README's block: its command, the day it names, and what the command printed."""
+    """A page's block: its command, the day it names, and what the command printed."""
     envs: list[str]
     workloads: list[str]
     day: str
     lines: list[str]
 
 
-def example_of(readme_text: str) -> Example:
-    assert readme_text.count(BEGIN) == 1 and readme_text.count(END) == 1, \
-        f"README.md needs one {BEGIN} and one {END} around its example"
-    block = readme_text.split(BEGIN)[1].split(END)[0]
+def example_of(page_text: str) -> Example:
+    assert page_text.count(BEGIN) == 1 and page_text.count(END) == 1, \
+        f"the page needs one {BEGIN} and one {END} around its example"
+    block = page_text.split(BEGIN)[1].split(END)[0]
     day = re.search(r"\b(\d{4}-\d{2}-\d{2})\b", block.split("```")[0])
     assert day, "the example says on which day it was run, before its output"
     fenced = block.split("```")[1].strip("\n").splitlines()
@@ -153,63 +155,61 @@ def fake_campaign(tmp_path: Path, name: str, envs: list[str], workloads: list[st
 
 
 def host_words() -> set[str]:
-    """Words the title takes from this host (CPU, kernel, name): the README's host differs."""
+    """Words the title takes from this host (CPU, kernel, name): the example's host differs."""
     facts = gb_host.collect().facts
     return set(words([str(value) for value in facts.values()]))
 
 
 def shape_problems(example: Example, program: Summary, other: Summary) -> list[str]:
-    """Where the README's block differs from the shape the program prints now."""
-    readme = summary_of(example.lines, example.envs)
+    """Where the example's block differs from the shape the program prints now."""
+    shown = summary_of(example.lines, example.envs)
     problems = [f"line of {len(line.encode())} bytes (at most {MAX_LINE_BYTES}): {line!r}"
                 for line in example.lines if len(line.encode()) > MAX_LINE_BYTES]
     title = [word for run in fixed_runs(program.title, other.title, 1) for word in run
              if word not in host_words()]
-    if not in_order(readme.title, title):
+    if not in_order(shown.title, title):
         problems.append(f"title: the program's title has the words {title}, in this order; "
-                        f"the README's has {readme.title}")
-    if readme.header_labels != program.header_labels:
+                        f"the example's has {shown.title}")
+    if shown.header_labels != program.header_labels:
         problems.append(f"header: the program heads its label columns {program.header_labels}, "
-                        f"the README {readme.header_labels}")
-    if sorted(readme.environments) != sorted(program.environments):
+                        f"the example {shown.header_labels}")
+    if sorted(shown.environments) != sorted(program.environments):
         problems.append(f"header: the program's columns are {program.environments}, "
-                        f"the README's {readme.environments}")
+                        f"the example's {shown.environments}")
     program_rows = [row for row in program.row_labels if row]
-    readme_rows = [row for row in readme.row_labels if row]
+    shown_rows = [row for row in shown.row_labels if row]
     # rows both fake campaigns have (a geometric mean ...), though their workloads differ
     fixed_rows = [row for row in program_rows if row in other.row_labels]
     for row in fixed_rows:
-        if row not in readme_rows:
-            problems.append(f"row: the program prints a row {row}, the README does not")
+        if row not in shown_rows:
+            problems.append(f"row: the program prints a row {row}, the example does not")
     program_firsts = [row[0] for row in program_rows if row not in fixed_rows]
-    readme_firsts = [row[0] for row in readme_rows if row not in fixed_rows]
-    if program_firsts != readme_firsts[:len(program_firsts)] and \
-            sorted(set(program_firsts)) != sorted(set(readme_firsts)):
+    shown_firsts = [row[0] for row in shown_rows if row not in fixed_rows]
+    if program_firsts != shown_firsts[:len(program_firsts)] and \
+            sorted(set(program_firsts)) != sorted(set(shown_firsts)):
         problems.append(f"rows: the program names the workloads {program_firsts}, "
-                        f"the README {readme_firsts}")
+                        f"the example {shown_firsts}")
     # a real run adds footnotes between the caption's sentences: each sentence is checked
     for phrase in fixed_runs(program.caption, other.caption, PHRASE_TOKENS):
         for sentence in sentences(phrase):
-            if not contains_run(readme.caption, sentence):
+            if not contains_run(shown.caption, sentence):
                 problems.append(f"caption: the program prints {' '.join(sentence)!r} under the "
-                                "table, the README does not")
+                                "table, the example does not")
     return problems
 
 
 @pytest.fixture(scope="module")
 def example() -> Example:
-    return example_of(README.read_text())
+    return example_of(PAGES[0].read_text())
 
 
-@pytest.fixture(scope="module")
-def program_shapes(example: Example, tmp_path_factory) -> tuple[Summary, Summary]:
-    """The summary of the README's command on fake environments, and of a campaign that
+def program_shapes_for(example: Example, folder: Path) -> tuple[Summary, Summary]:
+    """The summary of the example's command on fake environments, and of a campaign that
     differs in every name, workload and figure (what the two share is the format)."""
     from guestbench import environments  # fake environments only in the unit suite
     saved = environments._plan_kinds
     environments._plan_kinds = [*environments.PUBLIC_KINDS, "fake"]
     try:
-        folder = tmp_path_factory.mktemp("readme")
         program = fake_campaign(folder, "shape-readme", example.envs, example.workloads,
                                 [1.0 + 2 * i for i in range(len(example.envs))])
         other_envs = [example.envs[0], "otherenv", "thirdenv"]
@@ -220,10 +220,22 @@ def program_shapes(example: Example, tmp_path_factory) -> tuple[Summary, Summary
     return summary_of(program, example.envs), summary_of(other, other_envs)
 
 
-def test_the_readme_example_has_the_shape_the_program_prints(example, program_shapes):
-    problems = shape_problems(example, *program_shapes)
-    assert not problems, ("README.md's example no longer matches the summary's format; run "
-                          "'.venv/bin/python benchmarks/readme_example.py' to make it again:\n"
+@pytest.fixture(scope="module")
+def program_shapes(example: Example, tmp_path_factory) -> tuple[Summary, Summary]:
+    return program_shapes_for(example, tmp_path_factory.mktemp("readme"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+def test_the_example_has_the_shape_the_program_prints(page, example, program_shapes,
+                                                       tmp_path):
+    shown = example_of(page.read_text())
+    shapes = program_shapes if (shown.envs, shown.workloads) == (example.envs,
+                                                                  example.workloads) \
+        else program_shapes_for(shown, tmp_path)
+    problems = shape_problems(shown, *shapes)
+    assert not problems, (f"{page.relative_to(ROOT)}'s example no longer matches the "
+                          "summary's format; run '.venv/bin/python "
+                          "benchmarks/readme_example.py' to make it again:\n"
                           + "\n".join(problems))
 
 
