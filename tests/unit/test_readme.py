@@ -37,7 +37,7 @@ class Summary:
     """What a summary is made of, found in its text by the environments' names."""
     title: list[str]          # the words before the first table
     header_labels: list[str]  # header cells that are not environments (workload, metric ...)
-    environments: list[str]   # header cells that are environments, over every table
+    environments: list[str]   # the environments the header names, over every table
     row_labels: list[list[str]]  # each row's cells without digits, first cell first
     caption: list[str]        # the words after the last table
 
@@ -75,9 +75,14 @@ def cells(line: str) -> list[str]:
     return [part.strip() for part in re.split(r"\s{2,}", line.strip())]
 
 
+def environment_named(cell: str, envs: list[str]) -> str | None:
+    """The environment a header cell names; a header may add words, as "runsc (ptrace)"."""
+    named = [env for env in envs if cell == env or cell.startswith(env + " ")]
+    return max(named, key=len) if named else None
+
+
 def names_environment(cell: str, envs: list[str]) -> bool:
-    # a header may add words to the name, as "runsc (ptrace)"
-    return any(cell == env or cell.startswith(env + " ") for env in envs)
+    return environment_named(cell, envs) is not None
 
 
 def words(lines: list[str]) -> list[str]:
@@ -95,7 +100,8 @@ def summary_of(lines: list[str], envs: list[str]) -> Summary:
     for header in headers:
         header_cells = cells(lines[header])
         labels = [c for c in header_cells if not names_environment(c, envs)]
-        environments += [c for c in header_cells if names_environment(c, envs)]
+        environments += [environment_named(c, envs) for c in header_cells
+                         if names_environment(c, envs)]
         end = header + 1
         while end < len(lines) and lines[end].strip() and (
                 RULE.match(lines[end]) or len(cells(lines[end])) == len(header_cells)):
@@ -284,3 +290,38 @@ def test_the_title_and_header_of_the_program_are_required(example, program_shape
                               program, other)
     assert any(problem.startswith("header:") for problem in problems), problems
     assert any(problem.startswith("title:") for problem in problems), problems
+
+
+# Nothing above knows today's format: a summary drawn another way is read the same way.
+
+OTHER_FORMAT = """\
+{host}: every cell's runs vary by 10-17%
+workload                  {base:>10}  {env1:>14}  {env2:>8}
+==========================================================
+{w1:<24}     101 ±2%          3.00x~     5.00x
+{w2:<24}     102 ±2%           3.00x     5.00x
+geometric mean                     -           3.00x     5.00x
+x {base}, above 1 is worse; rates inverted.
+~ wide spread
+not run: lost (the probe said no)
+"""
+
+
+def other_format(host: str, envs: list[str], workloads: list[str], decorate: str = "") -> list[str]:
+    return OTHER_FORMAT.format(host=host, base=envs[0], env1=envs[1] + decorate, env2=envs[2],
+                               w1=workloads[0], w2=workloads[1]).splitlines()
+
+
+def test_a_summary_drawn_otherwise_is_read_the_same_way():
+    envs, workloads = ["native", "runsc", "qemu-user"], ["getpid", "fork + exit"]
+    program = summary_of(other_format("host A", envs, workloads), envs)
+    other_envs = ["native", "otherenv", "thirdenv"]
+    other = summary_of(other_format("host B", other_envs, ["sched_yield", "getppid"]),
+                       other_envs)
+    assert program.header_labels == ["workload"]
+    assert program.environments == envs
+    shown = Example(envs, ["getpid", "fork_exit"], "2026-11-25",
+                    other_format("host C", envs, workloads, decorate=" (ptrace)"))
+    assert shape_problems(shown, program, other) == []
+    without_caption = Example(shown.envs, shown.workloads, shown.day, shown.lines[:-3])
+    assert any(p.startswith("caption:") for p in shape_problems(without_caption, program, other))
