@@ -240,9 +240,9 @@ def history(db: str, host: str | None, group: str | None, name: str | None,
             min_change: float, output_format: str, output: Path | None, detail: bool) -> None:
     """Each cell's median over every finished campaign, and its change points (Apache Otava)."""
     _short_lived()
-    from guestbench import reading, store
+    from guestbench import reading
 
-    found = reading.history(store.open(db, create=False), host, group,
+    found = reading.history(db, host, group,
                             names(env_names, "--env"), names(workload_names, "--workload"),
                             name, order, max_pvalue, min_change)
     _emit(formats.render("history", output_format, found, formats.Request(output, detail)),

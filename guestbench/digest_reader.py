@@ -20,14 +20,8 @@ PREFIX = "sqlite:///"
 def digest_text(url: str, selector: str | None, form: int) -> str | None:
     """The digest of the campaign `selector` names (id or name; None: the latest), if it is
     of this format and was made from the runs the campaign has now; else None."""
-    if not url.startswith(PREFIX) or "?" in url:
-        return None
-    path = Path(url[len(PREFIX):])
-    if not path.is_file():
-        return None
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error:
+    connection = _connect(url)
+    if connection is None:
         return None
     try:
         return _read(connection, selector, form)
@@ -37,15 +31,46 @@ def digest_text(url: str, selector: str | None, form: int) -> str | None:
         connection.close()
 
 
-def _read(connection: sqlite3.Connection, selector: str | None, form: int) -> str | None:
+def every_digest(url: str, form: int) -> list[tuple[int, str, str | None]] | None:
+    """Every campaign of the store in id order: (id, status, its digest or None where it has
+    no digest of its present runs); None where the store cannot be read here."""
+    connection = _connect(url)
+    if connection is None:
+        return None
+    try:
+        if not _current(connection):
+            return None
+        out = []
+        for campaign_id, status in connection.execute(
+                "SELECT id, status FROM campaign ORDER BY id").fetchall():
+            out.append((campaign_id, status, _digest(connection, campaign_id, status, form)))
+        return out
+    except (sqlite3.Error, ValueError, TypeError):
+        return None
+    finally:
+        connection.close()
+
+
+def _connect(url: str) -> sqlite3.Connection | None:
+    if not url.startswith(PREFIX) or "?" in url:
+        return None
+    path = Path(url[len(PREFIX):])
+    if not path.is_file():
+        return None
+    try:
+        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+
+
+def _current(connection: sqlite3.Connection) -> bool:
     version = connection.execute(
         "SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
-    if version is None or version[0] != str(SCHEMA_VERSION):
-        return None
-    campaign = _campaign(connection, selector)
-    if campaign is None:
-        return None
-    campaign_id, status = campaign
+    return version is not None and version[0] == str(SCHEMA_VERSION)
+
+
+def _digest(connection: sqlite3.Connection, campaign_id: int, status: str,
+            form: int) -> str | None:
     row = connection.execute(
         "SELECT format, status, runs, last_run_id, body FROM campaign_digest "
         "WHERE campaign_id = ?", (campaign_id,)).fetchone()
@@ -56,6 +81,15 @@ def _read(connection: sqlite3.Connection, selector: str | None, form: int) -> st
     if tuple(row[:4]) != (form, status, runs, last):
         return None  # made from other runs, or of another format: derived again
     return row[4]
+
+
+def _read(connection: sqlite3.Connection, selector: str | None, form: int) -> str | None:
+    if not _current(connection):
+        return None
+    campaign = _campaign(connection, selector)
+    if campaign is None:
+        return None
+    return _digest(connection, *campaign, form)
 
 
 def _campaign(connection: sqlite3.Connection, selector: str | None) -> tuple[int, str] | None:

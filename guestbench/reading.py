@@ -99,16 +99,29 @@ def ab_sides(opened: Store, campaign_id: int):
     return halves
 
 
-def history(opened: Store, host: str | None, group: str | None,
+def history(url: str, host: str | None, group: str | None,
             environments: tuple[str, ...], workloads: tuple[str, ...], name: str | None,
             order: str, max_pvalue: float, min_change: float):
-    """Every finished campaign's cells as series with their change points. An --env or
-    --workload that no stored campaign has ends it with the nearest names."""
-    from guestbench.report import history as trend
+    """Every finished campaign's cells as series with their change points: from the
+    campaigns' digests where every finished one has one, else read from the store (and
+    each campaign's digest kept for the next time). An --env or --workload that no stored
+    campaign has ends it with the nearest names."""
+    from guestbench.analysis import history as trend
     from guestbench.store import StoreError
+    asked = (host, group, environments, workloads, name, order, max_pvalue, min_change)
+    quick = _digested_readings(url) if group is None else None
+    if quick is not None:
+        try:
+            found = trend.build(quick, *asked, where=url)
+            if not (set(environments) - {one.environment for one in found.series}
+                    or set(workloads) - {one.label for one in found.series}):
+                return found
+        except StoreError:
+            pass  # said again below, with the names a misspelling may have meant
+    from guestbench import store
+    opened = store.open(url, create=False)
     try:
-        found = trend.load(opened, host, group, environments, workloads, name, order,
-                           max_pvalue, min_change)
+        found = trend.build(_store_readings(opened, group), *asked, where=str(opened.engine.url))
     except StoreError:
         _check_names(opened, environments, workloads)
         raise
@@ -116,6 +129,42 @@ def history(opened: Store, host: str | None, group: str | None,
             or set(workloads) - {one.label for one in found.series}):
         _check_names(opened, environments, workloads)  # read only when one may be misspelt
     return found
+
+
+def _digested_readings(url: str):
+    """Every campaign from its digest, or None where a finished one has none to trust."""
+    from guestbench.analysis import digest
+    every = digest.read_every(url)
+    if every is None or any(status == "finished" and results is None
+                            for _id, status, results in every):
+        return None
+    return [(results.campaign if results else {"id": campaign_id, "status": status,
+                                               "name": "", "host_facts": {}},
+             (lambda found=results: found)) for campaign_id, status, results in every]
+
+
+def _store_readings(opened: Store, group: str | None):
+    """Every campaign of the store (or of a pool group's plan), each derived from its
+    samples when history asks for it, its digest kept."""
+    from guestbench.analysis import digest, results
+    from guestbench.store import StoreError
+    from guestbench.store import pool as pool_rows
+    if group is None:
+        ids = [row["id"] for row in opened.campaigns()]
+    else:
+        row = pool_rows.group(opened.engine, group)
+        if row is None:
+            raise StoreError(f"--group {group!r}: no such campaign group in this store "
+                             "(fix: 'guestbench hosts' or 'guestbench report --list')")
+        ids = pool_rows.campaigns_of_plan(opened.engine, row["plan_hash"])
+    for campaign_id in ids:
+        campaign = opened.campaign(str(campaign_id))
+
+        def derived(selector=str(campaign_id)):
+            loaded = results.load(opened, selector, context_samples=False, primary_only=True)
+            digest.keep(opened, loaded)
+            return loaded
+        yield campaign, derived
 
 
 def _check_names(opened: Store, environments: tuple[str, ...],

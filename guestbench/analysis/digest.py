@@ -121,6 +121,17 @@ def read(url: str, selector: str | None) -> CampaignResults | None:
     return None if text is None else decode(text)
 
 
+def read_every(url: str) -> list[tuple[int, str, CampaignResults | None]] | None:
+    """Every campaign of a SQLite store as (id, status, results from its digest or None);
+    None where the store cannot be read without its engine."""
+    from guestbench import digest_reader
+    found = digest_reader.every_digest(url, FORMAT)
+    if found is None:
+        return None
+    return [(campaign_id, status, None if text is None else decode(text))
+            for campaign_id, status, text in found]
+
+
 def keep(store, results: CampaignResults) -> None:
     """Keep a summary's results as the campaign's digest, where the store lets this command
     write; a store it may not write (a reader's role, a read-only file) goes without."""

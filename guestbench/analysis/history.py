@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,11 +90,10 @@ def find_changes(series: Series, max_pvalue: float = MAX_PVALUE,
                  min_change: float = MIN_CHANGE) -> list[Change]:
     """Otava's change points of the series' medians (none under 4 points: Otava's t-test
     needs two points a side to have a spread)."""
-    from otava.analysis import compute_change_points
-
     medians = [point.median for point in series.points]
     if len(medians) < 4 or len(set(medians)) == 1:
         return []
+    from otava.analysis import compute_change_points  # only where it can find one
     found, _weak = compute_change_points(medians, window_len=WINDOW, max_pvalue=max_pvalue,
                                          min_magnitude=min_change)
     changes = []
@@ -121,3 +121,84 @@ def version_key(point: Point) -> tuple:
 def _natural(text: str) -> tuple:
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
                  for part in re.findall(r"\d+|\D+", text))
+
+
+@dataclass
+class History:
+    series: list[Series]
+    campaigns: list[dict[str, Any]]  # the campaigns read: id, name, created_at, host
+    left_out: list[tuple[int, str]] = field(default_factory=list)  # (campaign, why)
+    order: str = "time"
+    max_pvalue: float = MAX_PVALUE
+    min_change: float = MIN_CHANGE
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(dict.fromkeys(row["host"] for row in self.campaigns))
+
+
+# One campaign as history reads it: its stored row (id, name, status, created_at, host
+# facts, pool host) and what gives its results (its digest, or a derivation from its
+# samples), called only for the finished campaigns the filters keep.
+Reading = tuple[dict[str, Any], Callable[[], Any]]
+
+
+def build(readings: Iterable[Reading], host: str | None = None, group: str | None = None,
+          environments: tuple[str, ...] = (), workloads: tuple[str, ...] = (),
+          name: str | None = None, order: str = "time", max_pvalue: float = MAX_PVALUE,
+          min_change: float = MIN_CHANGE, where: str = "this store") -> History:
+    """Each cell's series over the finished campaigns, and its change points."""
+    from guestbench.store import StoreError  # only on the way out: it loads the engine
+    found = History([], [], order=order, max_pvalue=max_pvalue, min_change=min_change)
+    series: dict[tuple[str, str, str, str], Series] = {}
+    for campaign, results_of in readings:
+        on = campaign.get("pool_host") or (campaign.get("host_facts") or {}).get("hostname", "?")
+        if (host and host != on) or (name and name != campaign["name"]):
+            continue
+        if campaign["status"] != "finished":
+            found.left_out.append((campaign["id"], f"{campaign['status']}, not finished"))
+            continue
+        found.campaigns.append({"id": campaign["id"], "name": campaign["name"],
+                                "created_at": campaign["created_at"], "host": on})
+        _add_points(series, results_of(), on, environments, workloads)
+    if not found.campaigns:
+        raise StoreError(f"{where}: no finished campaign matches"
+                         + _filters(host, group, name)
+                         + " (fix: 'guestbench report --list' shows the campaigns)")
+    for one in series.values():
+        if order == "version":
+            one.points.sort(key=version_key)
+        one.changes = find_changes(one, max_pvalue, min_change)
+    found.series = [one for one in series.values() if one.points]
+    if not found.series:
+        raise StoreError("no cell of those campaigns matches" + _filters(
+            None, None, None, environments, workloads) + " (fix: name an environment and a "
+            "workload of the campaigns, or leave --env and --workload out)")
+    return found
+
+
+def _add_points(series: dict, report, host: str, environments: tuple[str, ...],
+                workloads: tuple[str, ...]) -> None:
+    workload_of = report.workload_of
+    env_rows = {env["name"]: env for env in report.environments}
+    for label, metric in report.performance_primary().items():
+        if workloads and label not in workloads and workload_of.get(label) not in workloads:
+            continue
+        for env, cell in report.results.cells.get((label, metric), {}).items():
+            if (environments and env not in environments) or cell.stats is None:
+                continue
+            key = (host, env, label, metric)
+            if key not in series:
+                series[key] = Series(host, env, label, metric, cell.unit, cell.higher_is_better)
+            campaign = report.campaign
+            series[key].points.append(Point(
+                campaign["id"], campaign["name"], campaign["created_at"], cell.stats.median,
+                cell.stats.ci_low, cell.stats.ci_high, cell.n_runs,
+                versions(env_rows.get(env, {}), campaign)))
+
+
+def _filters(host, group, name, environments=(), workloads=()) -> str:
+    parts = [f"{flag} {value}" for flag, value in (
+        ("--host", host), ("--group", group), ("--name", name),
+        ("--env", ",".join(environments)), ("--workload", ",".join(workloads))) if value]
+    return f" ({'; '.join(parts)})" if parts else ""

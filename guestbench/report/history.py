@@ -4,107 +4,13 @@ per cell, its change points (guestbench.analysis.history), as tables, JSON or an
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
-from guestbench.analysis import results as analysed
-from guestbench.analysis import history
-from guestbench.analysis.history import Change, Point, Series
+from guestbench.analysis.history import Change, History, Point, Series
 from guestbench.report import model
 from guestbench.report.model import Table
-from guestbench.store import Store, StoreError
-from guestbench.store import pool as pool_rows
 
 SCHEMA = "guestbench-history/1"
-
-
-@dataclass
-class History:
-    series: list[Series]
-    campaigns: list[dict[str, Any]]  # the campaigns read: id, name, created_at, host
-    left_out: list[tuple[int, str]] = field(default_factory=list)  # (campaign, why)
-    order: str = "time"
-    max_pvalue: float = history.MAX_PVALUE
-    min_change: float = history.MIN_CHANGE
-
-    @property
-    def hosts(self) -> list[str]:
-        return list(dict.fromkeys(row["host"] for row in self.campaigns))
-
-
-def load(store: Store, host: str | None = None, group: str | None = None,
-         environments: tuple[str, ...] = (), workloads: tuple[str, ...] = (),
-         name: str | None = None, order: str = "time", max_pvalue: float = history.MAX_PVALUE,
-         min_change: float = history.MIN_CHANGE) -> History:
-    """Read the campaigns, build each cell's series and find its change points."""
-    found = History([], [], order=order, max_pvalue=max_pvalue, min_change=min_change)
-    series: dict[tuple[str, str, str, str], Series] = {}
-    for campaign in _campaigns(store, group):
-        where = campaign.get("pool_host") or campaign["host_facts"].get("hostname", "?")
-        if (host and host != where) or (name and name != campaign["name"]):
-            continue
-        if campaign["status"] != "finished":
-            found.left_out.append((campaign["id"], f"{campaign['status']}, not finished"))
-            continue
-        report = analysed.load(store, str(campaign["id"]), context_samples=False,
-                            primary_only=True)
-        found.campaigns.append({"id": campaign["id"], "name": campaign["name"],
-                                "created_at": campaign["created_at"], "host": where})
-        _add_points(series, report, where, environments, workloads)
-    if not found.campaigns:
-        raise StoreError(f"{store.engine.url}: no finished campaign matches"
-                         + _filters(host, group, name)
-                         + " (fix: 'guestbench report --list' shows the campaigns)")
-    for one in series.values():
-        if order == "version":
-            one.points.sort(key=history.version_key)
-        one.changes = history.find_changes(one, max_pvalue, min_change)
-    found.series = [one for one in series.values() if one.points]
-    if not found.series:
-        raise StoreError("no cell of those campaigns matches" + _filters(
-            None, None, None, environments, workloads) + " (fix: name an environment and a "
-            "workload of the campaigns, or leave --env and --workload out)")
-    return found
-
-
-def _campaigns(store: Store, group: str | None):
-    if group is None:
-        ids = [row["id"] for row in store.campaigns()]
-    else:
-        row = pool_rows.group(store.engine, group)
-        if row is None:
-            raise StoreError(f"--group {group!r}: no such campaign group in this store "
-                             "(fix: 'guestbench hosts' or 'guestbench report --list')")
-        ids = pool_rows.campaigns_of_plan(store.engine, row["plan_hash"])
-    for campaign_id in ids:
-        yield store.campaign(str(campaign_id))
-
-
-def _add_points(series: dict, report: analysed.CampaignResults, host: str, environments: tuple[str, ...],
-                workloads: tuple[str, ...]) -> None:
-    workload_of = {run["label"]: run["workload"] for run in report.runs}
-    env_rows = {env["name"]: env for env in report.environments}
-    for label, metric in report.performance_primary().items():
-        if workloads and label not in workloads and workload_of.get(label) not in workloads:
-            continue
-        for env, cell in report.results.cells.get((label, metric), {}).items():
-            if (environments and env not in environments) or cell.stats is None:
-                continue
-            key = (host, env, label, metric)
-            if key not in series:
-                series[key] = Series(host, env, label, metric, cell.unit, cell.higher_is_better)
-            campaign = report.campaign
-            series[key].points.append(Point(
-                campaign["id"], campaign["name"], campaign["created_at"], cell.stats.median,
-                cell.stats.ci_low, cell.stats.ci_high, cell.n_runs,
-                history.versions(env_rows.get(env, {}), campaign)))
-
-
-def _filters(host, group, name, environments=(), workloads=()) -> str:
-    parts = [f"{flag} {value}" for flag, value in (
-        ("--host", host), ("--group", group), ("--name", name),
-        ("--env", ",".join(environments)), ("--workload", ",".join(workloads))) if value]
-    return f" ({'; '.join(parts)})" if parts else ""
 
 
 # -- tables -------------------------------------------------------------------------------

@@ -122,9 +122,9 @@ def _row_label(report: CampaignResults, label: str, metric: str, unit: str, cell
     name = titles.label_title(report, label)
     if metric and metric != "time_per_op":
         metric_title = titles.metric_title(report, label, metric)
-        if unit in ("MB/s", "MiB/s", "GB/s") and metric_title.endswith(" bandwidth"):
-            metric_title = metric_title[:-len(" bandwidth")]  # the unit says it
-        if metric_title not in name:
+        if unit in ("MB/s", "MiB/s", "GB/s") and metric_title.split()[-1:] == ["bandwidth"]:
+            metric_title = metric_title[:-len("bandwidth")].strip()  # the unit says it
+        if metric_title and metric_title not in name:
             name = f"{name} {metric_title}"
     inverted = cell is not None and cell.higher_is_better and not absolute
     suffix = ", inverted" if inverted and layout.long_labels else ""
