@@ -107,7 +107,7 @@ def history(url: str, host: str | None, group: str | None,
     each campaign's digest kept for the next time). An --env or --workload that no stored
     campaign has ends it with the nearest names."""
     from guestbench.analysis import history as trend
-    from guestbench.store import StoreError
+    from guestbench.store_error import StoreError
     asked = (host, group, environments, workloads, name, order, max_pvalue, min_change)
     quick = _digested_readings(url) if group is None else None
     if quick is not None:

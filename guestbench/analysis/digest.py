@@ -20,7 +20,7 @@ from typing import Any
 from guestbench.analysis.cells import Cell, CellStats, Interval, Results, Spread
 from guestbench.analysis.results import CampaignResults, Geomean
 
-FORMAT = 1
+FORMAT = 2
 RUN_FIELDS = ("id", "environment_id", "environment", "workload", "label", "params", "status",
               "reason", "flags")
 CELL_FIELDS = ("environment", "label", "metric", "unit", "values", "sizes", "problems", "flags",
@@ -30,8 +30,10 @@ CELL_FIELDS = ("environment", "label", "metric", "unit", "values", "sizes", "pro
 def encode(results: CampaignResults) -> str:
     """The summary's share of a campaign's results, as JSON."""
     primary = set(results.primary.items())
+    # the primary metrics' cells, and those of workloads that gave no value (metric ""),
+    # whose problems say why
     cells = [_cell(cell) for (label, metric), row in results.results.cells.items()
-             if (label, metric) in primary for cell in row.values()]
+             if (label, metric) in primary or not metric for cell in row.values()]
     document = {
         "format": FORMAT,
         "campaign": _plain(results.campaign),

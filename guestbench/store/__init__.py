@@ -18,15 +18,12 @@ import sqlalchemy as sa
 from guestbench.store import damage, packed, schema
 from guestbench.store.columns import Samples
 from guestbench.store.schema import SCHEMA_VERSION
+from guestbench.store_error import StoreError  # noqa: F401 - the store's error, named here too
 
 DEFAULT_URL = "sqlite:///guestbench.sqlite"
 # module SQLAlchemy imports -> the PyPI package that provides it
 _DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]",
                     "MySQLdb": "mysqlclient", "pymysql": "pymysql"}
-
-
-class StoreError(Exception):
-    """The store cannot be opened or does not hold what was asked for."""
 
 
 @dataclass(frozen=True)
