@@ -192,17 +192,12 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
     """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
     per cell B/A, p-value and a verdict."""
     _short_lived()
-    from guestbench import reading, store
+    from guestbench import reading
     from guestbench.analysis import compare as comparing
 
-    stores = (store.open(db, create=False),)
-    stores += (store.open(db_b, create=False),) if db_b else stores
-    if group is not None:
-        from guestbench.report.group import campaign_of_host
-        campaign_a, campaign_b = (campaign_of_host(opened, group, host) for opened, host
-                                  in zip(stores, (campaign_a, campaign_b)))
-    sides = reading.sides(stores, (campaign_a, campaign_b))
-    itself = reading.with_itself(stores, sides)
+    urls = (db, db_b or db)
+    sides = reading.compared(urls, (campaign_a, campaign_b), group)
+    itself = reading.with_itself(urls, sides)
     if itself:
         _say(itself)
     result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec)

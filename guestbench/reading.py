@@ -29,9 +29,11 @@ def report(opened: Store, selector: str | None, baseline: str | None, all_metric
     from guestbench.analysis import digest, results
     if baseline is not None:
         _check_baseline(opened, selector, baseline)
+    keep = summary and baseline is None and not all_metrics
+    # a summary to keep describes every cell, so that compare can read the digest too
     loaded = results.load(opened, selector, baseline, all_metrics, context_samples=not summary,
-                          primary_only=summary)
-    if summary and baseline is None and not all_metrics:
+                          primary_only=summary and not keep)
+    if keep:
         digest.keep(opened, loaded)
     return loaded
 
@@ -44,6 +46,37 @@ def _check_baseline(opened: Store, selector: str | None, baseline: str) -> None:
         raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
                          f"{campaign['id']}{did_you_mean(baseline, names)} (fix: use one of "
                          f"{', '.join(names)})")
+
+
+def compared(urls: tuple[str, str], selectors: tuple[str, str], group: str | None):
+    """compare's two sides: from the campaigns' digests where both have one that serves,
+    else read from the stores (with a pool group, its two hosts' campaigns)."""
+    found = None if group else digested_sides(urls, selectors)
+    if found is not None:
+        return found
+    from guestbench import store
+    stores = (store.open(urls[0], create=False),)
+    stores += (store.open(urls[1], create=False),) if urls[1] != urls[0] else stores
+    if group is not None:
+        from guestbench.report.group import campaign_of_host
+        selectors = tuple(campaign_of_host(opened, group, host)
+                          for opened, host in zip(stores, selectors))
+    return sides(stores, selectors)
+
+
+def digested_sides(urls: tuple[str, str], selectors: tuple[str, str]):
+    """Both campaigns as compare reads them, from their digests, where both have one that
+    describes every cell; else None."""
+    from guestbench.analysis import compare as comparing
+    from guestbench.analysis import digest
+    out = []
+    for url, selector in zip(urls, selectors):
+        read = digest.read(url, selector)
+        side = comparing.side_of(read) if read is not None else None
+        if side is None:
+            return None
+        out.append(side)
+    return out
 
 
 def sides(stores: tuple[Store, Store], selectors: tuple[str, str]):
@@ -70,11 +103,10 @@ def _side(opened: Store, selector: str):
                           opened.samples(campaign["id"], CONTEXT_METRICS))
 
 
-def with_itself(stores: tuple[Store, Store], sides_read) -> str:
+def with_itself(urls: tuple[str, str], sides_read) -> str:
     """What compare says when both sides are one campaign of one store; else ""."""
     a, b = (side.campaign for side in sides_read)
-    same_store = stores[0] is stores[1] or stores[0].engine.url == stores[1].engine.url
-    if not same_store or a["id"] != b["id"]:
+    if urls[0] != urls[1] or a["id"] != b["id"]:
         return ""
     return (f"guestbench: compare: campaign {a['id']} ({a['name']!r}) with itself: every cell "
             "is 'same' by construction (fix: name two campaigns; 'guestbench report --list' "

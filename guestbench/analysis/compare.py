@@ -10,7 +10,6 @@ from typing import Any
 
 from guestbench.analysis import stats
 from guestbench.analysis.cells import CellStats, Interval, Cell, Results, higher_is_better
-from guestbench.analysis.summary import analyse, summarise
 
 THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
 ALPHA = 0.01  # and one with a p-value above this is not shown to be real
@@ -38,6 +37,7 @@ def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
     two processes). Its cells get the resamples that the work budget allows for two
     campaigns of its size: the budget holds for both sides together, and two sides of
     one size get the same resamples."""
+    from guestbench.analysis.summary import analyse, summarise
     names = {env["id"]: env["name"] for env in environments}
     for run in runs:
         run["environment"] = names[run["environment_id"]]
@@ -49,6 +49,23 @@ def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
     resamples = analyse(results, stats.resamples_for(2 * measured))
     return Side(campaign, {env["name"]: env["spec"] or {} for env in environments}, params,
                 results, resamples)
+
+
+def side_of(results) -> Side | None:
+    """One side from a campaign's results read from its digest (analysis/digest.py), where
+    they describe every cell with the resamples compare's own reading would use; else None."""
+    if not results.every_cell:
+        return None
+    measured = sum(cell.n for row in results.results.cells.values() for cell in row.values()
+                   if cell.kind != "verdict")
+    if stats.resamples_for(2 * measured) != results.resamples:
+        return None  # a campaign this large gets fewer resamples when compared
+    params: dict[str, dict[str, Any]] = {}
+    for run in results.runs:
+        params.setdefault(run["label"], run["params"] or {})
+    return Side(results.campaign, {env["name"]: env["spec"] or {}
+                                   for env in results.environments},
+                params, results.results, results.resamples)
 
 
 @dataclass
@@ -70,6 +87,20 @@ class CellComparison:
     def change(self) -> float:
         """Relative change of the number itself (+0.10 = B's median is 10% larger)."""
         return self.ratio.value - 1
+
+    @property
+    def higher_is_better(self) -> bool:
+        return higher_is_better(self.unit, self.a_cell.declared_higher if self.a_cell else None)
+
+    @property
+    def worse_ratio(self) -> Interval:
+        """B against A under the one ratio rule, above 1 is worse: median(B) / median(A)
+        for a cost, median(A) / median(B) for a rate (analysis/results.py)."""
+        if not self.higher_is_better or math.isnan(self.ratio.value):
+            return self.ratio
+        return Interval(1 / self.ratio.value if self.ratio.value else math.inf,
+                        None if not self.ratio.high else 1 / self.ratio.high,
+                        None if not self.ratio.low else 1 / self.ratio.low)
 
 
 @dataclass

@@ -21,6 +21,9 @@ from guestbench.analysis.cells import Cell, CellStats, Interval, Results, Spread
 from guestbench.analysis.results import CampaignResults, Geomean
 
 FORMAT = 2
+# Up to this many values, a digest keeps every cell (compare reads it); beyond, the summary's
+# cells alone, and compare derives the campaign from its samples
+EVERY_CELL_VALUES = 200_000
 RUN_FIELDS = ("id", "environment_id", "environment", "workload", "label", "params", "status",
               "reason", "flags")
 CELL_FIELDS = ("environment", "label", "metric", "unit", "values", "sizes", "problems", "flags",
@@ -30,10 +33,13 @@ CELL_FIELDS = ("environment", "label", "metric", "unit", "values", "sizes", "pro
 def encode(results: CampaignResults) -> str:
     """The summary's share of a campaign's results, as JSON."""
     primary = set(results.primary.items())
+    every_cell = results.every_cell and sum(
+        cell.n for row in results.results.cells.values() for cell in row.values()
+    ) <= EVERY_CELL_VALUES
     # the primary metrics' cells, and those of workloads that gave no value (metric ""),
-    # whose problems say why
+    # whose problems say why; every cell where they are few enough
     cells = [_cell(cell) for (label, metric), row in results.results.cells.items()
-             if (label, metric) in primary or not metric for cell in row.values()]
+             if every_cell or (label, metric) in primary or not metric for cell in row.values()]
     document = {
         "format": FORMAT,
         "campaign": _plain(results.campaign),
@@ -51,7 +57,7 @@ def encode(results: CampaignResults) -> str:
                            "workloads": geomean.workloads, "of": geomean.of}
                      for env, geomean in results.geomeans.items()},
         "workload_of": results.workload_of, "label_titles": results.label_titles,
-        "metric_titles": results.metric_titles,
+        "metric_titles": results.metric_titles, "every_cell": every_cell,
     }
     return json.dumps(document, separators=(",", ":"))
 
@@ -82,7 +88,8 @@ def decode(text: str) -> CampaignResults | None:
          in document["ratios"]},
         {env: Geomean(Interval(*geomean["interval"]), geomean["workloads"], geomean["of"])
          for env, geomean in document["geomeans"].items()},
-        [], document["workload_of"], document["label_titles"], document["metric_titles"])
+        [], document["workload_of"], document["label_titles"], document["metric_titles"],
+        document["every_cell"])
 
 
 def _cell(cell: Cell) -> dict[str, Any]:

@@ -52,6 +52,7 @@ class CampaignResults:
     # and label -> metric -> the metric's title ("TSC per op")
     label_titles: dict[str, str] = field(default_factory=dict)
     metric_titles: dict[str, dict[str, str]] = field(default_factory=dict)
+    every_cell: bool = True  # every cell described (else only the primary metrics')
 
     @property
     def host_facts(self) -> dict[str, Any]:
@@ -107,7 +108,7 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     return CampaignResults(campaign, environments, runs, samples, baseline, results, used,
                            primary, ratios(results, baseline),
                            geomeans(results, baseline, primary), cell_stops, workload_of,
-                           *display_names(results, workload_of))
+                           *display_names(results, workload_of), not primary_only)
 
 
 def display_names(results: Results, workload_of: dict[str, str]

@@ -8,7 +8,9 @@ from typing import Any
 
 from guestbench import __version__
 from guestbench.analysis.compare import SAME, SLOWER, Comparison, CellComparison, Side
-from guestbench.analysis.stats import CONFIDENCE, PERMUTATIONS
+from guestbench.analysis.cells import CONFIDENCE
+from guestbench.analysis.results import RATIO_RULE
+from guestbench.analysis.stats import PERMUTATIONS
 from guestbench.report.model import Table, format_interval, format_percent, format_value
 
 JSON_SCHEMA_VERSION = 1
@@ -26,7 +28,7 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
     a, b = comparison.a, comparison.b
     table = Table(f"Compare: A = {_name(a)}, B = {_name(b)}",
                   ["environment", "workload", "metric", "A median", "B median",
-                   f"B/A [{CONFIDENCE:.0%} CI]", "p", "verdict", "notes"], [], label_columns=3,
+                   f"B x A [{CONFIDENCE:.0%} CI]", "p", "verdict", "notes"], [], label_columns=3,
                   name="compare", note=_note(comparison))
     shown = comparison.cells if every else [cell for cell in comparison.cells
                                             if cell.verdict != SAME]
@@ -51,9 +53,10 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
 
 
 def _ratio(cell: CellComparison) -> str:
+    """B against A under the one rule (above 1 is worse), and the change of B's number."""
     if math.isnan(cell.ratio.value):
         return "-"
-    return f"{format_interval(cell.ratio)} ({cell.change * 100:+.1f}%)"
+    return f"{format_interval(cell.worse_ratio)} ({cell.change * 100:+.1f}%)"
 
 
 def _note(comparison: Comparison) -> str:
@@ -76,7 +79,8 @@ def _note(comparison: Comparison) -> str:
             "and a "
             f"change beyond {format_percent(comparison.threshold)} (the ratio's whole interval, "
             "not only its point estimate); slower means a larger time or a smaller throughput "
-            "in B.")
+            "in B. B x A: " + RATIO_RULE.replace("baseline", "A") + "; the % in brackets is the "
+            "change of B's number itself.")
 
 
 def document(comparison: Comparison) -> dict[str, Any]:
@@ -104,11 +108,12 @@ def _cell(cell: CellComparison) -> dict[str, Any]:
         return {"n": stats.n, "median": stats.median, "ci": [stats.ci_low, stats.ci_high],
                 "cv": stats.cv, "flags": stats.flags}
 
-    ratio = cell.ratio
+    ratio = cell.worse_ratio
     return {"environment": cell.environment, "workload": cell.label, "metric": cell.metric,
             "unit": cell.unit, "a": described(cell.a), "b": described(cell.b),
             "ratio": None if math.isnan(ratio.value) else ratio.value,
-            "ratio_ci": [ratio.low, ratio.high], "pvalue": cell.pvalue, "verdict": cell.verdict,
+            "ratio_ci": [ratio.low, ratio.high], "ratio_rule": RATIO_RULE.replace("baseline", "A"),
+            "change": None if math.isnan(cell.ratio.value) else cell.change, "pvalue": cell.pvalue, "verdict": cell.verdict,
             "notes": cell.notes}
 
 

@@ -99,3 +99,20 @@ def test_history_from_digests_is_the_history_from_the_store(tmp_path: Path,
     from_digests = history_json(campaigns, url)
     assert json.dumps(from_digests, sort_keys=True) == json.dumps(from_store, sort_keys=True)
     assert any(series["change_points"] for series in from_digests["series"])
+
+
+def test_compare_from_digests_is_the_compare_from_the_store(tmp_path: Path,
+                                                            fake_agent) -> None:  # noqa: F811
+    url, opened, _first = written(tmp_path)
+    default_like.write(opened)  # a second campaign of the same plan
+    from_store = invoke(["compare", "1", "2", "--db", url, "--format", "json"], fake_agent)
+    assert from_store.exit_code == 0, from_store.output
+    for campaign in ("1", "2"):  # each campaign's summary keeps its digest
+        assert invoke(["report", campaign, "--db", url], fake_agent).exit_code == 0
+    assert all(digest.read(url, campaign).every_cell for campaign in ("1", "2"))
+    from_digests = invoke(["compare", "1", "2", "--db", url, "--format", "json"], fake_agent)
+    assert from_digests.exit_code == 0, from_digests.output
+    assert json.loads(from_digests.output) == json.loads(from_store.output)
+    stream = [cell for cell in json.loads(from_digests.output)["cells"]
+              if cell["unit"] == "MB/s"]
+    assert stream and all("above 1 is worse" in cell["ratio_rule"] for cell in stream)
