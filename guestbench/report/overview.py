@@ -10,7 +10,7 @@ from html import escape
 
 from guestbench.analysis.cells import Cell, Interval
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import model, svg, titles
+from guestbench.report import model, summary, svg, titles
 from guestbench.report.model import (STATUS_MARKS, Table, format_percent, format_ratio,
                                      format_value, row_scale)
 
@@ -134,13 +134,16 @@ def heatmap(report: CampaignResults, anchor: CellAnchor, headers: dict[str, str]
     rows = list(report.performance_primary().items())
     shown = row_titles(report, rows)
     envs = report.results.environments
+    everywhere = summary.environment_flags(report, envs)
+    used: dict[str, None] = {}
     head = "".join(_column_head(report, env, headers.get(env, env)) for env in envs)
     body = []
     for (label, metric), (title, metric_title) in zip(rows, shown):
         row = report.results.cells[(label, metric)]
         unit, divisor = row_scale(row[envs[0]].unit, list(row.values()))
         inverted = ", inverted" if row[envs[0]].higher_is_better else ""
-        cells = "".join(_cell_html(report, label, metric, row[env], divisor, unit, anchor)
+        cells = "".join(_cell_html(report, label, metric, row[env], divisor, unit, anchor,
+                                   summary.marks_of(row[env], everywhere.get(env, set()), used))
                         for env in envs)
         named = f'<a href="#{_e(plots[label])}">{_e(title)}</a>' if label in plots else _e(title)
         body.append(f'<tr><th scope="row">{named}<span class="metric">{_e(metric_title)} '
@@ -151,10 +154,15 @@ def heatmap(report: CampaignResults, anchor: CellAnchor, headers: dict[str, str]
     caption = (f"Ratio to {baseline} per workload, {ratio_rule(baseline)}; its 95% interval "
                f"below it; colour by the ratio's size on a log scale. The {baseline} column: "
                "its own median ±half its 95% interval. A cell links to its runs.")
+    said = [model.spread_line(report)] + [
+        line for line in summary.environment_lines(report, everywhere)]
+    said += summary.legend(used)
     return (f'<figure id="overview-heatmap" class="heatmap"><figcaption>{_e(caption)}'
             '</figcaption><div class="scroll"><table class="heatmap sortable"><thead><tr>'
             f'<th scope="col">workload</th>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
-            f"</table></div>{_legend(report)}</figure>")
+            f"</table></div>{_legend(report)}"
+            + "".join(f'<p class="note">{_e(line)}</p>' for line in said if line)
+            + "</figure>")
 
 
 def row_titles(report: CampaignResults, rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -179,8 +187,8 @@ def _column_head(report: CampaignResults, env: str, header: str) -> str:
             + (f'<span class="metric">{_e(detail)}</span>' if detail else "") + "</th>")
 
 
-def _cell_html(report: CampaignResults, label: str, metric: str, cell: Cell, divisor: float, unit: str,
-               anchor: CellAnchor) -> str:
+def _cell_html(report: CampaignResults, label: str, metric: str, cell: Cell, divisor: float,
+               unit: str, anchor: CellAnchor, flags: str = "") -> str:
     """A ratio coloured by its size over its interval; the baseline's own median; else what
     the cell's runs said, or why there is no ratio."""
     base = report.results.cells[(label, metric)][report.baseline]
@@ -204,7 +212,7 @@ def _cell_html(report: CampaignResults, label: str, metric: str, cell: Cell, div
     marks = "".join(dict.fromkeys(STATUS_MARKS.get(status, "") for status, _ in cell.problems))
     if cell.values and marks:  # a cell with values whose other runs did not give any
         detail = f"{detail} {marks}".strip()
-    inner = _e(text) + (f'<span class="ci">{_e(detail)}</span>' if detail else "")
+    inner = _e(text + flags) + (f'<span class="ci">{_e(detail)}</span>' if detail else "")
     target = anchor((cell.environment, label))
     if target:
         where = f"the runs of {label} in {cell.environment}"

@@ -68,7 +68,7 @@ def _build(report: CampaignResults, layout: Layout) -> Table:
                   name="summary", note=what + ". Every metric, the intervals of ratios and "
                   "the statistics: report --detail, or --format markdown|html|json.")
     table.tones = []
-    environment_flags = _environment_flags(report, shown)
+    everywhere = environment_flags(report, shown)
     used: dict[str, None] = {}
     for label, metric, unit in results.rows:
         if metric != report.primary.get(label, ""):
@@ -81,7 +81,7 @@ def _build(report: CampaignResults, layout: Layout) -> Table:
         texts, tones = [], []
         for env in shown:
             cell = row[env]
-            marks = _marks(cell, environment_flags.get(env, set()), used)
+            marks = marks_of(cell, everywhere.get(env, set()), used)
             if not absolute and env != baseline:
                 text, tone = _ratio_text(cell, base, report.ratios.get((label, metric, env)),
                                          layout, footnotes)
@@ -102,8 +102,8 @@ def _build(report: CampaignResults, layout: Layout) -> Table:
                            + ", ".join(fewer) + ".")
         table.tones.append([None if env == baseline else _tone(report.geomeans[env].interval.value)
                             if env in report.geomeans else None for env in shown])
-    table.footnotes = _legend(used) + footnotes.lines() + _environment_lines(
-        report, environment_flags) + _not_run_lines(report, shown)
+    table.footnotes = legend(used) + footnotes.lines() + environment_lines(
+        report, everywhere) + _not_run_lines(report, shown)
     differing = parameter_notes(report)
     if differing:
         table.note += " " + differing
@@ -183,7 +183,7 @@ def _problems(cell: Cell, footnotes: Footnotes) -> str:
     return f"{marks} {numbers}"
 
 
-def _marks(cell: Cell, environment_wide: set[str], used: dict[str, None]) -> str:
+def marks_of(cell: Cell, environment_wide: set[str], used: dict[str, None]) -> str:
     """The cell's one-character flag marks ("!", "~", "c"), those of its environment's every
     cell left to the line under the table; each mark used is remembered for the legend."""
     marks = dict.fromkeys(FLAG_MARKS[name] for name in cell.flag_names
@@ -192,7 +192,7 @@ def _marks(cell: Cell, environment_wide: set[str], used: dict[str, None]) -> str
     return (" " + "".join(marks)) if marks else ""
 
 
-def _environment_flags(report: CampaignResults, shown: list[str]) -> dict[str, set[str]]:
+def environment_flags(report: CampaignResults, shown: list[str]) -> dict[str, set[str]]:
     """Per environment, the run flags every one of its measured primary cells carries: a
     property of the environment on this host, said once instead of on every cell."""
     out = {}
@@ -208,13 +208,13 @@ def _environment_flags(report: CampaignResults, shown: list[str]) -> dict[str, s
     return out
 
 
-def _environment_lines(report: CampaignResults, flags: dict[str, set[str]]) -> list[str]:
+def environment_lines(report: CampaignResults, flags: dict[str, set[str]]) -> list[str]:
     from guestbench.report.model import FLAG_MEANINGS
     return [f"{env}: every cell {name}: {FLAG_MEANINGS.get(name, name)}"
             for env, names in flags.items() for name in sorted(names)]
 
 
-def _legend(used: dict[str, None]) -> list[str]:
+def legend(used: dict[str, None]) -> list[str]:
     if not used:
         return []
     return ["Flags: " + "; ".join(f"{mark} {MARK_MEANINGS[mark]}" for mark in used) + "."]

@@ -114,3 +114,14 @@ def test_ratios_are_coloured_by_size_on_a_colour_terminal_only(campaign, monkeyp
     assert "\x1b[" not in shown(campaign, 120)
     monkeypatch.setenv("NO_COLOR", "1")
     assert "\x1b[31m" not in shown(campaign, 120, colour=True)
+
+
+def test_the_html_overview_carries_the_same_marks(campaign, tmp_path) -> None:
+    from guestbench.report import html
+    page = html.render(campaign, tmp_path)
+    heatmap = page[page.index('id="overview-heatmap"'):]
+    heatmap = heatmap[:heatmap.index("</figure>")]
+    assert "187x !" in heatmap and "8.58x !~" in heatmap
+    assert "Flags: ! runs vary far more" in heatmap
+    assert "uml: every cell console-latency" in heatmap
+    assert "263x c" not in heatmap  # said once for uml, not on each of its cells
