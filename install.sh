@@ -14,13 +14,13 @@ SUDO=""
 # cpio, kmod (modprobe): the guest image; linux-perf: benchmarks/fidelity_perf.py;
 # binutils (readelf): the test that the agent is static.
 # chromium, fonts-dejavu-core: the HTML report test (headless page, marks like ◷ drawn).
-# fio, dbench: the disk workloads; sysbench, stress-ng: exec examples and their tests; e2fsprogs (mkfs.ext4, debugfs), qemu-utils (qemu-img): guest scratch disks.
+# fio, dbench, bonnie++: the disk workloads; sysbench, stress-ng: exec examples and their tests; e2fsprogs (mkfs.ext4, debugfs), qemu-utils (qemu-img): guest scratch disks.
 # postgresql: the shared store of a host pool; the tests start a private server of their own.
 # linux-source, flex, bison, bc: kernel_build (the tree is configured on the host; bc is
 # one of the programs Kbuild runs).
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
-          busybox-static cpio kmod linux-perf fio dbench e2fsprogs qemu-utils chromium fonts-dejavu-core
+          busybox-static cpio kmod linux-perf fio dbench bonnie++ e2fsprogs qemu-utils chromium fonts-dejavu-core
           sysbench stress-ng postgresql linux-source flex bison bc)
 missing=()
 for package in "${PACKAGES[@]}"; do
