@@ -188,6 +188,12 @@ class Cell:
         """Runs that gave values: the unit of replication, whatever each gave."""
         return len(self.sizes) if self.sizes else len(self.values)
 
+    def run_means(self) -> tuple[list[float], float, float | None]:
+        """Each run's mean, their mean and their standard deviation (None for one run): how
+        kernbench reports its runs."""
+        means = [statistics.fmean(values) for values in self.run_values()]
+        return means, statistics.fmean(means), statistics.stdev(means) if len(means) > 1 else None
+
     def run_values(self) -> list[list[float]]:
         """The values, one list per run."""
         if not self.sizes:

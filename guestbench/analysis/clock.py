@@ -1,4 +1,11 @@
-"""The clock check's thresholds, shared by the runner that flags and the report that explains."""
+"""The clock check's thresholds, shared by the runner that flags and the report that explains,
+and each environment's summary of it over a campaign."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
 
 # The guest's clock may disagree with the host's by this much before a run is flagged.
 CLOCK_DRIFT_LIMIT = 0.05
@@ -42,3 +49,28 @@ def marks_verdict(points: list[tuple[int, int]]) -> tuple[float | None, str | No
     if any(fast) or any(slow):
         return total, "console-latency"
     return total, None
+
+
+@dataclass(frozen=True)
+class ClockSummary:
+    """One environment's clock check over a campaign: its runs' guest/host time ratios."""
+
+    runs_judged: int
+    median_ratio: float
+    lowest: float
+    highest: float
+    flagged: int  # runs flagged clock-drift
+
+
+def clock_summaries(runs: list[dict[str, Any]], samples, environments: list[str]
+                    ) -> dict[str, ClockSummary]:
+    """Per environment (in the given order) that has clock ratios: their summary."""
+    run_env = {run["id"]: run["environment"] for run in runs}
+    ratios: dict[str, list[float]] = {}
+    for sample in samples.of_metrics("clock_ratio"):
+        ratios.setdefault(run_env[sample["run_id"]], []).append(sample["value"])
+    flagged = {env: sum("clock-drift" in (run.get("flags") or []) for run in runs
+                        if run["environment"] == env) for env in ratios}
+    return {env: ClockSummary(len(ratios[env]), statistics.median(ratios[env]),
+                              min(ratios[env]), max(ratios[env]), flagged[env])
+            for env in environments if env in ratios}

@@ -9,6 +9,7 @@ half the baseline's bandwidth. Nothing outside this package divides one cell by 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,13 @@ class CampaignResults:
         """Whether the baseline has any value to divide by."""
         return bool(self.baseline) and any(
             row[self.baseline].values for row in self.results.cells.values())
+
+    @functools.cached_property
+    def boot(self) -> dict[str, dict[str, Any]]:
+        """Boot phases per environment, each a median over its runs (analysis/boot.py);
+        {} for results read from a digest, which keeps no boot samples."""
+        from guestbench.analysis.boot import breakdown
+        return breakdown(self.runs, self.samples) if self.samples is not None else {}
 
     def performance_primary(self) -> dict[str, str]:
         """The primary metrics that are performance figures: what % tables, scaling tables
@@ -165,6 +173,15 @@ def slowdown(base: Cell, cell: Cell) -> Interval | None:
     if base.stats is None or cell.stats is None:
         return None
     return stats.ratio_interval(*slowdown_pair(base, cell))
+
+
+def change(base: Cell, cell: Cell) -> Interval | None:
+    """median(cell) / median(base) with its interval, whatever the unit: how much a number
+    itself changed between two versions (the version table gives it as a % change)."""
+    from guestbench.analysis import stats
+    if base.stats is None or cell.stats is None:
+        return None
+    return stats.ratio_interval(base.stats, cell.stats)
 
 
 def ratios(results: Results, baseline: str | None) -> dict[tuple[str, str, str], Interval]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from guestbench import __version__
-from guestbench.analysis.boot import PHASES, breakdown
+from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import Cell
 from guestbench.report import columns, model, overview, overview_card, svg, views
 from guestbench.report.html_assets import CSS, SCRIPT
@@ -273,7 +273,7 @@ def _no_data_text(statuses: Iterable[str]) -> str:
 
 
 def _boot_plot(report: CampaignResults) -> str:
-    cells = breakdown(report.runs, report.samples)
+    cells = report.boot
     if not cells:
         return ""
     boot_labels = {run["label"] for run in report.runs if run["workload"] == "boot"}

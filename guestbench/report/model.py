@@ -5,14 +5,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import re
-import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from guestbench.analysis.boot import PHASES, breakdown
+from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import (CONFIDENCE, CONTEXT, RESAMPLES, SPREAD_FACTOR, TOO_FAST,
                                        UNSTABLE_CV, VERDICT, Cell, Interval, Results, row_kind)
-from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S
+from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S, clock_summaries
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
 
 
@@ -440,29 +439,23 @@ def geomean_text(report: CampaignResults, env: str, as_percent: bool = False) ->
 
 def clock_table(report: CampaignResults) -> Table | None:
     """The clock check per environment: agent time over host time between hello and end."""
-    ratios: dict[str, list[float]] = {}
-    run_env = {run["id"]: run["environment"] for run in report.runs}
-    for sample in report.samples.of_metrics("clock_ratio"):
-        ratios.setdefault(run_env[sample["run_id"]], []).append(sample["value"])
-    if not ratios:
+    summaries = clock_summaries(report.runs, report.samples, report.results.environments)
+    if not summaries:
         return None
-    flagged = {env: sum("clock-drift" in (run.get("flags") or []) for run in report.runs
-                        if run["environment"] == env) for env in ratios}
     table = Table("Clock check: guest's time / host's time over each run (hello to end record)",
                   ["environment", "runs judged", "median ratio", "min-max", "flagged clock-drift"],
                   [], note=f"A run is flagged when its ratio is off 1 by more than "
                            f"{CLOCK_DRIFT_LIMIT:.0%}; runs shorter than {CLOCK_MIN_SPAN_S:g} s "
                            "are not judged.", label_columns=1, name="clock")
-    for env in (env for env in report.results.environments if env in ratios):
-        values = ratios[env]
-        table.add([env, str(len(values)), f"{statistics.median(values):.4f}",
-                   f"{min(values):.4f}-{max(values):.4f}", str(flagged[env])])
+    for env, summary in summaries.items():
+        table.add([env, str(summary.runs_judged), f"{summary.median_ratio:.4f}",
+                   f"{summary.lowest:.4f}-{summary.highest:.4f}", str(summary.flagged)])
     return table
 
 
 def boot_table(report: CampaignResults) -> Table | None:
     """Boot phases per environment: median of each run's phase duration, ms."""
-    cells = breakdown(report.runs, report.samples)
+    cells = report.boot
     if not cells:
         return None
     boot_samples = list(report.samples.of_metrics("boot_powered_off"))

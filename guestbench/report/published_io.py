@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from guestbench.analysis.cells import CONTEXT, VERDICT, Cell
@@ -238,11 +237,11 @@ def build_runs_table(report: CampaignResults, footnotes: Footnotes) -> Table | N
                 cell = report.results.cells.get((label, metric), {}).get(env)
                 if cell is None or not cell.values:
                     continue
-                runs = [statistics.fmean(values) for values in cell.run_values()]
+                runs, mean, stdev = cell.run_means()
                 most = max(most, len(runs))
-                spread = f" ({format_value(statistics.stdev(runs))})" if len(runs) > 1 else ""
-                rows.append(([env, label, title], runs,
-                             f"{format_value(statistics.fmean(runs))}{spread}", (env, label)))
+                spread = f" ({format_value(stdev)})" if stdev is not None else ""
+                rows.append(([env, label, title], runs, f"{format_value(mean)}{spread}",
+                             (env, label)))
     if not rows:
         return None
     table = Table("Build runs: each run, then mean (standard deviation), like kernbench",

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from guestbench.analysis import stats
+from guestbench.analysis import results as analysed
 from guestbench.analysis.compare import FASTER, SAME, SLOWER, THRESHOLD, beyond_threshold
 from guestbench.analysis.cells import Interval, Cell
 from guestbench.analysis.results import CampaignResults
@@ -152,7 +152,7 @@ def _median_text(cell: Cell, footnotes: Footnotes, divisor: float) -> str:
 def _change_text(cell: Cell, base: Cell, footnotes: Footnotes) -> str:
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
-    ratio = stats.ratio_interval(base.stats, cell.stats) if base.stats and cell.stats else None
+    ratio = analysed.change(base, cell)
     if ratio is None:
         return decorate("no reference", cell, footnotes)
     text = format_change(ratio.value - 1)
