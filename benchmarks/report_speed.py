@@ -1,4 +1,3 @@
-from guestbench.analysis import results as analysed
 #!/usr/bin/env python3
 """How long `guestbench report` and `guestbench compare` take over stores of 1,000,000 samples.
 
@@ -38,6 +37,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from guestbench.analysis import results as analysed
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -136,7 +137,6 @@ def store_read(url: str, campaign: int) -> str:
 
 def model_load(url: str, campaign: int) -> str:
     from guestbench import store as gb_store
-    from guestbench.report import model
     opened = gb_store.open(url, create=False)
     try:
         loaded = analysed.load(opened, str(campaign))
