@@ -9,11 +9,11 @@ from typing import Any
 from guestbench import __version__
 from guestbench.analysis.cells import UNSTABLE_CV
 from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR
-from guestbench.analysis.results import CampaignResults
+from guestbench.analysis.results import RATIO_RULE, CampaignResults
 
 # Bump when a key is removed, renamed or changes meaning; a new key is added without a
 # bump (readers ignore keys they do not know). docs/results.md keeps the history.
-JSON_SCHEMA_VERSION = 2
+JSON_SCHEMA_VERSION = 3
 
 
 def document(report: CampaignResults) -> dict[str, Any]:
@@ -36,6 +36,8 @@ def document(report: CampaignResults) -> dict[str, Any]:
         },
         "host": campaign["host_facts"],
         "host_checks": report.host_checks,
+        # every ratio_to_baseline and geometric mean of this document reads this way
+        "ratio_rule": RATIO_RULE.replace("baseline", report.baseline or "baseline"),
         "statistics": {"confidence": CONFIDENCE, "bootstrap_resamples": report.resamples,
                        "method": "percentile bootstrap of the median: runs, then values within runs",
                        "unstable_cv": UNSTABLE_CV, "outlier_iqr": OUTLIER_IQR},

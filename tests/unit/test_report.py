@@ -349,7 +349,7 @@ def test_csv(report: analysed.CampaignResults) -> None:
 def test_json(report: analysed.CampaignResults) -> None:
     document = json.loads(json_report.render(report))
     assert document["schema"] == "guestbench-results"
-    assert document["schema_version"] == json_report.JSON_SCHEMA_VERSION == 2
+    assert document["schema_version"] == json_report.JSON_SCHEMA_VERSION == 3
     assert document["host"] == FACTS
     assert document["campaign"]["name"] == "reported"
     assert document["campaign"]["baseline"] == "base"
