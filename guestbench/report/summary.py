@@ -193,15 +193,16 @@ def marks_of(cell: Cell, environment_wide: set[str], used: dict[str, None]) -> s
 
 
 def environment_flags(report: CampaignResults, shown: list[str]) -> dict[str, set[str]]:
-    """Per environment, the run flags every one of its measured primary cells carries: a
-    property of the environment on this host, said once instead of on every cell."""
+    """Per environment, the flags every one of its measured primary cells carries (UML's
+    clock marks all arriving late, every one of its cells varying widely): a property of
+    the environment on this host, said once instead of on every cell."""
     out = {}
     for env in shown:
         cells = [report.results.cells[(label, metric)][env]
                  for label, metric in report.primary.items()
                  if report.results.cells[(label, metric)][env].values]
-        common = set.intersection(*(set(cell.flags) for cell in cells)) if len(cells) > 1 \
-            else set()
+        common = set.intersection(*(set(cell.flag_names) for cell in cells)) \
+            if len(cells) > 1 else set()
         common &= set(FLAG_MARKS)
         if common:
             out[env] = common
