@@ -1,7 +1,8 @@
 """What `envs` does to answer quickly, and that it still answers the same: the presets'
 probes run at once and come back in the presets' order, a kind's module loads when a
-preset names it, envs loads neither the store's engine nor the numbers' libraries, and
-the host's facts start no process where /proc/cpuinfo names the CPU."""
+preset names it, envs loads neither the store's engine nor the numbers' libraries, a
+container probe cleans up only what its run may have left, and the host's facts start no
+process where /proc/cpuinfo names the CPU."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import environments, host
-from guestbench.environments import kvm, survey
+from guestbench import environments, host, proc
+from guestbench.environments import kvm, oci, survey
 from guestbench.environments.base import Availability
 
 PRESETS = list(environments.PRESETS)
@@ -94,6 +95,48 @@ def test_envs_loads_neither_the_store_nor_numbers_nor_the_command_kind(tmp_path:
                            cwd=tmp_path, timeout=60, check=True).stdout
     assert shown.endswith("LOADED []\n"), shown
     assert "| runsc " in shown and "probed" in shown, shown
+
+
+# -- a container probe's cleanup ------------------------------------------------------
+
+@pytest.fixture
+def container_runs(tmp_path, monkeypatch):
+    """oci's probe with a runtime that answers as told: call it with what `run` does
+    (a return code or an exception); it gives the answer and every command started."""
+    agent_file = tmp_path / "gbagent"
+    agent_file.write_text("an agent\n")
+    monkeypatch.setattr(oci.agent, "path", lambda: agent_file)
+    monkeypatch.setattr(oci, "which", lambda program: f"/usr/bin/{program}")
+
+    def probe(run_does):
+        started: list[str] = []
+
+        def run(argv, timeout_s):
+            started.append(next(word for word in argv if word in ("run", "delete")))
+            if started[-1] == "delete":
+                return proc.Completed(tuple(argv), 0, "", "", 0.0)
+            if isinstance(run_does, Exception):
+                raise run_does
+            return proc.Completed(tuple(argv), run_does, "gbagent 0.1.0 (protocol 1)\n",
+                                  "cgroups: no\n" if run_does else "", 0.0)
+        monkeypatch.setattr(oci.proc, "run", run)
+        answer = environments.create(environments.preset_spec("runsc")).probe(None)
+        return answer, started
+    return probe
+
+
+def test_a_container_that_ran_is_not_deleted_again(container_runs):
+    answer, commands = container_runs(0)
+    assert answer == Availability.yes("runsc: gbagent 0.1.0 (protocol 1)")
+    assert commands == ["run"]
+
+
+@pytest.mark.parametrize("run_does", [1, proc.DeadlineExceeded("runsc did not finish"),
+                                      proc.ProcessError("cannot start runsc")])
+def test_a_container_that_failed_is_deleted(container_runs, run_does):
+    answer, commands = container_runs(run_does)
+    assert not answer.available and answer.reason
+    assert commands == ["run", "delete"]
 
 
 # -- the host's facts -----------------------------------------------------------------
