@@ -49,7 +49,7 @@ def collect() -> Host:
     return Host({
         "hostname": socket.gethostname(),
         "arch": platform.machine(),
-        "cpu_model": cpuinfo.get("model name", platform.processor() or "unknown"),
+        "cpu_model": _cpu_model(cpuinfo),
         "logical_cpus": os.cpu_count(),
         "kernel": platform.release(),
         "kernel_version": platform.version(),
@@ -96,6 +96,14 @@ def _cpuinfo() -> dict[str, str]:
             break  # first processor only
         facts.setdefault(key.strip(), value.strip())
     return facts
+
+
+def _cpu_model(cpuinfo: dict[str, str]) -> str:
+    """/proc/cpuinfo's model name; only without one what platform says (which starts
+    a process, `uname -p`)."""
+    if "model name" in cpuinfo:
+        return cpuinfo["model name"]
+    return platform.processor() or "unknown"
 
 
 def _memory_mib() -> int | None:

@@ -4,8 +4,6 @@ report/listing.py), every stored campaign."""
 
 from __future__ import annotations
 
-from guestbench.report.listing import Column, draw
-
 NO_IMAGE_YET = ("no image yet: one is built when a campaign first prepares a full-system\n"
                 "environment (qemu, uml, command), before its first run")
 
@@ -14,9 +12,13 @@ def environments(here) -> str:
     """Each preset: its kind and options, available or not and why, and how long the probe
     took (a kept KVM test boot's answer where there is one: environments/survey.py)."""
     from guestbench.environments import survey
+    with survey.started(here) as answers:
+        # the tables' library (rich) loads while the probes wait on their programs
+        from guestbench.report.listing import Column, draw
+        probed = answers()
     facts = here.facts
     rows = [[one.preset, one.spec.kind, one.options, "yes" if one.answer.available else "no",
-             one.answer.reason, f"{one.probe_s:.2f}"] for one in survey.presets(here)]
+             one.answer.reason, f"{one.probe_s:.2f}"] for one in probed]
     return draw(f"Environments on {facts['hostname']} ({facts['cpu_model']}, kernel "
                 f"{facts['kernel']})",
                 [Column("preset", whole=True), Column("kind", whole=True), Column("options"),
@@ -29,6 +31,7 @@ def images(width: int | None = None) -> str:
     """Each cached guest image: kernel, modules, tools, size and when it was built (width:
     the terminal's, at most 120)."""
     from guestbench import images as guest_images
+    from guestbench.report.listing import Column, draw
     rows = [[row["id"], str(row["kernel"]), row["kernel_version"],
              ",".join(row["modules"]) or "-", ",".join(row["tools"]) or "-",
              f"{row['size_bytes'] / 2**20:.1f}", _minute(row.get("created_at"))]

@@ -2,25 +2,42 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from guestbench.environments.base import Environment, EnvironmentSpec
-from guestbench.environments.command import Command
-from guestbench.environments.fake import Fake
-from guestbench.environments.namespace import Namespace
-from guestbench.environments.native import Native
-from guestbench.environments.oci import Oci
-from guestbench.environments.qemu import Qemu
-from guestbench.environments.qemu_user import QemuUser
-from guestbench.environments.uml import Uml
 
-KINDS: dict[str, type[Environment]] = {
-    cls.kind: cls for cls in (Native, Namespace, Oci, QemuUser, Qemu, Uml, Command, Fake)
+# Each kind's module and class. A kind's module is imported when a plan or a preset first
+# names the kind, so that `envs` starts the container probes before the full-system
+# kinds' machinery (images, consoles, disks) has loaded, and never loads `command`'s.
+_KIND_CLASSES: dict[str, tuple[str, str]] = {
+    "native": ("native", "Native"),
+    "namespace": ("namespace", "Namespace"),
+    "oci": ("oci", "Oci"),
+    "qemu-user": ("qemu_user", "QemuUser"),
+    "qemu": ("qemu", "Qemu"),
+    "uml": ("uml", "Uml"),
+    "command": ("command", "Command"),
+    "fake": ("fake", "Fake"),
 }
 
 # Kinds a plan can name. `fake` invents its numbers: only the test suite enables it.
-PUBLIC_KINDS = tuple(kind for kind in KINDS if kind != "fake")
+PUBLIC_KINDS = tuple(kind for kind in _KIND_CLASSES if kind != "fake")
 _plan_kinds = list(PUBLIC_KINDS)
+
+
+def kind_class(kind: str) -> type[Environment]:
+    """The class of a registered kind (KeyError for an unknown one), its module imported
+    on first use."""
+    module, name = _KIND_CLASSES[kind]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __getattr__(name: str) -> Any:
+    """KINDS: every registered kind's class by its name (which imports every kind)."""
+    if name == "KINDS":
+        return {kind: kind_class(kind) for kind in _KIND_CLASSES}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def enable_fake_for_tests() -> None:
@@ -51,12 +68,12 @@ DEFAULT_CAMPAIGN = tuple(name for name in PRESETS if name not in NOT_IN_DEFAULT_
 
 
 def spec_model(kind: str) -> type[EnvironmentSpec]:
-    return KINDS[kind].spec_model
+    return kind_class(kind).spec_model
 
 
 def create(spec: EnvironmentSpec) -> Environment:
     """An environment object for a validated spec."""
-    return KINDS[spec.kind](spec)
+    return kind_class(spec.kind)(spec)
 
 
 def preset_spec(name: str) -> EnvironmentSpec:

@@ -100,6 +100,7 @@ class Oci(Environment):
         # well under a second when they do.
         bundle = _Bundle(agent_path, ["--version"], cpu_quota=self.spec.cpu_quota,
                          cpus=self.spec.cpus)
+        result = None
         try:
             result = proc.run(self._run_argv(bundle), timeout_s=PROBE_TIMEOUT_S)
         except proc.DeadlineExceeded:
@@ -107,8 +108,12 @@ class Oci(Environment):
         except proc.ProcessError as error:
             return Availability.no(str(error))
         finally:
-            for argv in self._cleanup_argv(bundle):
-                _quiet_run(argv)
+            # A `run` that ended well has deleted its container itself (its state folder is
+            # empty; runsc's delete would cost a start of runsc, ~20 ms); any other may
+            # have left a container, or runsc's sandbox, behind.
+            if result is None or result.returncode != 0:
+                for argv in self._cleanup_argv(bundle):
+                    _quiet_run(argv)
             bundle.remove()
         if result.returncode != 0:
             said = (result.stderr.strip().splitlines() or ["no message"])[-1][:200]
