@@ -35,7 +35,10 @@ COMMANDS = (("report", ["report"]), ("envs", ["envs"]),
 
 
 def timed(code: Path, args: list[str], db: str, folder: Path) -> float:
-    env = {**os.environ, "PYTHONPATH": str(code)}
+    # both checkouts use this one's agent: another checkout may have none built, and its
+    # container probes would then answer "agent missing" at once
+    env = {**os.environ, "PYTHONPATH": str(code),
+           "GUESTBENCH_AGENT": os.environ.get("GUESTBENCH_AGENT", str(ROOT / "agent/gbagent"))}
     began = time.perf_counter()
     done = subprocess.run([str(PYTHON), "-m", "guestbench", *args, *(
         ["--db", db] if args[0] != "envs" else [])], cwd=folder, env=env,
