@@ -26,6 +26,8 @@ def render(report: CampaignResults, base_dir: Path | None = None) -> str:
 def render_tables(tables: list[Table], hrefs: dict[tuple[str, str], str] | None = None) -> str:
     out: list[str] = []
     for table in tables:
+        if table.lead:  # what holds for the whole campaign, said once before its tables
+            out.append(f"{_escape(table.lead)}\n")
         out.append(f"### {_escape(table.title)}\n")
         out.append("| " + " | ".join(map(_escape, table.header)) + " |")
         values = len(table.header) - table.label_columns

@@ -163,6 +163,10 @@ def test_a_spread_every_cell_shares_is_said_once_and_marks_none(store) -> None:
     assert spread is not None and spread.noisy and spread.cells == 3
     line = model.spread_line(report)
     assert line.startswith("The host was noisy") and model.format_percent(spread.typical_cv) in line
+    from guestbench.report import markdown
+    text = markdown.render(report)
+    assert text.count("The host was noisy") == 1  # said once, before the first table
+    assert text.index("The host was noisy") < text.index("### Measured")
 
 
 def test_outliers_are_counted_not_flagged(store) -> None:
