@@ -143,11 +143,17 @@ def _ratio_text(cell: Cell, base: Cell, ratio: Interval | None, layout: Layout,
         return "+++++", None
     if ratio is None:
         return "-", None
+    text = _ratio_shown(ratio, layout)
+    problems = _problems(cell, footnotes)
+    return (f"{text} {problems}" if problems else text), _tone(ratio.value)
+
+
+def _ratio_shown(ratio: Interval, layout: Layout) -> str:
+    """"2.45x", or with the layout's intervals "2.45x [2.38-2.52]"."""
     text = format_ratio(ratio.value)
     if layout.intervals and ratio.low is not None and ratio.high is not None:
         text += f" [{format_ratio(ratio.low).rstrip('x')}-{format_ratio(ratio.high).rstrip('x')}]"
-    problems = _problems(cell, footnotes)
-    return (f"{text} {problems}" if problems else text), _tone(ratio.value)
+    return text
 
 
 def _absolute_text(cell: Cell, divisor: float, layout: Layout, footnotes: Footnotes) -> str:
@@ -243,10 +249,7 @@ def _geomean_text(report: CampaignResults, env: str, layout: Layout) -> str:
     geomean = report.geomeans.get(env)
     if geomean is None:
         return "-"
-    interval = geomean.interval
-    text = format_ratio(interval.value)
-    if layout.intervals and interval.low is not None and interval.high is not None:
-        text += f" [{format_ratio(interval.low).rstrip('x')}-{format_ratio(interval.high).rstrip('x')}]"
+    text = _ratio_shown(geomean.interval, layout)
     if geomean.workloads != geomean.of:
         text += f" ({geomean.workloads}/{geomean.of})" if layout.counts else "*"
     return text
