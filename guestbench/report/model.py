@@ -139,6 +139,48 @@ def units(style: str):
         UNITS.reset(token)
 
 
+STATISTICS = ("median", "mean", "best")
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a table writes its values. The default is the report's: the median with its
+    interval and every flag. A table to publish (--plain, or a plan's [[table]]) is plain:
+    the value alone in the unit its header names, one footnote mark per cell."""
+
+    plain: bool = False
+    statistic: str = "median"  # median, mean (kernbench's), or best (dbench's best of N)
+    spread: bool = True  # with the value: ±half the interval (median) or (stdev) (mean)
+    decimals: int | None = None  # plain: this many decimals; None: whole numbers from 1000
+
+
+STYLE: contextvars.ContextVar[Style] = contextvars.ContextVar("style", default=Style())
+
+
+@contextlib.contextmanager
+def styled(style: Style):
+    """Tables built inside are written in this style (units follow: plain is plain)."""
+    token = STYLE.set(style)
+    units_token = UNITS.set("plain") if style.plain else None
+    try:
+        yield
+    finally:
+        STYLE.reset(token)
+        if units_token is not None:
+            UNITS.reset(units_token)
+
+
+def central(cell: Cell) -> float:
+    """The figure a cell is shown by, in the style's statistic: its median (the default), the
+    mean of its values, or the best of them (the highest of a rate, the lowest of a time)."""
+    statistic = STYLE.get().statistic
+    if statistic == "mean" and cell.stats is not None and cell.stats.mean is not None:
+        return cell.stats.mean
+    if statistic == "best" and cell.values:
+        return max(cell.values) if cell.higher_is_better else min(cell.values)
+    return cell.median
+
+
 def row_scale(unit: str, cells: list[Cell]) -> tuple[str, float]:
     """One display unit for a whole row: ns become us or ms when every median is large
     (never with plain units)."""

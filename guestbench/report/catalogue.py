@@ -1,0 +1,77 @@
+"""Every table a report can give, by its stable name: what `report --table NAME` and a plan's
+`[[table]]` entries ask for.
+
+An entry names the function that builds it ("module:function", taking the campaign's
+results and the footnotes, giving a table, a list of them, or None without data) and says
+in a line what it shows. Builders that give several tables (one per STREAM workload, one
+per bonnie++ section) name each `<entry>` or `<entry>-<what>`, so an entry selects its
+tables by name. A new table is one builder and one line here.
+
+This module imports nothing of the report's: the plan checks `[[table]]` names against it
+without loading a renderer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    build: str  # "module:function"
+    what: str  # one line: what the table shows
+
+
+_P = "guestbench.report."
+
+ENTRIES: dict[str, Entry] = {
+    "measured": Entry(_P + "model:measured_table", "every metric's median with its interval"),
+    "ratios": Entry(_P + "model:ratio_table",
+                    "each environment's ratio to the baseline, and geometric means"),
+    "platform": Entry(_P + "platform:platform_table",
+                      "what each environment ran: VMM, runtime, guest kernel versions"),
+    "basic": Entry(_P + "published:basic_table",
+                   "getpid, sched_yield, malloc, first write: cycles (time) per operation"),
+    "stream": Entry(_P + "published:stream_tables",
+                    "STREAM: bandwidth and avg / min / max time per kernel"),
+    "percent": Entry(_P + "published:percent_table", "% of the baseline per workload"),
+    "scaling": Entry(_P + "published:scaling_tables",
+                     "vCPUs x placement, each cell's change against one"),
+    "versions": Entry(_P + "versions:version_tables",
+                      "a kernel or VMM version sweep side by side"),
+    "disk": Entry(_P + "published_io:disk_table", "fio, metadata and dbench figures"),
+    "dbench": Entry(_P + "published_io:dbench_table", "dbench throughput by clients"),
+    "upload": Entry(_P + "published_io:upload_times_table",
+                    "upload, upload without write, write without upload: seconds"),
+    "upload-rates": Entry(_P + "published_io:upload_table", "uploads in MB/s per channel"),
+    "kernbench": Entry(_P + "published_build:kernbench_table",
+                       "builds as kernbench prints them: mean (stddev), elapsed / baseline"),
+    "build": Entry(_P + "published_io:build_table", "builds: medians of kernbench's columns"),
+    "build-runs": Entry(_P + "published_io:build_runs_table",
+                        "each build run's real / user / sys"),
+    "durability": Entry(_P + "published_io:durability_table", "whether fsync is honoured"),
+    "verdicts": Entry(_P + "published_io:verdict_table", "yes or no metrics"),
+    "bonnie": Entry(_P + "published_bonnie:tables", "every bonnie++ table below"),
+    "bonnie-output": Entry(_P + "published_bonnie:tables", "bonnie++ sequential output"),
+    "bonnie-input": Entry(_P + "published_bonnie:tables", "bonnie++ sequential input"),
+    "bonnie-seeks": Entry(_P + "published_bonnie:tables", "bonnie++ random seeks"),
+    "bonnie-seq-create": Entry(_P + "published_bonnie:tables", "bonnie++ sequential create"),
+    "bonnie-rand-create": Entry(_P + "published_bonnie:tables", "bonnie++ random create"),
+    "bonnie-percent": Entry(_P + "published_bonnie:tables",
+                            "bonnie++ comparison to the baseline"),
+    "boot": Entry(_P + "boot_tables:boot_table", "boot phases per environment"),
+    "boot-totals": Entry(_P + "boot_tables:boot_totals_table",
+                         "boot time per environment, VMM start to powered off"),
+    "statistics": Entry(_P + "published:statistics_table",
+                        "every cell: n, median, mean, min, max, stdev, CV, interval"),
+    "clock": Entry(_P + "model:clock_table", "the guest's clock against the host's"),
+    "host": Entry(_P + "model:host_table", "the host's checks before and after"),
+}
+
+NAMES = tuple(ENTRIES)
+
+
+def selects(entry: str, table_name: str) -> bool:
+    """Whether a table its entry's builder gave is one `entry` names ("stream" names
+    "stream-stream_triad"; "bonnie" every bonnie++ table)."""
+    return table_name == entry or table_name.startswith(entry + "-")
