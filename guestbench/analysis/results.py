@@ -76,6 +76,25 @@ class CampaignResults:
         from guestbench.analysis.boot import breakdown
         return breakdown(self.runs, self.samples) if self.samples is not None else {}
 
+    def comparable_geomeans(self, environments: list[str] | None = None
+                            ) -> tuple[dict[str, Geomean], list[str]]:
+        """Geometric means that can stand side by side: each over the same workloads, those
+        that every one of `environments` (default: all) measured, leaving out environments
+        that measured none (they have no mean). Also gives those workloads' labels; with
+        none in common, no means."""
+        shown = environments if environments is not None else self.results.environments
+        if self.baseline is None:
+            return {}, []
+        primary = {label: metric for label, metric in self.primary.items()
+                   if _ratio_row(self.results.cells[(label, metric)], self.baseline)}
+        measuring = [env for env in shown if env != self.baseline and any(
+            _measured(self.results.cells[(label, metric)][env]) for label, metric in primary.items())]
+        common = {label: metric for label, metric in primary.items()
+                  if all(_measured(self.results.cells[(label, metric)][env]) for env in measuring)}
+        if not common:
+            return {}, []
+        return geomeans(self.results, self.baseline, common), list(common)
+
     def performance_primary(self) -> dict[str, str]:
         """The primary metrics that are performance figures: what % tables, scaling tables
         and history judge (a workload whose primary is a verdict, fsync_honoured, has none)."""
@@ -222,3 +241,12 @@ def geomeans(results: Results, baseline: str | None, primary: dict[str, str]
         if interval is not None:
             out[env] = Geomean(interval, len(pairs), len(rows))
     return out
+
+
+def _ratio_row(row: dict[str, Cell], baseline: str) -> bool:
+    base = row[baseline]
+    return bool(base.values) and base.is_performance and not base.too_fast
+
+
+def _measured(cell: Cell) -> bool:
+    return bool(cell.values) and not cell.too_fast

@@ -23,6 +23,9 @@ class Request:
     output: Path | None = None  # the file the text goes to; None: standard output
     detail: bool = False  # every table, not only the summary
     every: bool = False  # compare: every cell, not only those slower or faster
+    asked: tuple[str, ...] = ()  # report --table: the tables asked for by name
+    plain: bool = False  # report --plain: values only, one footnote mark per cell
+    links: bool = False  # report --links: each value links to its cell's log folder
 
     @property
     def link_base(self) -> Path | None:
@@ -49,15 +52,20 @@ class Format:
     compare: Renderer | None = None
     history: Renderer | None = None
     summary_first: bool = False  # report shows the summary alone unless --detail
+    tables: bool = False  # report's --table and --plain choose among its tables
+    links: bool = False  # report --links: values link to their cells' log folders
 
 
 FORMATS: dict[str, Format] = {
-    "table": Format(report=Renderer("guestbench.report.text:report", ("detail", "output")),
+    "table": Format(report=Renderer("guestbench.report.text:report",
+                                    ("detail", "output", "asked", "plain")),
                     compare=Renderer("guestbench.report.text:compare", ("every", "output")),
                     history=Renderer("guestbench.report.text:history", ("detail", "output")),
-                    summary_first=True),
-    "markdown": Format(report=Renderer("guestbench.report.markdown:render", ("link_base",)),
-                       compare=Renderer("guestbench.report.comparison:render_markdown")),
+                    summary_first=True, tables=True),
+    "markdown": Format(report=Renderer("guestbench.report.markdown:render",
+                                       ("link_base", "asked", "plain", "links")),
+                       compare=Renderer("guestbench.report.comparison:render_markdown"),
+                       tables=True, links=True),
     "csv": Format(report=Renderer("guestbench.report.csv:render")),
     "json": Format(report=Renderer("guestbench.report.json:render"),
                    compare=Renderer("guestbench.report.comparison:render_json"),

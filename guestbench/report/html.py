@@ -309,7 +309,7 @@ def _tables_section(group: str, heading: str, tables: list[Table], runs: "RunInd
     for table in tables:
         anchor = anchors.make(f"table-{group}", table.name or table.title)
         parts.append((anchor, _short_title(table.title)))
-        bodies.append(_table_html(table, anchor, runs, f"fn-{group}"))
+        bodies.append(_table_html(table, anchor, runs, f"fn-{anchor}"))  # footnotes per table
     note = ('<p class="note">Every value links to the runs it comes from (status, reason, log '
             "files); a [n] mark links to its footnote. A click on a column's header sorts the "
             f"rows by it. Tables of more than {TALL_ROWS} rows are folded: click a title to "

@@ -1,11 +1,13 @@
-"""Markdown tables, ready to paste into a write-up: the published view (report/views.py),
-each value linked to its cell's log folder (seed 002 links a log per cell)."""
+"""Markdown tables, ready to paste into a write-up: the plan's [[table]] entries, or every
+table of the published view (report/views.py); with --links each value links to its
+cell's log folder (seed 002 links a log per cell)."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
-from guestbench.report import links, views
+from guestbench.report import links as links_of, views
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import Table
 
@@ -14,20 +16,44 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(report: CampaignResults, base_dir: Path | None = None) -> str:
-    """The published tables; each value links to its cell's log folder, relative to base_dir
-    (the output file's folder; the current one when printed)."""
-    folders = links.cell_folders(report)
+def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[str, ...] = (),
+           plain: bool = False, links: bool = False) -> str:
+    """The published tables: the plan's [[table]] entries where it has some, else every
+    table; asked: --table's names. With links, each value links to its cell's log folder,
+    relative to base_dir (the output file's folder; the current one when printed)."""
+    from guestbench.report import chosen
+    from guestbench.report.model import Style, styled
+    picked = chosen.choices(report, asked, plain, links, plan_default=True)
+    if picked:
+        tables = views.tables(report, "published", choices=picked)
+        links = links or any(choice.links for choice in picked)
+    else:
+        with styled(Style(plain=True) if plain else Style()):
+            tables = views.tables(report, "published")
+    if not links:
+        return render_tables(tables)
+    folders = links_of.cell_folders(report)
     base = base_dir if base_dir is not None else Path.cwd()
-    hrefs = {key: links.log_href(folder, base, folder=True) for key, folder in folders.items()}
-    return render_tables(views.tables(report, "published"), hrefs)
+    hrefs = {key: links_of.log_href(folder, base, folder=True) for key, folder in folders.items()}
+    return render_tables(tables, hrefs)
+
+
+WRAP = 100  # a paragraph's lines in the Markdown file; a pasted table's own lines are its rows
+
+
+def _paragraph(text: str, hard_break: bool = False) -> str:
+    """A note or footnote wrapped at WRAP columns (one paragraph in Markdown all the same);
+    a hard break after it keeps footnotes one per line."""
+    wrapped = "\n".join(textwrap.wrap(_escape(text), WRAP, break_long_words=False,
+                                       break_on_hyphens=False)) or _escape(text)
+    return wrapped + ("  " if hard_break else "")
 
 
 def render_tables(tables: list[Table], hrefs: dict[tuple[str, str], str] | None = None) -> str:
     out: list[str] = []
     for table in tables:
         if table.lead:  # what holds for the whole campaign, said once before its tables
-            out.append(f"{_escape(table.lead)}\n")
+            out.append(f"{_paragraph(table.lead)}\n")
         out.append(f"### {_escape(table.title)}\n")
         out.append("| " + " | ".join(map(_escape, table.header)) + " |")
         values = len(table.header) - table.label_columns
@@ -42,9 +68,9 @@ def render_tables(tables: list[Table], hrefs: dict[tuple[str, str], str] | None 
                              else _escape(text))
             out.append("| " + " | ".join(cells) + " |")
         if table.note:
-            out.append(f"\n{_escape(table.note)}")
+            out.append(f"\n{_paragraph(table.note)}")
         if table.footnotes:
             out.append("")
-            out += [f"{_escape(line)}  " for line in table.footnotes]
+            out += [_paragraph(line, hard_break=True) for line in table.footnotes]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"

@@ -65,6 +65,9 @@ FLAG_MEANINGS = {
 }
 
 
+# A published cell's word for a run that gave no figure (its footnote says which and why).
+PLAIN_STATUS = {"unavailable": "n/a", "unsupported": "n/a", "interrupted": "n/a"}
+
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 
 
@@ -78,13 +81,37 @@ class Footnotes:
     """
 
     def __init__(self) -> None:
+        # a cell's marks in the plain style: one number for everything said of the cell
+        self._combined: dict[tuple[tuple[str, str, str], ...], int] = {}
         self._numbers: dict[tuple[str, str, str], int] = {}
         self._shown: dict[tuple[str, str, str], str] = {}  # the first reason of each
         self._alike: dict[tuple[str, str, str], set[str]] = {}
         self._flagged: dict[tuple[str, str, str], list[str]] = {}  # a flag's environments
 
     def mark(self, cell: Cell) -> str:
-        marks = []
+        """The cell's footnote marks, "[1][2]"; in the plain style one mark, "[1]", whose
+        footnote says all of them (a published cell carries at most one)."""
+        if not STYLE.get().plain:
+            return "".join(f"[{number}]" for number in self._numbered(cell))
+        keys = tuple(self._keys(cell))
+        if not keys:
+            return ""
+        self._numbered(cell)  # each part is numbered too: lines() says them by number
+        number = self._combined.setdefault(keys, len(self._combined) + 1)
+        return f"[{number}]"
+
+    def _keys(self, cell: Cell) -> list[tuple[str, str, str]]:
+        flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in cell.flag_names]
+        out = []
+        for index, (status, reason) in enumerate([*cell.problems, *flagged]):
+            is_flag = index >= len(cell.problems)
+            key = ("" if is_flag else cell.environment, status, _NUMBERS.sub("#", reason or ""))
+            if key not in out:
+                out.append(key)
+        return out
+
+    def _numbered(self, cell: Cell) -> list[int]:
+        marks: list[int] = []
         flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in cell.flag_names]
         for index, (status, reason) in enumerate([*cell.problems, *flagged]):
             is_flag = index >= len(cell.problems)
@@ -96,25 +123,32 @@ class Footnotes:
             number = self._numbers.setdefault(key, len(self._numbers) + 1)
             self._shown.setdefault(key, reason)
             self._alike.setdefault(key, set()).add(reason)
-            if f"[{number}]" not in marks:
-                marks.append(f"[{number}]")
-        return "".join(marks)
+            if number not in marks:
+                marks.append(number)
+        return marks
 
     def lines(self) -> list[str]:
-        lines = []
-        for key, number in self._numbers.items():
-            env, status, _ = key
-            others = len(self._alike[key]) - 1
-            also = f" (and {others} more reason{'s' if others > 1 else ''} differing only in " \
-                   "numbers)" if others else ""
-            where = f"{env}: {_marked(status)}" if env else \
-                f"{_marked(status)} ({', '.join(self._flagged[key])})"
-            lines.append(f"[{number}] {where}: {self._shown[key] or 'no reason given'}{also}")
+        """"[n] what: why" per mark, in the order the marks were given."""
+        if self._combined:  # the plain style: one line per combination a cell carried
+            return [f"[{number}] " + "; ".join(self._said(key, plain=True) for key in keys)
+                    for keys, number in self._combined.items()]
+        lines = [f"[{number}] {self._said(key)}" for key, number in self._numbers.items()]
         used = dict.fromkeys(status for _env, status, _reason in self._numbers
                              if status in STATUS_MARKS)
         if used:
             lines.append("Marks: " + ", ".join(f"{STATUS_MARKS[s]} {s}" for s in used) + ".")
         return lines
+
+    def _said(self, key: tuple[str, str, str], plain: bool = False) -> str:
+        env, status, _ = key
+        others = len(self._alike[key]) - 1
+        also = f" (and {others} more reason{'s' if others > 1 else ''} differing only in " \
+               "numbers)" if others else ""
+        shown = status if plain else _marked(status)
+        if plain and not env:  # a published table's footnote: the flag, not where else it is
+            return f"{shown}: {self._shown[key]}"
+        where = f"{env}: {shown}" if env else f"{shown} ({', '.join(self._flagged[key])})"
+        return f"{where}: {self._shown[key] or 'no reason given'}{also}"
 
 
 def _marked(status: str) -> str:
@@ -170,6 +204,20 @@ def styled(style: Style):
             UNITS.reset(units_token)
 
 
+def spread_text(cell: Cell, divisor: float = 1.0) -> str:
+    """In the plain style with spread: " ±2.1%" beside a median (half its interval), " (0.17)"
+    beside a mean (the runs' standard deviation, as kernbench prints it); else ""."""
+    style = STYLE.get()
+    if not style.spread or cell.stats is None or cell.n < 2:
+        return ""
+    if style.statistic == "mean":
+        _runs, _mean, stdev = cell.run_means()
+        return f" ({format_value(stdev / divisor)})" if stdev is not None else ""
+    if style.statistic == "median" and cell.stats.half_width is not None:
+        return f" ±{format_percent(cell.stats.half_width)}"
+    return ""
+
+
 def central(cell: Cell) -> float:
     """The figure a cell is shown by, in the style's statistic: its median (the default), the
     mean of its values, or the best of them (the highest of a rate, the lowest of a time)."""
@@ -204,6 +252,9 @@ def row_scale(unit: str, cells: list[Cell]) -> tuple[str, float]:
 def format_value(value: float) -> str:
     """Four significant digits; k/M/G beyond 10,000 so cells stay narrow. Plain units: whole
     numbers from 1,000 up (1170000), four significant digits below."""
+    decimals = STYLE.get().decimals
+    if decimals is not None:
+        return f"{value:.{decimals}f}"
     if UNITS.get() == "plain":
         return f"{value:.0f}" if abs(value) >= 1000 else f"{float(f'{value:.4g}'):g}"
     rounded = float(f"{value:.4g}")  # 9999.96 shows as 10k, not 1e+04
@@ -232,13 +283,20 @@ def format_percent(fraction: float) -> str:
 
 
 def format_interval(interval: Interval, formatter=format_ratio) -> str:
+    """A value with its interval, "1.23x [1.1-1.4x]"; the value alone in the plain style."""
     text = formatter(interval.value)
+    if STYLE.get().plain and not STYLE.get().spread:
+        return text
     if interval.low is not None and interval.high is not None:
         text += f" [{formatter(interval.low).rstrip('x')}-{formatter(interval.high)}]"
     return text
 
 
 def problem_text(cell: Cell, footnotes: Footnotes) -> str:
+    if STYLE.get().plain:  # one short word and one mark, "n/a [1]": the footnote says why
+        statuses = ", ".join(dict.fromkeys(PLAIN_STATUS.get(status, status)
+                                           for status, _ in cell.problems))
+        return f"{statuses} {footnotes.mark(cell)}".strip()
     counts: dict[str, int] = {}
     for status, _ in cell.problems:
         counts[status] = counts.get(status, 0) + 1
@@ -249,6 +307,8 @@ def problem_text(cell: Cell, footnotes: Footnotes) -> str:
 
 def flag_text(cell: Cell) -> str:
     """'!unstable,clock-drift' or ''."""
+    if STYLE.get().plain:
+        return ""  # a published cell carries one footnote mark instead
     names = [name for name in cell.flag_names if name != TOO_FAST]  # too-fast shows as +++++
     return f"!{','.join(names)}" if names else ""
 
@@ -266,7 +326,11 @@ def spread_line(report: CampaignResults) -> str:
 
 
 def decorate(text: str, cell: Cell, footnotes: Footnotes) -> str:
-    """A measured cell's text with its flags and its runs' problems, and their footnotes."""
+    """A measured cell's text with its flags and its runs' problems, and their footnotes
+    (in the plain style, one mark for all of them)."""
+    if STYLE.get().plain:
+        mark = footnotes.mark(cell)
+        return f"{text} {mark}" if mark else text
     flags = flag_text(cell)
     if flags:
         text += f" {flags}"
@@ -280,7 +344,9 @@ def empty_text(cell: Cell) -> str:
     leave it out, or the campaign stopped first), "no samples" when its runs gave none."""
     if cell.too_fast:
         return "+++++"  # every run said the figure was too fast to time (bonnie++'s mark)
-    return "not run" if cell.runs == 0 else "no samples"
+    if cell.runs == 0:
+        return "-" if STYLE.get().plain else "not run"
+    return "no samples"
 
 
 def verdict_text(cell: Cell, footnotes: Footnotes) -> str:
@@ -297,7 +363,9 @@ def verdict_text(cell: Cell, footnotes: Footnotes) -> str:
 
 def too_fast_text(cell: Cell, divisor: float = 1.0) -> str:
     """bonnie++'s mark for a figure too fast to measure, with the median it gave."""
-    return f"+++++ ({format_value(cell.median / divisor)})" if cell.values else "+++++"
+    if STYLE.get().plain or not cell.values:
+        return "+++++"
+    return f"+++++ ({format_value(cell.median / divisor)})"
 
 
 
@@ -308,6 +376,9 @@ def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: boo
         return verdict_text(cell, footnotes)
     if cell.too_fast:
         return decorate(too_fast_text(cell, divisor), cell, footnotes)
+    if STYLE.get().plain:
+        return decorate(format_value(central(cell) / divisor) + spread_text(cell, divisor),
+                        cell, footnotes)
     text = format_value(cell.median / divisor)
     if cell.kind == CONTEXT and cell.minimum == cell.maximum:  # a count that never changed
         return decorate(text + (f" n={cell.count_text}" if show_n else ""), cell, footnotes)
@@ -405,7 +476,11 @@ def measured_table(report: CampaignResults, footnotes: Footnotes) -> Table:
     measured = Table(title(report, "Measured: median ±95% CI"), [
         "workload", "metric", *results.environments], [], note=interval_note(report),
         name="measured")
-    if any(column_n.values()):  # a column's one n, in a row: headers stay short
+    if STYLE.get().plain:
+        measured.title = title(report, f"Measured: {STYLE.get().statistic}")
+        measured.note = f"The {STYLE.get().statistic} of each cell's runs."
+        column_n = {env: "" for env in column_n}
+    elif any(column_n.values()):  # a column's one n, in a row: headers stay short
         measured.add(["runs", "n", *(column_n[env] or "per cell" for env in results.environments)])
     for label, metric, unit in results.rows:
         row = results.cells[(label, metric)]
@@ -448,9 +523,11 @@ def ratio_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
         table.add([label, metric + (" (rate, inverted)" if base.higher_is_better else ""), *(
             _ratio_text(row[env], base, footnotes, report.ratios.get((label, metric, env)))
             for env in results.environments)], [(env, label) for env in results.environments])
+    shared, common = report.comparable_geomeans(results.environments)
     if report.geomeans:
         table.add(["geometric mean", "primary metrics", *(
-            geomean_text(report, env) for env in results.environments)])
+            geomean_text(report, env, geomeans=shared) for env in results.environments)])
+        table.note += " " + geomean_note(report, common)
     differing = parameter_notes(report)
     if differing:
         table.note += " " + differing
@@ -462,24 +539,40 @@ def ratio_rule(baseline: str | None) -> str:
     return RATIO_RULE.replace("baseline", baseline or "baseline")
 
 
-def geomean_text(report: CampaignResults, env: str, as_percent: bool = False) -> str:
-    """An environment's geometric-mean slowdown [CI], or as a % of the baseline's performance."""
+def geomean_note(report: CampaignResults, common: list[str]) -> str:
+    """Which workloads the geometric means of a table cover: the same for every column."""
+    every = [label for label, metric in report.performance_primary().items()
+             if report.baseline and report.results.cells[(label, metric)][report.baseline].values]
+    if not common:
+        return ("No geometric mean: no workload was measured in every environment shown, so "
+                "their means would cover different workloads and could not be compared.")
+    if len(common) == len(every):
+        return f"Each geometric mean covers the same {len(common)} workloads."
+    return (f"Each geometric mean covers the same {len(common)} of the {len(every)} workloads, "
+            f"those every environment shown measured ({', '.join(common)}), so that the means "
+            "can be compared.")
+
+
+def geomean_text(report: CampaignResults, env: str, as_percent: bool = False,
+                 geomeans: dict | None = None) -> str:
+    """An environment's geometric-mean slowdown [CI], or as a % of the baseline's performance;
+    geomeans: the ones to show (comparable_geomeans), else the campaign's own."""
     if env == report.baseline:
         return "100" if as_percent else "1.00x"
-    geomean = report.geomeans.get(env)
+    geomean = (report.geomeans if geomeans is None else geomeans).get(env)
     if geomean is None:
         return "-"
     interval = geomean.interval
     if as_percent:
         text = f"{100 / interval.value:.3g}"
-        if interval.low and interval.high:
+        if interval.low and interval.high and not STYLE.get().plain:
             text += f" [{100 / interval.high:.3g}-{100 / interval.low:.3g}]"
     else:
         text = format_interval(interval)
     return text if geomean.workloads == geomean.of else f"{text} ({geomean.workloads} of {geomean.of})"
 
 
-def clock_table(report: CampaignResults) -> Table | None:
+def clock_table(report: CampaignResults, footnotes: Footnotes | None = None) -> Table | None:
     """The clock check per environment: agent time over host time between hello and end."""
     summaries = clock_summaries(report.runs, report.samples, report.results.environments)
     if not summaries:
@@ -521,7 +614,7 @@ def boot_table(report: CampaignResults) -> Table | None:
     return table
 
 
-def host_table(report: CampaignResults) -> Table | None:
+def host_table(report: CampaignResults, footnotes: Footnotes | None = None) -> Table | None:
     """The campaign's host checks: what was read before and after, and the warnings."""
     checks = report.host_checks
     if not checks:

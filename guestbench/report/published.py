@@ -11,9 +11,10 @@ from typing import Any
 from guestbench.analysis.cells import Interval, VERDICT, Cell
 from guestbench.report import titles
 from guestbench.analysis.results import CampaignResults
-from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_interval,
-                                     format_percent, format_value, geomean_text, interval_note,
-                                     problem_text, row_scale)
+from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
+                                     format_interval, format_percent, format_value,
+                                     geomean_note, geomean_text, interval_note, problem_text, row_scale,
+                                     spread_text)
 
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
 
@@ -40,7 +41,9 @@ def basic_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
               if (label, "time_per_op") in results.cells or (label, "tsc_per_op") in results.cells]
     if not labels:
         return None
-    table = Table("Basic costs: median CPU cycles per operation (time)",
+    plain = STYLE.get().plain
+    table = Table(f"Basic costs: CPU cycles per operation ({STYLE.get().statistic})" if plain
+                  else "Basic costs: median CPU cycles per operation (time)",
                   ["activity", *results.environments], [], label_columns=1, name="basic",
                   note="Cycles are TSC ticks read by the agent (inside a full-system guest, the "
                        "guest's TSC); ns from the agent's monotonic clock. Each value is the "
@@ -60,6 +63,10 @@ def _cycles_text(cycles: Cell | None, time: Cell | None, footnotes: Footnotes) -
         return "-"
     if not main.values:
         return problem_text(main, footnotes) if main.problems else empty_text(main)
+    if STYLE.get().plain:  # one figure per cell, its unit in the title: cycles, else time
+        unit, divisor = ("", 1.0) if main is cycles else row_scale("ns", [main])
+        shown = format_value(central(main) / divisor) + spread_text(main, divisor)
+        return decorate(f"{shown} {unit}".strip(), main, footnotes)
     text = f"{format_value(main.median)} cyc" if main is cycles else ""
     if time is not None and time.values:
         unit, divisor = row_scale("ns", [time])  # each cell's time in its own unit
@@ -115,7 +122,7 @@ def _stream_values(report: CampaignResults, label: str, prefix: str, env: str,
     avg = times["avg"].stats.mean if times["avg"] and times["avg"].stats else None
     low = times["min"].minimum if times["min"] else None
     high = times["max"].maximum if times["max"] else None
-    return [decorate(f"{bandwidth.median:.1f}", bandwidth, footnotes),
+    return [decorate(f"{central(bandwidth):.1f}", bandwidth, footnotes),
             *(f"{value:.6f}" if value is not None else "-" for value in (avg, low, high))]
 
 
@@ -129,18 +136,21 @@ def percent_table(report: CampaignResults, footnotes: Footnotes) -> Table | None
     if not labels:
         return None
     table = Table(f"% of {baseline}: performance relative to {baseline} (higher is better)",
-                  ["environment", *labels, "geometric mean [95% CI]"], [], label_columns=1,
+                  ["environment", *labels, "geometric mean" if STYLE.get().plain
+                   else "geometric mean [95% CI]"], [], label_columns=1,
                   name="percent",
                   note=f"{baseline} = 100. For times and cycles: {baseline}'s median over the "
                        f"environment's; for throughput: the environment's over {baseline}'s. "
                        "Each workload's primary metric ("
                        + ", ".join(f"{label}: {report.primary[label]}" for label in labels)
                        + ").")
+    shared, common = report.comparable_geomeans(results.environments)
+    table.note += " " + geomean_note(report, common)
     for env in results.environments:
         cells = [results.cells[(label, report.primary[label])] for label in labels]
         table.add([env, *(_percent_text(row[baseline], row[env], footnotes, report.ratios.get(
             (row[env].label, row[env].metric, env))) for row in cells),
-                   geomean_text(report, env, as_percent=True)],
+                   geomean_text(report, env, as_percent=True, geomeans=shared)],
                   [(env, label) for label in labels] + [None])
     return table
 
@@ -193,7 +203,7 @@ def scaling_tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]
         base = row_cells[reference]
         if not any(cell.values for cell in row_cells.values()):
             continue
-        table = Table(f"Scaling {label}: {metric}, vCPUs (placement), % change against "
+        table = Table(f"Scaling {label}: {metric} ({base.unit}), vCPUs (placement), % change against "
                       f"{reference}", ["environment", *(f"{vcpus} ({placement})"
                                                         for vcpus, placement in combos)],
                       [], label_columns=1, name=f"scaling-{label}",
@@ -226,9 +236,10 @@ def _scaling_reference(report: CampaignResults, groups: dict[str, dict[tuple[int
 def _scaling_text(cell: Cell, base: Cell, footnotes: Footnotes) -> str:
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
-    text = f"{format_value(cell.median)} {cell.unit}"
-    if base.median:
-        text += f" ({(cell.median / base.median - 1) * 100:+.0f}%)"
+    value, reference = central(cell), central(base)
+    text = format_value(value) + ("" if STYLE.get().plain else f" {cell.unit}")
+    if reference:
+        text += f" ({(value / reference - 1) * 100:+.0f}%)"
     return decorate(text, cell, footnotes)
 
 

@@ -18,8 +18,9 @@ from typing import Any
 
 from guestbench.analysis.cells import CONTEXT, VERDICT, Cell
 from guestbench.analysis.results import CampaignResults
-from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_percent,
-                                     format_value, problem_text, too_fast_text, verdict_text)
+from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
+                                     format_percent, format_value, problem_text, spread_text,
+                                     too_fast_text, verdict_text)
 
 UPLOAD_MODES = ("write", "no_write", "no_upload")
 BUILD_WORKLOADS = {"build", "kernel_build"}
@@ -58,6 +59,8 @@ def value_text(cell: Cell | None, footnotes: Footnotes) -> str:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if cell.too_fast:
         return decorate(too_fast_text(cell), cell, footnotes)
+    if STYLE.get().plain:
+        return decorate(format_value(central(cell)) + spread_text(cell), cell, footnotes)
     text = format_value(cell.median)
     if cell.kind == CONTEXT and cell.minimum == cell.maximum:
         return decorate(text, cell, footnotes)  # a count that never changed: no spread
@@ -125,6 +128,8 @@ def dbench_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     for label, params in labels.items():
         by_clients.setdefault(int(params.get("clients", 0)), label)
     envs = report.results.environments
+    if STYLE.get().plain:
+        return _dbench_plain(report, by_clients, footnotes)
     header = ["environment"]
     for clients in sorted(by_clients):
         named = f"{clients} client{'s' if clients != 1 else ''}"
@@ -145,6 +150,37 @@ def dbench_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
             cell, base = cells.get(env), cells.get(report.baseline or "")
             row += [value_text(cell, footnotes), _best_text(cell), _best_share(cell, base)]
             sources += [(env, label)] * 3
+        table.add(row, sources)
+    return table
+
+
+def _dbench_plain(report: CampaignResults, by_clients: dict[int, str],
+                  footnotes: Footnotes) -> Table:
+    """As the KVM-against-Xen page publishes dbench: per client count the throughput (the
+    best run by default) and its % of the baseline's."""
+    statistic, baseline = STYLE.get().statistic, report.baseline
+    header = ["environment"]
+    for clients in sorted(by_clients):
+        named = f"dbench {clients}: " if len(by_clients) > 1 else ""
+        header += [f"{named}throughput MB/s", f"% of {baseline}" if baseline else "%"]
+    runs = {cell.n_runs for label in by_clients.values() for cell in
+            report.results.cells.get((label, "throughput"), {}).values() if cell.values}
+    of_runs = f" of {runs.pop()} runs" if len(runs) == 1 else ""
+    table = Table(f"dbench: throughput, the {statistic}{of_runs}", header, [], label_columns=1,
+                  name="dbench", note="dbench 4.0, Debian's NetBench load file, on the "
+                                      "environment's scratch filesystem; % of "
+                                      f"{baseline}: the figure over {baseline}'s.")
+    for env in report.results.environments:
+        row, sources = [env], []
+        for clients in sorted(by_clients):
+            label = by_clients[clients]
+            cells = report.results.cells.get((label, "throughput"), {})
+            cell, base = cells.get(env), cells.get(baseline or "")
+            row.append(value_text(cell, footnotes))
+            shown = central(cell) if cell is not None and cell.values else None
+            reference = central(base) if base is not None and base.values else None
+            row.append(f"{shown / reference * 100:.0f}" if shown and reference else "-")
+            sources += [(env, label)] * 2
         table.add(row, sources)
     return table
 

@@ -17,10 +17,21 @@ from guestbench.report import terminal
 MIN_HISTORY_CAMPAIGNS = 4
 
 
-def report(loaded, detail: bool, output: Path | None) -> str:
+def report(loaded, detail: bool, output: Path | None, asked: tuple[str, ...] = (),
+           plain: bool = False) -> str:
     """The summary, one table of every environment sized for where it goes; with detail
-    every table."""
-    from guestbench.report import views
+    every table; asked (--table): those tables alone; plain: as published."""
+    from guestbench.report import chosen, views
+    from guestbench.report.model import Style, styled
+    picked = chosen.choices(loaded, asked, plain, False, plan_default=False)
+    if asked == (chosen.PLAN,) and not picked:
+        return ("The campaign's plan has no [[table]] entries (docs/plan-format.md); "
+                "--table all gives every table.\n")
+    if picked:
+        return draw(views.tables(loaded, "published", choices=picked), output)
+    if plain or asked:  # every table, as a write-up shows them
+        with styled(Style(plain=True) if plain else Style()):
+            return draw(views.tables(loaded, "published"), output)
     return draw(views.tables(loaded, "detail" if detail else "summary", width=width(output)),
                 output)
 

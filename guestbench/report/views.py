@@ -18,13 +18,17 @@ from guestbench.report.model import (Footnotes, Table, boot_table, clock_table, 
 View = Literal["summary", "detail", "published"]
 
 
-def tables(report: CampaignResults, view: View, width: int | None = None) -> list[Table]:
+def tables(report: CampaignResults, view: View, width: int | None = None,
+           choices: list | None = None) -> list[Table]:
     """The tables `view` shows, in order, with one set of footnotes under the last of them.
 
     "summary" is the terminal's first answer (report, run): one row per workload. "detail"
     (report --detail, and the table format written to a file) and "published" (markdown,
     HTML) are the same list, every table that has data, so the terminal shows what a
     write-up shows; the terminal wraps tables wider than it into parts (terminal.fit)."""
+    if choices:  # tables chosen by name or by the plan (report/chosen.py)
+        from guestbench.report import chosen
+        return chosen.tables(report, choices)
     build = VIEWS.get(view)
     if build is None:
         raise ValueError(f"no table view {view!r} (one of {', '.join(VIEWS)})")
@@ -47,7 +51,7 @@ def _summary(report: CampaignResults, width: int | None = None) -> list[Table]:
     return [table]
 
 
-def _every_table(report: CampaignResults) -> list[Table]:
+def _every_table(report: CampaignResults, own_footnotes: bool = False) -> list[Table]:
     """Measured values and ratios first (what every reader looks for), then each published
     table that has data, then the per-cell statistics and the checks of clock and host.
     (Their modules load here: the summary, drawn from a digest, needs none of them.)"""
@@ -63,6 +67,10 @@ def _every_table(report: CampaignResults) -> list[Table]:
     out += _present(boot_table(report))
     out.append(published.statistics_table(report, footnotes))
     out += _present(clock_table(report)) + _present(host_table(report))
+    if own_footnotes:  # a write-up: each table with its own, numbered from 1
+        from guestbench.report.chosen import own_footnotes as give
+        give(out, footnotes)
+        return out
     return _footnoted(out, footnotes)
 
 
@@ -80,6 +88,7 @@ def _footnoted(out: list[Table], footnotes: Footnotes) -> list[Table]:
 
 
 VIEWS: dict[str, Callable[[CampaignResults], list[Table]]] = {
-    "summary": _summary, "detail": _every_table, "published": _every_table}
+    "summary": _summary, "detail": _every_table,
+    "published": lambda report: _every_table(report, own_footnotes=True)}
 
 __all__ = ["View", "VIEWS", "tables"]

@@ -49,10 +49,11 @@ WIDE = (0.6, 0.8, 0.9, 1.0, 1.0, 1.2, 1.5, 1.9)
 TWO_CLUSTERS = (0.70, 0.71, 0.72, 0.70, 0.71, 1.30, 1.31, 1.32, 1.30, 1.31)
 
 
-def write(store) -> int:
-    """The campaign, finished; returns its id."""
-    campaign = store.create_campaign("quick", {"source": "test"}, FACTS, "fp", "native", "/logs",
-                                     "0.1.0")
+def write(store, plan: dict | None = None) -> int:
+    """The campaign, finished; returns its id. plan: what its stored plan holds besides its
+    source (a plan's [[table]] entries: {"tables": [...]})."""
+    campaign = store.create_campaign("quick", {"source": "test", **(plan or {})}, FACTS, "fp",
+                                     "native", "/logs", "0.1.0")
     env_ids = {name: store.add_environment(
         campaign, name, "fake", {"name": name, "kind": "fake"}, name not in UNAVAILABLE,
         UNAVAILABLE.get(name, "ok"), position) for position, name in enumerate(ENVIRONMENTS)}

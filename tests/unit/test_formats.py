@@ -5,6 +5,7 @@ lists, and a format added to it is rendered with no other change."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import subprocess
 import sys
@@ -32,7 +33,8 @@ def test_every_registered_renderer_exists_and_takes_what_the_request_has(name, c
                                                                         renderer):
     module, function = renderer.function.split(":")
     assert callable(getattr(importlib.import_module(module), function))
-    assert set(renderer.takes) <= {"output", "detail", "every", "link_base"}
+    fields = {field.name for field in dataclasses.fields(formats.Request)}
+    assert set(renderer.takes) <= fields | {"link_base"}
 
 
 @pytest.mark.parametrize("command", formats.COMMANDS)

@@ -22,10 +22,12 @@ def test_values_link_to_the_cells_log_folders(store, tmp_path: Path) -> None:
                 campaign.env_ids[env], "getpid", "getpid", {}, repetition, "ok", "", STARTED,
                 0.5, str(folder), (("time_per_op", "ns", value * jitter),)))
     report = analysed.load(store, str(campaign.id))
-    text = markdown.render(report, tmp_path)
+    text = markdown.render(report, tmp_path, links=True)
     assert "[100 ±0.1%](guestbench-logs/20261125T1200-ab/native/getpid/)" in text
     assert "(guestbench-logs/20261125T1200-ab/uml/getpid/)" in text
-    elsewhere = markdown.render(report, tmp_path / "out")  # a file written one folder down
+    elsewhere = markdown.render(report, tmp_path / "out", links=True)  # a file written one folder down
     assert "(../guestbench-logs/20261125T1200-ab/native/getpid/)" in elsewhere
     # a label column is no link
     assert "| getpid | time per op (ns) | [" in text
+    # links are asked for: a table pasted into a write-up has none by default
+    assert "](" not in markdown.render(report, tmp_path)

@@ -1,0 +1,181 @@
+"""The tables a user chose to publish: by name (`report --table`) or by the plan's `[[table]]`
+entries, each built on its own from the campaign's results narrowed to what it shows, in
+the style it asks for, with its own footnotes numbered from 1 directly under it."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from importlib import import_module
+
+from guestbench.analysis.results import CampaignResults
+from guestbench.report import catalogue, columns, titles
+from guestbench.report.model import Footnotes, Style, Table, styled
+
+EVERY = "all"  # --table all: every table of the published view
+PLAN = "plan"  # --table plan: the plan's [[table]] entries
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One table to publish and how (a plan's [[table]] entry, or a name given to --table)."""
+
+    table: str
+    title: str | None = None
+    environments: tuple[str, ...] | None = None  # names or patterns, in the order shown
+    labels: dict[str, str] = field(default_factory=dict)  # environment -> name shown
+    workloads: tuple[str, ...] | None = None  # labels or workload names, or patterns
+    metrics: tuple[str, ...] | None = None
+    statistic: str | None = None  # None: the table's own (catalogue.Entry.statistic)
+    spread: bool | None = None  # None: without it when plain
+    plain: bool = True
+    links: bool = False
+    decimals: int | None = None
+
+    @property
+    def style(self) -> Style:
+        statistic = self.statistic or catalogue.ENTRIES[self.table].statistic
+        spread = self.spread if self.spread is not None else not self.plain
+        return Style(self.plain, statistic, spread, self.decimals)
+
+
+def from_plan(report: CampaignResults) -> list[Choice]:
+    """The campaign's plan's [[table]] entries; none for a plan without (or stored before)."""
+    stored = report.campaign.get("plan") or {}
+    if not stored.get("tables"):
+        return []  # most plans: nothing to read, and the plan's models need not load
+    from guestbench.plan_tables import table_specs
+    out = []
+    for spec in table_specs(stored):
+        given = {key: tuple(value) if isinstance(value, list) else value
+                 for key, value in spec.model_dump().items()}
+        out.append(Choice(**given))
+    return out
+
+
+def from_names(names: tuple[str, ...], plain: bool, links: bool) -> list[Choice]:
+    """--table NAME,NAME (checked against the catalogue by the command)."""
+    return [Choice(name, plain=plain, links=links) for name in names]
+
+
+def tables(report: CampaignResults, choices: list[Choice]) -> list[Table]:
+    out: list[Table] = []
+    for choice in choices:
+        out += _built(report, choice)
+    return out
+
+
+def _built(report: CampaignResults, choice: Choice) -> list[Table]:
+    shown = narrowed(report, choice)
+    footnotes = Footnotes()
+    module, function = catalogue.ENTRIES[choice.table].build.split(":")
+    with styled(choice.style):
+        made = getattr(import_module(module), function)(shown, footnotes)
+    made = [table for table in _present(made) if catalogue.selects(choice.table, table.name)]
+    if not made:
+        return [_nothing(choice)]
+    titles.apply(made, shown)
+    headers = {**columns.short_names(shown.environments), **choice.labels}
+    columns.shorten(made, headers)
+    if choice.title:
+        for table in made:
+            table.title = choice.title if len(made) == 1 else f"{choice.title}: {table.title}"
+    own_footnotes(made, footnotes)
+    return made
+
+
+def _nothing(choice: Choice) -> Table:
+    what = catalogue.ENTRIES[choice.table].what
+    return Table(choice.title or f"{choice.table}: {what}", ["table"],
+                 [[f"nothing to show: this campaign measured nothing the {choice.table} table "
+                   "shows"]], label_columns=1, name=choice.table)
+
+
+def _present(made: Table | list[Table] | None) -> list[Table]:
+    if made is None:
+        return []
+    return made if isinstance(made, list) else [made]
+
+
+def narrowed(report: CampaignResults, choice: Choice) -> CampaignResults:
+    """The results as the table sees them: its environments in its order, its workloads
+    and metrics; the baseline's cells stay, so ratios and % still divide by it."""
+    names = report.results.environments
+    shown = names
+    if choice.environments:
+        matched = [name for pattern in choice.environments for name in names
+                   if fnmatch.fnmatchcase(name, pattern)]
+        shown = list(dict.fromkeys(matched))
+    rows = report.results.rows
+    if choice.workloads:
+        rows = [row for row in rows if any(
+            fnmatch.fnmatchcase(row[0], pattern)
+            or fnmatch.fnmatchcase(report.workload_of.get(row[0], ""), pattern)
+            for pattern in choice.workloads)]
+    if choice.metrics:
+        rows = [row for row in rows if row[1] in choice.metrics]
+    if shown == names and rows == report.results.rows:
+        return report
+    kept = {(label, metric) for label, metric, _unit in rows}
+    results = dataclasses.replace(report.results, environments=shown, rows=rows, cells={
+        key: row for key, row in report.results.cells.items() if key in kept})
+    labels = {label for label, _metric in kept}
+    by_name = {env["name"]: env for env in report.environments}
+    return dataclasses.replace(
+        report, results=results, environments=[by_name[name] for name in shown],
+        runs=[run for run in report.runs if run["environment"] in shown
+              and run["label"] in labels],
+        primary={label: metric for label, metric in report.primary.items()
+                 if (label, metric) in kept})
+
+
+_MARK = re.compile(r"\[(\d+)\]")
+
+
+def own_footnotes(made: list[Table], footnotes: Footnotes) -> None:
+    """Gives each table the footnotes of the marks in its own cells, renumbered from 1 in the
+    order they appear, so that a table pasted alone keeps every explanation."""
+    said = {}
+    marks_line = None
+    for line in footnotes.lines():
+        found = re.match(r"\[(\d+)\] ", line)
+        if found:
+            said[int(found.group(1))] = line[found.end():]
+        else:
+            marks_line = line  # "Marks: ⊘ unavailable, ..."
+    for table in made:
+        order: dict[int, int] = {}
+        for row in table.rows:
+            for text in row:
+                for number in map(int, _MARK.findall(text)):
+                    if number in said:
+                        order.setdefault(number, len(order) + 1)
+        if not order:
+            continue
+
+        def renumbered(found: re.Match, order=order) -> str:
+            number = int(found.group(1))
+            return f"[{order[number]}]" if number in order else found.group(0)
+
+        table.rows = [[_MARK.sub(renumbered, text) for text in row] for row in table.rows]
+        table.footnotes = [f"[{new}] {said[old]}" for old, new in order.items()]
+        if marks_line and any(mark in line for line in table.footnotes
+                              for mark in marks_line.split()[1::2]):
+            table.footnotes.append(marks_line)
+
+
+def choices(report: CampaignResults, asked: tuple[str, ...], plain: bool, links: bool,
+            plan_default: bool) -> list[Choice] | None:
+    """What `report --table` asked for, as choices; None for every table (--table all, or
+    nothing asked where the plan's tables are not the default: the terminal).
+    plan_default: with nothing asked, the plan's [[table]] entries if it has some (Markdown:
+    the write-up's tables); --plain and --links apply to them too."""
+    if asked == (EVERY,) or (not asked and not plan_default):
+        return None
+    if not asked or asked == (PLAN,):
+        planned = from_plan(report)
+        return [dataclasses.replace(choice, plain=choice.plain or plain,
+                                    links=choice.links or links) for choice in planned] or None
+    return from_names(asked, plain, links)

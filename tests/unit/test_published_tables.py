@@ -1,0 +1,94 @@
+"""Tables you can publish: each table by its name, in the plain form a write-up pastes (values
+only, one footnote mark per cell, its own footnotes numbered from 1 under it), narrowed and
+named as a plan's [[table]] entry asks, and chosen on the command line with --table."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from guestbench import cli
+from guestbench import store as gb_store
+from guestbench.analysis import results as analysed
+from guestbench.report import catalogue, chosen, markdown
+from tests.support import default_like
+
+INTERVAL = re.compile(r"±|\[\d[\d.]*-|\]\(")  # "±2%", "[1.0-1.2x]", a link "](...)"
+MARK = re.compile(r"\[(\d+)\]")
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('published') / 'p.sqlite'}"
+    opened = gb_store.open(url)
+    default_like.write(opened)
+    yield url, analysed.load(opened)
+    opened.engine.dispose()
+
+
+@pytest.mark.parametrize("name", catalogue.NAMES)
+def test_every_table_in_plain_form_has_values_only_and_its_own_footnotes(stored, name) -> None:
+    _url, report = stored
+    for table in chosen.tables(report, chosen.from_names((name,), plain=True, links=False)):
+        values = [text for row in table.rows for text in row[table.label_columns:]]
+        if table.name in ("statistics", "clock", "host", "platform"):
+            continue  # tables of the spread itself, or of facts: no value to strip
+        assert not [text for text in values if INTERVAL.search(text)], (name, values)
+        marks = [int(number) for text in values for number in MARK.findall(text)]
+        # one mark per cell, numbered from 1 in this table, each explained under it
+        assert all(len(MARK.findall(text)) <= 1 for text in values), values
+        if marks:
+            assert sorted(set(marks)) == list(range(1, max(marks) + 1)), marks
+            said = [int(MARK.match(line).group(1)) for line in table.footnotes]
+            assert said == list(range(1, max(marks) + 1)), (table.footnotes, marks)
+
+
+def test_the_basic_table_as_the_seed_gives_it(stored) -> None:
+    _url, report = stored
+    choice = chosen.Choice("basic", environments=("uml", "qemu-kvm", "native"),
+                           labels={"uml": "UML", "qemu-kvm": "KVM"}, decimals=0)
+    (table,) = chosen.tables(report, [choice])
+    assert table.header == ["activity", "UML", "KVM", "native"]
+    getpid = next(row for row in table.rows if row[0] == "getpid")
+    assert getpid[3] == f"{182.9 * 2.6:.0f}"  # cycles, whole, nothing beside them
+    assert re.fullmatch(r"\d+ \[1\]", getpid[1]), getpid  # UML's console-latency, one mark
+    assert getpid[2] == "n/a [2]"
+    assert table.footnotes[0].startswith("[1] console-latency: ")
+    assert table.footnotes[1].startswith("[2] qemu-kvm: unavailable: /dev/kvm")
+
+
+def test_a_table_of_a_subset_compares_geometric_means_over_the_same_workloads(stored) -> None:
+    _url, report = stored
+    (table,) = chosen.tables(report, [chosen.Choice("percent", plain=False)])
+    # UML measured no STREAM (unsupported): every mean covers the 8 workloads all have
+    assert "covers the same 8 of the 9 workloads" in table.note
+    (narrow,) = chosen.tables(report, [chosen.Choice(
+        "percent", environments=("native", "runc"), plain=False)])
+    assert "covers the same 9 workloads" in narrow.note
+    assert [row[0] for row in narrow.rows] == ["native", "runc"]
+
+
+def test_markdown_of_chosen_tables_keeps_its_lines_short_and_has_no_links(stored) -> None:
+    _url, report = stored
+    text = markdown.render(report, asked=("basic", "percent"), plain=True)
+    assert "](" not in text
+    # eight environments, long footnotes: the notes and footnotes are wrapped
+    assert max(map(len, text.splitlines())) <= 160
+    assert [line for line in text.splitlines() if line.startswith("### ")] == [
+        "### Basic costs: CPU cycles per operation (median)",
+        "### % of native: performance relative to native (higher is better)"]
+
+
+def test_report_table_names_tables_and_refuses_unknown_ones(stored) -> None:
+    url, _report = stored
+    runner = CliRunner()
+    shown = runner.invoke(cli.main, ["report", "--db", url, "--table", "basic", "--plain"])
+    assert shown.exit_code == 0, shown.output
+    assert "Basic costs" in shown.output and "Relative to" not in shown.output
+    bad = runner.invoke(cli.main, ["report", "--db", url, "--table", "basik"])
+    assert bad.exit_code == 2
+    assert "--table: no table 'basik'; did you mean 'basic'?" in bad.output
+    csv = runner.invoke(cli.main, ["report", "--db", url, "--format", "csv", "--plain"])
+    assert csv.exit_code == 2 and "--plain: the csv format has no tables" in csv.output
