@@ -1,5 +1,5 @@
-"""CSV: one row per raw sample (with its run's and its cell's flags), and one row per run that
-produced none (with its status)."""
+"""CSV: one row per raw sample (with its run's and its cell's flags, and what its environment
+ran), and one row per run that produced none (with its status)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import io
 from collections import defaultdict
 
 from guestbench.analysis.results import CampaignResults
+from guestbench.report.overview_card import what_ran
 
 COLUMNS = ["campaign", "environment", "workload", "label", "metric", "unit", "repetition",
-           "status", "value", "reason", "run_id", "log_path", "run_flags", "cell_flags"]
+           "status", "value", "reason", "run_id", "log_path", "run_flags", "cell_flags", "version"]
 
 
 def render(report: CampaignResults) -> str:
@@ -22,17 +23,21 @@ def render(report: CampaignResults) -> str:
     writer.writerow(COLUMNS)
     cells = report.results.cells
     flags_of: dict[tuple[str, str, str], str] = {}
+    host_kernel = report.host_facts.get("kernel")
+    version_of = {env["name"]: what_ran(env, host_kernel) for env in report.environments}
     for run in report.runs:
         base = [report.campaign["id"], run["environment"], run["workload"], run["label"]]
+        version = version_of.get(run["environment"], "")
         tail = [run["reason"], run["id"], run["log_path"] or "", " ".join(run["flags"] or [])]
         for sample in by_run.get(run["id"]) or [None]:
             if sample is None:
-                writer.writerow([*base, "", "", run["repetition"], run["status"], "", *tail, ""])
+                writer.writerow([*base, "", "", run["repetition"], run["status"], "", *tail, "",
+                                 version])
                 continue
             key = (run["label"], sample["metric"], run["environment"])
             if key not in flags_of:
                 cell = cells.get(key[:2], {}).get(key[2])
                 flags_of[key] = " ".join(cell.flag_names) if cell else ""
             writer.writerow([*base, sample["metric"], sample["unit"], run["repetition"],
-                             run["status"], repr(sample["value"]), *tail, flags_of[key]])
+                             run["status"], repr(sample["value"]), *tail, flags_of[key], version])
     return buffer.getvalue()

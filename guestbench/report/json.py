@@ -10,6 +10,7 @@ from guestbench import __version__
 from guestbench.analysis.cells import UNSTABLE_CV
 from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
+from guestbench.report.overview_card import what_ran
 
 # Bump when a key is removed, renamed or changes meaning; a new key is added without a
 # bump (readers ignore keys they do not know). docs/results.md keeps the history.
@@ -44,7 +45,9 @@ def document(report: CampaignResults) -> dict[str, Any]:
         "environments": [
             {"name": env["name"], "kind": env["kind"], "spec": env["spec"],
              "available": env["available"], "probe": env["probe"],
-             "facts": env.get("facts") or {}}
+             "facts": env.get("facts") or {},
+             # what ran, in the words of the HTML system card and the platform table
+             "version": what_ran(env, campaign["host_facts"].get("kernel"))}
             for env in report.environments],
         "runs": [
             {"id": run["id"], "environment": run["environment"], "workload": run["workload"],

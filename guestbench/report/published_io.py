@@ -5,8 +5,9 @@
   latencies the baseline's over the environment's), like the bonnie++/dbench tables of
   KVM-against-Xen comparisons;
 - dbench: throughput per client count;
-- upload: MB/s per channel for write / no_write / no_upload, as in libguestfs's UML
-  against KVM comparison (upload and write, upload without writing, writing without upload);
+- upload: seconds per test (upload, upload-no-write, write-no-upload) with the environments
+  as columns, as in libguestfs's UML against KVM comparison; upload-rates: the same runs in
+  MB/s, a row per environment and channel;
 - build: kernbench's columns (elapsed, user, sys, CPU%, context switches, sleeps);
 - durability: whether the guest's fsync is honoured, and verdicts of any other workload
   (metrics of kind verdict: yes / no per environment).
@@ -49,6 +50,18 @@ def _runs_by_label(report: CampaignResults, workloads: set[str]) -> dict[str, di
         if run["workload"] in workloads and run["label"] not in found:
             found[run["label"]] = {"workload": run["workload"], **(run.get("params") or {})}
     return found
+
+
+def label_cell(report: CampaignResults, label: str, metric: str, env: str) -> Cell | None:
+    """The cell of `metric`, or where the label's runs gave none of it (every run failed or
+    the environment was unavailable) another of the label's cells: they share its runs'
+    problems. None where the environment never ran the label."""
+    cells = report.results.cells
+    cell = cells.get((label, metric), {}).get(env)
+    if cell is not None:
+        return cell
+    return next((row[env] for (row_label, _), row in cells.items()
+                 if row_label == label and env in row), None)
 
 
 def value_text(cell: Cell | None, footnotes: Footnotes) -> str:
@@ -216,7 +229,7 @@ def upload_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     one_size = len(sizes) == 1
     table = Table("Upload into the guest: MB/s" + (f" ({next(iter(sizes))} MiB)" if one_size else ""),
                   ["environment", "channel", "upload + write", "upload, no write",
-                   "write, no upload"], [], name="upload",
+                   "write, no upload"], [], name="upload-rates",
                   note="upload + write: the host sends the data through the channel and the "
                        "guest writes it to a file on its ext4 scratch disk (fsync at the end); "
                        "upload, no write: the guest reads it and discards it; write, no upload: "
@@ -232,6 +245,94 @@ def upload_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
             table.add([env, named, *(value_text(cell, footnotes) for cell in cells)],
                       [(env, modes[mode]) if mode in modes else None for mode in UPLOAD_MODES])
     return table if table.rows else None
+
+
+# -- upload: seconds per test, environments as columns ----------------------------------
+
+# each mode under the name of libguestfs's test
+UPLOAD_TESTS = {"write": "upload", "no_write": "upload-no-write", "no_upload": "write-no-upload"}
+UPLOAD_TESTS_NOTE = ("upload: the host sends the data through the channel and the guest writes "
+                     "it to a file on its ext4 scratch disk, fsync at the end; upload-no-write: "
+                     "the guest reads it and discards it; write-no-upload: the guest writes as "
+                     "much it generated itself.")
+
+
+def upload_times_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
+    """Seconds per test (upload, upload-no-write, write-no-upload) with the environments as
+    columns, as libguestfs's UML-against-KVM post gives them: each run's elapsed time on the
+    guest's clock. An environment's channel is its own: UML's serial line and QEMU's
+    virtio-serial port share a row, and the note says which each used."""
+    found = _upload_labels(report)
+    if not found:
+        return None
+    envs = [env for env in report.results.environments if env in found]
+    channels = {env: list(dict.fromkeys(channel for _, _, channel in found[env]))
+                for env in envs}
+    by_channel = any(len(used) > 1 for used in channels.values())  # a row per channel
+    sizes = sorted({size for env in envs for _, size, _ in found[env]})
+    rows = list(dict.fromkeys(
+        (mode, size, channel if by_channel else "")
+        for mode in UPLOAD_MODES for size in sizes for env in envs
+        for channel in channels[env] if (mode, size, channel) in found[env]))
+    title = "Upload into the guest: seconds per test" + (f" ({sizes[0]} MiB)"
+                                                         if len(sizes) == 1 else "")
+    statistic = STYLE.get().statistic
+    table = Table(title, ["test", *envs], [], label_columns=1, name="upload",
+                  note=f"Seconds on the guest's clock, the {statistic} of the runs. "
+                       + UPLOAD_TESTS_NOTE + _channel_note(channels, by_channel))
+    for mode, size, channel in rows:
+        qualifiers = [channel] if channel else []
+        qualifiers += [f"{size} MiB"] if len(sizes) > 1 else []
+        named = UPLOAD_TESTS[mode] + (f" ({', '.join(qualifiers)})" if qualifiers else "")
+        labels = [_upload_label(found[env], mode, size, channel, channels[env]) for env in envs]
+        table.add([named, *(_seconds_text(report, label, env, footnotes)
+                            for label, env in zip(labels, envs))],
+                  [(env, label) if label else None for label, env in zip(labels, envs)])
+    return table
+
+
+def _upload_labels(report: CampaignResults) -> dict[str, dict[tuple[str, int, str], str]]:
+    """environment -> (mode, MiB, channel) -> label, from each environment's own runs (a
+    label's channel may belong to the environment)."""
+    found: dict[str, dict[tuple[str, int, str], str]] = {}
+    for run in report.runs:
+        params = run.get("params") or {}
+        if run["workload"] != "upload" or params.get("mode", "write") not in UPLOAD_TESTS:
+            continue
+        key = (str(params.get("mode", "write")), int(params.get("size_mib", 0)),
+               str(params.get("channel", "?")))
+        found.setdefault(run["environment"], {}).setdefault(key, run["label"])
+    return found
+
+
+def _upload_label(labels: dict[tuple[str, int, str], str], mode: str, size: int, channel: str,
+                  used: list[str]) -> str | None:
+    """The environment's label for this row: of the row's channel, or of the environment's
+    one channel when rows do not name channels."""
+    return labels.get((mode, size, channel or used[0]))
+
+
+def _seconds_text(report: CampaignResults, label: str | None, env: str,
+                  footnotes: Footnotes) -> str:
+    cell = label_cell(report, label, "elapsed", env) if label else None
+    if cell is None:
+        return "-"
+    if not cell.values:
+        return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
+    return decorate(format_value(central(cell)), cell, footnotes)
+
+
+def _channel_note(channels: dict[str, list[str]], by_channel: bool) -> str:
+    """' Channel: serial in uml; virtio-serial in qemu.' ('' when the rows name channels)."""
+    if by_channel:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for env, used in channels.items():
+        groups.setdefault(used[0], []).append(env)
+    if len(groups) == 1:
+        return f" Channel: {next(iter(groups))}."
+    return " Channel: " + "; ".join(f"{channel} in {', '.join(envs)}"
+                                    for channel, envs in groups.items()) + "."
 
 
 # -- build: kernbench's columns ---------------------------------------------------------

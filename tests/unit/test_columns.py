@@ -79,7 +79,7 @@ def test_no_header_of_any_published_table_is_longer_than_24_characters(store) ->
                          params={"size_mib": 128, "files": 1}, flags=("too-fast:out_block",))
     report = analysed.load(store, str(campaign.id))
     tables = views.tables(report, "published")
-    assert {"basic", "stream-stream", "percent", "build", "build-runs", "upload", "dbench",
+    assert {"basic", "stream-stream", "percent", "build", "build-runs", "upload-rates", "dbench",
             "durability", "bonnie-output", "bonnie-percent", "columns"} <= {t.name for t in tables}
     long = [(table.name, cell) for table in tables for cell in table.header
             if len(cell) > columns.MAX_HEADER and table.name != "columns"]

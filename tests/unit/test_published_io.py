@@ -59,7 +59,7 @@ def test_upload_table_is_three_way_per_channel(store):
             campaign.run("tcg", "upload", [("bandwidth", "MB/s", mbps)], label=label, params=params)
             campaign.run("uml", "upload", [], label=label, status="unsupported",
                          reason="uml has no 9p channel", params=params)
-    table = campaign.tables()["upload"]
+    table = campaign.tables()["upload-rates"]
     assert "(256 MiB)" in table.title
     assert table.rows[0] == ["tcg", "virtio-serial", "40", "80", "120"]
     assert row(table, "uml", "9p")[2].startswith("∅ unsupported")
@@ -83,7 +83,7 @@ def test_build_table_has_kernbench_columns(store):
 def test_no_io_tables_without_their_workloads(store):
     campaign = Campaign(store, {"native": {}})
     campaign.run("native", "getpid", [("time_per_op", "ns", 140.0)])
-    assert not {"disk", "dbench", "upload", "build", "durability"} & set(campaign.tables())
+    assert not {"disk", "dbench", "upload-rates", "build", "durability"} & set(campaign.tables())
 
 
 def test_durability_table_gives_the_verdict_per_environment(store):

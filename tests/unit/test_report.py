@@ -326,7 +326,7 @@ def test_csv(report: analysed.CampaignResults) -> None:
     rows = list(csv.DictReader(io.StringIO(text)))
     header = text.splitlines()[0].split(",")
     for name in ("campaign", "environment", "workload", "metric", "unit", "repetition", "status",
-                 "value"):
+                 "value", "version"):
         assert name in header
     sample_less_runs = [run for run in report.runs
                         if not any(s["run_id"] == run["id"] for s in report.samples)]

@@ -133,7 +133,7 @@ def test_the_upload_table_gives_each_environment_its_own_channel(store) -> None:
             campaign.run(env, "upload", [("bandwidth", "MB/s", mbps * jitter)],
                          label="upload[mode=write]",
                          params={"channel": channel, "mode": "write", "size_mib": 64})
-    upload = campaign.tables()["upload"]
+    upload = campaign.tables()["upload-rates"]
     assert [r[:2] for r in upload.rows] == [["uml", "serial"], ["tcg", "virtio-serial"]]
 
 
