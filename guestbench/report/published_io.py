@@ -33,16 +33,6 @@ DISK_METRICS = ("bandwidth", "iops", "lat_p99", "fsync_p50", "fsync_p99", "creat
                 "delete", "throughput")
 
 
-def tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]:
-    out = []
-    for build in (disk_table, dbench_table, upload_table, build_table, build_runs_table,
-                  durability_table, verdict_table):
-        table = build(report, footnotes)
-        if table is not None:
-            out.append(table)
-    return out
-
-
 def _runs_by_label(report: CampaignResults, workloads: set[str]) -> dict[str, dict[str, Any]]:
     """label -> params of its runs, for labels of the given workloads, in plan order."""
     found: dict[str, dict[str, Any]] = {}

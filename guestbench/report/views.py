@@ -1,19 +1,18 @@
 """Which tables each view of a report shows: the one place every renderer asks for its set.
 
-The tables themselves are built in report/model.py (measured, ratios, boot, clock, host,
-summary) and report/published.py with its neighbours (basic costs, STREAM, % of baseline,
-scaling, versions, disk and transfer, statistics); this module only chooses and orders them.
+The tables themselves are named in report/catalogue.py, which says where each is built;
+the terminal's summary is report/summary.py's. This module only chooses and orders them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 from typing import Literal
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import columns, summary, titles
-from guestbench.report.model import (Footnotes, Table, boot_table, clock_table, host_table,
-                                     measured_table, ratio_table, spread_line)
+from guestbench.report import catalogue, columns, summary, titles
+from guestbench.report.model import Footnotes, Table, spread_line
 
 View = Literal["summary", "detail", "published"]
 
@@ -52,21 +51,20 @@ def _summary(report: CampaignResults, width: int | None = None) -> list[Table]:
 
 
 def _every_table(report: CampaignResults, own_footnotes: bool = False) -> list[Table]:
-    """Measured values and ratios first (what every reader looks for), then each published
-    table that has data, then the per-cell statistics and the checks of clock and host.
-    (Their modules load here: the summary, drawn from a digest, needs none of them.)"""
-    from guestbench.report import published, published_bonnie, published_io, versions
+    """Every table that has data, in the catalogue's order (report/catalogue.py): measured
+    values and ratios first (what every reader looks for), then the published tables, then
+    the per-cell statistics and the checks of clock and host. (Their modules load here: the
+    summary, drawn from a digest, needs none of them.)"""
     footnotes = Footnotes()
-    out: list[Table] = [measured_table(report, footnotes)]
+    out: list[Table] = []
+    built = set()
+    for entry in catalogue.ENTRIES.values():
+        if entry.build in built:
+            continue  # one builder gives several entries' tables (bonnie++'s sections)
+        built.add(entry.build)
+        module, function = entry.build.split(":")
+        out += _present(getattr(import_module(module), function)(report, footnotes))
     out[0].lead = spread_line(report)
-    out += _present(ratio_table(report, footnotes))
-    for build in (published.basic_table, published.stream_tables, published.percent_table,
-                  published.scaling_tables, versions.version_tables, published_io.tables,
-                  published_bonnie.tables):
-        out += _present(build(report, footnotes))
-    out += _present(boot_table(report))
-    out.append(published.statistics_table(report, footnotes))
-    out += _present(clock_table(report)) + _present(host_table(report))
     if own_footnotes:  # a write-up: each table with its own, numbered from 1
         from guestbench.report.chosen import own_footnotes as give
         give(out, footnotes)
