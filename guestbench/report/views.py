@@ -12,7 +12,8 @@ from typing import Literal
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import columns, summary, titles
-from guestbench.report.model import (Footnotes, Table, boot_table, clock_table, host_table,
+from guestbench.report.boot_tables import boot_table
+from guestbench.report.model import (Footnotes, Table, clock_table, host_table,
                                      measured_table, ratio_table, spread_line)
 
 View = Literal["summary", "detail", "published"]
@@ -64,7 +65,7 @@ def _every_table(report: CampaignResults, own_footnotes: bool = False) -> list[T
                   published.scaling_tables, versions.version_tables, published_io.tables,
                   published_bonnie.tables):
         out += _present(build(report, footnotes))
-    out += _present(boot_table(report))
+    out += _present(boot_table(report, footnotes))
     out.append(published.statistics_table(report, footnotes))
     out += _present(clock_table(report)) + _present(host_table(report))
     if own_footnotes:  # a write-up: each table with its own, numbered from 1
