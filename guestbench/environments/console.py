@@ -83,6 +83,9 @@ class ConsoleGuest(ProcessGuest):
     done: re.Pattern | None = None
     userspace_ns: int | None = None
     agent_ready_ns: int | None = None
+    # the guest's own clock (the agent's t_ns) as it wrote its hello: paired with the
+    # hello's arrival, it places the guest's clock zero on the host's timeline
+    guest_clock_at_ready_ns: int | None = None
     tail: deque = field(default_factory=lambda: deque(maxlen=CONSOLE_TAIL_LINES))
     text: list = field(default_factory=list)
 
@@ -104,6 +107,7 @@ class ConsoleGuest(ProcessGuest):
             for record in super().records():
                 if record.type == "hello" and self.agent_ready_ns is None:
                     self.agent_ready_ns = record.host_arrival_ns
+                    self.guest_clock_at_ready_ns = record.agent_ns
                 yield record
         except proc.ExitTimeout:
             raise
@@ -168,6 +172,17 @@ class ConsoleGuest(ProcessGuest):
         start = self._process.started_ns
         first_byte = self.console.first_byte_ns if self.console else self._process.first_byte_ns
         booted = "userspace" if self.agent else "ready"
-        points = {"first_byte": first_byte, booted: self.userspace_ns,
-                  "agent_ready": self.agent_ready_ns, "powered_off": self.exited_ns}
+        points = {"clock_zero": self._clock_zero_ns(), "first_byte": first_byte,
+                  booted: self.userspace_ns, "agent_ready": self.agent_ready_ns,
+                  "powered_off": self.exited_ns}
         return {name: (ns - start) / 1e6 for name, ns in points.items() if ns is not None}
+
+    def _clock_zero_ns(self) -> int | None:
+        """Where the guest's clock read zero, on the host's clock: the hello's arrival minus the
+        guest's clock in that hello (late by the console's delay, as the arrival is). Not
+        minus the guest_uptime sample: the agent reads that after its clock check's marks,
+        CLOCK_MARKS_MS later."""
+        guest_ns = self.guest_clock_at_ready_ns
+        if self.agent_ready_ns is None or not isinstance(guest_ns, int):
+            return None
+        return self.agent_ready_ns - guest_ns

@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import (CONFIDENCE, CONTEXT, RESAMPLES, SPREAD_FACTOR, TOO_FAST,
                                        UNSTABLE_CV, VERDICT, Cell, Interval, Results, row_kind)
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S, clock_summaries
@@ -585,32 +584,6 @@ def clock_table(report: CampaignResults, footnotes: Footnotes | None = None) -> 
     for env, summary in summaries.items():
         table.add([env, str(summary.runs_judged), f"{summary.median_ratio:.4f}",
                    f"{summary.lowest:.4f}-{summary.highest:.4f}", str(summary.flagged)])
-    return table
-
-
-def boot_table(report: CampaignResults) -> Table | None:
-    """Boot phases per environment: median of each run's phase duration, ms."""
-    cells = report.boot
-    if not cells:
-        return None
-    boot_samples = list(report.samples.of_metrics("boot_powered_off"))
-    envs = [env for env in report.results.environments if env in cells]
-    table = Table("Boot phases: median duration per phase, ms (host clock; guest uptime on "
-                  "the guest's)", ["phase", *envs], [],
-                  note="Phases are cut on the host's clock where the console shows them "
-                       "('guestbench-init: userspace' from /init, the agent's hello record, the "
-                       "VMM's exit) and where the guest's clock started (agent ready minus the "
-                       "guest's uptime).", label_columns=1, name="boot")
-    label_of = {run["environment"]: run["label"] for run in report.runs
-                if run["status"] == "ok" and run["environment"] in cells
-                and any(s["run_id"] == run["id"] for s in boot_samples)}
-    table.add(["runs (n)", *(str(max(c.n for c in cells[env].values())) for env in envs)])
-    for name, _end, _start in PHASES:
-        if not any(name in cells[env] for env in envs):
-            continue  # a phase none of these guests has (the ready line of an own image)
-        table.add([name, *(format_value(cells[env][name].median_ms)
-                           if name in cells[env] else "-" for env in envs)],
-                  [(env, label_of[env]) if env in label_of else None for env in envs])
     return table
 
 

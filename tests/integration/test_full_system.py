@@ -110,6 +110,8 @@ def test_agent_runs_in_the_guest(preset, host_facts, agent_path, tmp_path, nothi
     assert {m for m, _, _ in outcome.samples} >= {"time_per_op", "tsc_per_op"}
     phases = guest.boot_phases()
     assert 0 < phases["first_byte"] <= phases["userspace"] <= phases["agent_ready"] <= phases["powered_off"]
+    # the guest's clock starts after its VMM does and before its userspace (UML's too)
+    assert 0 < phases["clock_zero"] < phases["userspace"]
     console = (tmp_path / "logs" / "stdout.log").read_text()
     assert "guestbench-init: userspace" in console and "agent exited with status 0" in console
 

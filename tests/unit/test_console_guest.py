@@ -47,8 +47,27 @@ def test_phases_are_taken_from_the_console_in_order(tmp_path):
         outcome = watch(guest, 30, "getpid")
         phases = guest.boot_phases()
     assert outcome.status == Status.OK, outcome.reason
-    assert list(phases) == ["first_byte", "userspace", "agent_ready", "powered_off"]
+    assert list(phases) == ["clock_zero", "first_byte", "userspace", "agent_ready", "powered_off"]
     assert phases["first_byte"] <= phases["userspace"] <= phases["agent_ready"] <= phases["powered_off"]
+    # the hello says t_ns 0: the guest's clock read zero as the hello left it
+    assert phases["clock_zero"] == phases["agent_ready"]
+
+
+def test_clock_zero_is_the_hello_arrival_minus_the_guest_clock_in_the_hello(tmp_path):
+    # the agent's later records (its clock marks, the boot workload's uptime) do not move it
+    hello = line(0, {"type": "hello", "t_ns": 250_000_000, "protocol": 1})
+    mark = line(1, {"type": "clock", "t_ns": 550_000_000, "mark": 1})
+    end = line(2, {"type": "end", "t_ns": 551_000_000, "status": "ok", "records": 2})
+    script = f"""
+        print("guestbench-init: userspace", flush=True)
+        print({hello!r}, flush=True)
+        print({mark!r}, flush=True)
+        print({end!r}, flush=True)
+    """
+    with console(tmp_path, script) as guest:
+        watch(guest, 30, "boot", expect_samples=False)
+        phases = guest.boot_phases()
+    assert phases["agent_ready"] - phases["clock_zero"] == 250.0
 
 
 def test_agreeing_clocks_raise_no_flag(tmp_path):
@@ -99,18 +118,18 @@ def test_breakdown_takes_per_run_differences():
     runs = [{"id": 1, "environment": "vm", "status": "ok"},
             {"id": 2, "environment": "vm", "status": "ok"},
             {"id": 3, "environment": "vm", "status": "timeout"}]
-    points = {1: (100, 900, 950, 1000, 800), 2: (300, 1000, 1060, 1100, 900),
+    points = {1: (100, 900, 950, 1000, 150), 2: (300, 1000, 1060, 1100, 160),
               3: (1, 2, 3, 4, 5)}
     names = ("boot_first_byte", "boot_userspace", "boot_agent_ready", "boot_powered_off",
-             "guest_uptime")
+             "boot_clock_zero")
     samples = [{"run_id": run, "metric": name, "value": value}
                for run, values in points.items() for name, value in zip(names, values)]
     cells = breakdown(runs, samples)["vm"]
-    # guest clock zero on the host's timeline = agent ready - guest uptime: 150 and 160
+    # guest clock zero on the host's timeline, from VMM start: 150 and 160
     assert cells["VMM start -> guest clock zero (VMM, firmware, decompression)"].median_ms == 155
     assert cells["guest clock zero -> userspace (kernel boot)"].median_ms == 795  # 750, 840
     assert cells["total: VMM start -> powered off"].median_ms == 1050
-    assert cells["guest's own uptime at agent start"].n == 2
+    assert cells["total: VMM start -> powered off"].n == 2
 
 
 def test_an_agent_that_cannot_start_in_the_guest_is_infra_at_once(tmp_path):

@@ -1,0 +1,173 @@
+"""The boot tables: each environment's boot by phase, and its total from VMM start to powered off.
+
+Every environment the plan booted in has a column (phases) or a row (totals), an unavailable
+or failed one with its mark and footnote as in every other table. Values are whole ms, so a
+row never mixes 11.19k with 2786; the total carries its cell's flags as the measured table
+does.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from guestbench.analysis.boot import CLOCK_ZERO_PHASES, PHASES, UPTIME_PHASE, PhaseCell
+from guestbench.analysis.cells import Cell
+from guestbench.analysis.results import CampaignResults
+from guestbench.report import model
+from guestbench.report.model import Footnotes, Table
+
+TOTAL_METRIC = "boot_powered_off"
+TOTAL_PHASE = next(name for name, end, start in PHASES if end == TOTAL_METRIC and start is None)
+HIDDEN = "-"  # a phase this guest has not, or one that came out negative
+
+PHASES_NOTE = ("Phases are cut on the host's clock where the console shows them ('guestbench-init: "
+               "userspace' from /init, the agent's hello record, the VMM's exit) and where the "
+               "guest's clock read zero: the hello's arrival minus the guest's own clock in that "
+               "hello. The uptime row is the guest's own clock when the boot workload ran, after "
+               "the agent's 300 ms clock check.")
+NEGATIVE_NOTE = ("{envs}: '-' for a phase that came out negative, the guest's clock zero lying "
+                 "before its VMM started (a clock that did not start with this boot, as a "
+                 "restored snapshot's); the total is on the host's clock and sound.")
+UNPAIRED_NOTE = ("{envs}: '-' in the clock-zero rows: runs recorded before the hello's own clock "
+                 "was kept (sample boot_clock_zero), whose uptime, read after the clock check, "
+                 "would put the zero about 300 ms late; run the boot workload again for them.")
+
+
+def boot_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
+    """Boot phases per environment: each phase's duration over the runs (the style's
+    statistic, median by default), whole ms; the total with its cell's flags."""
+    columns = _booted(report)
+    if not columns:
+        return None
+    phases = report.boot
+    envs = list(columns)
+    statistic = model.STYLE.get().statistic
+    table = Table(f"Boot phases: {statistic} duration per phase, ms (host clock; guest uptime "
+                  "on the guest's)", ["phase (ms)", *envs], [], note=PHASES_NOTE,
+                  label_columns=1, name="boot")
+    sources = [(env, label) for env, (label, _cell) in columns.items()]
+    table.add(["runs (n)", *(str(cell.n_runs) for _label, cell in columns.values())], sources)
+    negative: list[str] = []
+    for name in _phase_rows(phases, envs):
+        if name == TOTAL_PHASE:
+            table.add([name, *(_total_text(cell, footnotes) for _label, cell in columns.values())],
+                      sources)
+            continue
+        row = [name]
+        for env, (_label, cell) in columns.items():
+            text = _phase_text(phases.get(env), name, cell, footnotes)
+            if text == HIDDEN and name in phases.get(env, {}) and env not in negative:
+                negative.append(env)
+            row.append(text)
+        table.add(row, sources)
+    unpaired = [env for env in envs if UPTIME_PHASE in phases.get(env, {})
+                and not any(name in phases[env] for name in CLOCK_ZERO_PHASES)]
+    for envs_of, note in ((negative, NEGATIVE_NOTE), (unpaired, UNPAIRED_NOTE)):
+        if envs_of:
+            table.note += " " + note.format(envs=", ".join(envs_of))
+    return table
+
+
+def boot_totals_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
+    """One row per environment: its boot from VMM start to powered off, ms, and its runs."""
+    columns = _booted(report)
+    if not columns:
+        return None
+    statistic = model.STYLE.get().statistic
+    table = Table(f"Boot time: VMM start to powered off, {statistic} of the runs, ms",
+                  ["environment", "boot (ms)", "n"], [], label_columns=1, name="boot-totals",
+                  note="On the host's clock: from the VMM's process start to its exit after "
+                       "the guest powered off.")
+    for env, (label, cell) in columns.items():
+        table.add([env, _total_text(cell, footnotes), str(cell.n_runs)], [(env, label), None])
+    return table
+
+
+def _booted(report: CampaignResults) -> dict[str, tuple[str, Cell]]:
+    """{environment: (boot label, its total's cell)} for every environment a boot workload
+    was planned in: it has a run of it, whatever its status (an unavailable environment
+    records one run that says why)."""
+    from guestbench.workloads import CATALOGUE
+
+    labels = [label for label in dict.fromkeys(label for label, _m, _u in report.results.rows)
+              if getattr(CATALOGUE.get(report.workload_of.get(label, "")), "boot_phases", False)]
+    booted: dict[str, tuple[str, Cell]] = {}
+    for env in report.results.environments:
+        for label in labels:
+            cell = _total_cell(report, label, env)
+            if cell is not None and cell.runs > 0:
+                booted[env] = (label, cell)
+                break
+    return booted
+
+
+def _total_cell(report: CampaignResults, label: str, env: str) -> Cell | None:
+    """The label's boot_powered_off cell of env; without one (no run gave any sample), the
+    label's first cell, which carries the same runs and problems."""
+    cells = report.results.cells
+    row = cells.get((label, TOTAL_METRIC)) or next(
+        (row for (row_label, _metric), row in cells.items() if row_label == label), {})
+    return row.get(env)
+
+
+def _phase_rows(phases: dict[str, dict[str, PhaseCell]], envs: list[str]) -> list[str]:
+    """The phases any of these guests has (the ready line only an own image's), the total
+    always, and the clock-zero phases wherever a guest has an uptime but no clock zero."""
+    had = {name for env in envs for name in phases.get(env, {})}
+    if UPTIME_PHASE in had:
+        had |= set(CLOCK_ZERO_PHASES)
+    return [name for name, _end, _start in PHASES if name in had or name == TOTAL_PHASE]
+
+
+def _phase_text(env_phases: dict[str, PhaseCell] | None, name: str, cell: Cell,
+                footnotes: Footnotes) -> str:
+    if not env_phases:  # no run gave boot samples: what happened to its runs
+        if cell.values:  # results read from a digest, which keeps no boot samples
+            return HIDDEN
+        return model.problem_text(cell, footnotes) if cell.problems else model.empty_text(cell)
+    phase = env_phases.get(name)
+    if phase is None:
+        return HIDDEN
+    value = _phase_value(phase)
+    return HIDDEN if value < 0 else whole_ms(value)
+
+
+def _phase_value(phase: PhaseCell) -> float:
+    """A phase's figure in the style's statistic: the median of its runs' durations, their
+    mean, or the shortest (best)."""
+    statistic = model.STYLE.get().statistic
+    if statistic == "mean" and phase.durations_ms:
+        return statistics.fmean(phase.durations_ms)
+    if statistic == "best" and phase.durations_ms:
+        return min(phase.durations_ms)
+    return phase.median_ms
+
+
+def _total_text(cell: Cell, footnotes: Footnotes) -> str:
+    """The total's cell as the measured table marks it, its figure in whole ms."""
+    if not cell.values:
+        return model.problem_text(cell, footnotes) if cell.problems else model.empty_text(cell)
+    text = whole_ms(model.central(cell))
+    style = model.STYLE.get()
+    if style.spread:  # the report's default; a plain table only when it asks
+        text += _spread(cell, style.statistic)
+    return model.decorate(text, cell, footnotes)
+
+
+def _spread(cell: Cell, statistic: str) -> str:
+    """' ±12%' (the median's interval) or ' (212)' (the stdev, ms, beside a mean); ''."""
+    stats = cell.stats
+    if stats is None:
+        return ""
+    if statistic == "mean":
+        return f" ({whole_ms(stats.stdev)})" if stats.stdev is not None else ""
+    if statistic == "median" and stats.half_width is not None:
+        return f" ±{model.format_percent(stats.half_width)}"
+    return ""
+
+
+def whole_ms(value: float) -> str:
+    """ms as the seeds write them: whole numbers (11190, 2786), or the style's decimals."""
+    decimals = model.STYLE.get().decimals or 0
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # never "-0"
