@@ -355,6 +355,7 @@ def _environments(tables: list[dict[str, Any]], source: str) -> list[Environment
             what = "missing kind" if kind is None else f"unknown kind {kind!r}"
             raise PlanError(f"{source}: {where}: {what} (fix: {hint})")
         model = environments.spec_model(kind)
+        table = _one_item_lists_unwrapped(table, model)
         for combination in _sweep(table, model, source, where):
             try:
                 specs.append(model.model_validate(combination))
@@ -380,6 +381,7 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
         only = _workload_environments(table, source, where)
         base_label = _workload_label(table, name, source, where)
         follows = _following(table, workload.params_model, source, where)
+        table = _one_item_lists_unwrapped(table, workload.params_model)
         swept = [key for key, value in table.items() if _is_sweep(value, workload.params_model, key)]
         for combination in _sweep(table, workload.params_model, source, where):
             # checked now with the host's CPUs; each environment's own count later (_follow)
@@ -522,6 +524,14 @@ def _is_sweep(value: Any, model: type[BaseModel], key: str) -> bool:
     field = model.model_fields.get(key)
     takes_list = field is not None and typing.get_origin(field.annotation) in (tuple, list)
     return not takes_list or (bool(value) and all(isinstance(item, list) for item in value))
+
+
+def _one_item_lists_unwrapped(table: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """A sweep over one value is that value: `channel = ["serial"]` labels and names its
+    case as `channel = "serial"` does, so that it pairs with a table that wrote a plain value
+    (a field that takes a list is swept by a list of lists: [["pid"]] is ["pid"])."""
+    return {key: value[0] if _is_sweep(value, model, key) and len(value) == 1 else value
+            for key, value in table.items()}
 
 
 def _sweep(table: dict[str, Any], model: type[BaseModel], source: str,
