@@ -17,7 +17,7 @@ from pydantic import (
     BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator)
 from pydantic_core import PydanticCustomError
 
-from guestbench import environments, workloads
+from guestbench import environments, plan_tables, workloads
 from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
 from guestbench.host import Host
 from guestbench.names import plain_value
@@ -102,6 +102,7 @@ class PlanFile(BaseModel):
     campaign: CampaignSection = Field(default_factory=CampaignSection)
     environment: list[dict[str, Any]] = Field(min_length=1)
     workload: list[dict[str, Any]] = Field(min_length=1)
+    table: list[dict[str, Any]] = Field(default_factory=list)  # checked in plan_tables
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,7 @@ class Plan:
     source: str  # the plan file's path, or "command line"
     # A/B in one campaign: every other round runs its cells in reverse order (A B, B A, ...)
     interleave: bool = False
+    tables: tuple[plan_tables.TableSpec, ...] = ()  # [[table]]: what `report` gives, in order
 
     @property
     def baseline(self) -> str | None:
@@ -160,6 +162,8 @@ class Plan:
                            **({"environments": list(case.environments)}
                               if case.environments is not None else {})}
                           for case in self.workloads],
+            **({"tables": [spec.model_dump(mode="json", exclude_none=True)
+                           for spec in self.tables]} if self.tables else {}),
         }
 
 
@@ -228,7 +232,8 @@ def stored(document: dict[str, Any], where: str) -> Plan:
                         f"({type(error).__name__}: {error}) (fix: resume it with the guestbench "
                         "version that started it, or run its plan again)") from None
     return Plan(campaign, tuple(specs), tuple(cases), document.get("source", "stored"),
-                bool(document.get("interleave", False)))
+                bool(document.get("interleave", False)),
+                tuple(plan_tables.table_specs(document)))
 
 
 # The default campaign (no plan file) stops its auto cells sooner than a plan
@@ -263,6 +268,8 @@ def _build(raw: dict[str, Any], source: str, host: Host, overrides: Overrides) -
         raise PlanError(_explain(source, error, model=PlanFile)) from None
     specs = _environments(top.environment, source)
     cases = _workloads(top.workload, source, host)
+    # against the whole plan: --env and --workload narrow a run, not what its tables name
+    tables = _tables(top.table, specs, cases, source)
     specs = _select(specs, overrides.environments, source, "--env", lambda s: s.name)
     cases = _select(cases, overrides.workloads, source, "--workload", lambda c: c.name)
     if not overrides.environments:
@@ -272,7 +279,26 @@ def _build(raw: dict[str, Any], source: str, host: Host, overrides: Overrides) -
     campaign = _apply(top.campaign, overrides, specs, source)
     cases = [dataclasses.replace(case, repeat=_resolved_repeat(case, campaign, overrides, source))
              for case in cases]
-    return Plan(campaign, tuple(specs), tuple(cases), source)
+    return Plan(campaign, tuple(specs), tuple(cases), source, tables=tuple(tables))
+
+
+def _tables(entries: list[dict[str, Any]], specs: list[EnvironmentSpec],
+            cases: list[WorkloadCase], source: str) -> list[plan_tables.TableSpec]:
+    names = [spec.name for spec in specs]
+    workload_names = [(case.label, case.name) for case in cases]
+    checked = []
+    for index, entry in enumerate(entries):
+        where = f"table[{index}]"
+        try:
+            spec = plan_tables.TableSpec.model_validate(entry)
+        except ValidationError as error:
+            raise PlanError(_explain(source, error, prefix=where,
+                                     model=plan_tables.TableSpec)) from None
+        problem = plan_tables.problem(spec, names, workload_names)
+        if problem:
+            raise PlanError(f"{source}: {where}.{problem}")
+        checked.append(spec)
+    return checked
 
 
 def _resolved_repeat(case: WorkloadCase, campaign: CampaignSection, overrides: Overrides,
@@ -329,6 +355,7 @@ def _environments(tables: list[dict[str, Any]], source: str) -> list[Environment
             what = "missing kind" if kind is None else f"unknown kind {kind!r}"
             raise PlanError(f"{source}: {where}: {what} (fix: {hint})")
         model = environments.spec_model(kind)
+        table = _one_item_lists_unwrapped(table, model)
         for combination in _sweep(table, model, source, where):
             try:
                 specs.append(model.model_validate(combination))
@@ -354,6 +381,7 @@ def _workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[Wo
         only = _workload_environments(table, source, where)
         base_label = _workload_label(table, name, source, where)
         follows = _following(table, workload.params_model, source, where)
+        table = _one_item_lists_unwrapped(table, workload.params_model)
         swept = [key for key, value in table.items() if _is_sweep(value, workload.params_model, key)]
         for combination in _sweep(table, workload.params_model, source, where):
             # checked now with the host's CPUs; each environment's own count later (_follow)
@@ -498,6 +526,14 @@ def _is_sweep(value: Any, model: type[BaseModel], key: str) -> bool:
     return not takes_list or (bool(value) and all(isinstance(item, list) for item in value))
 
 
+def _one_item_lists_unwrapped(table: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """A sweep over one value is that value: `channel = ["serial"]` labels and names its
+    case as `channel = "serial"` does, so that it pairs with a table that wrote a plain value
+    (a field that takes a list is swept by a list of lists: [["pid"]] is ["pid"])."""
+    return {key: value[0] if _is_sweep(value, model, key) and len(value) == 1 else value
+            for key, value in table.items()}
+
+
 def _sweep(table: dict[str, Any], model: type[BaseModel], source: str,
            where: str) -> list[dict[str, Any]]:
     swept = {key: value for key, value in table.items() if _is_sweep(value, model, key)}
@@ -557,6 +593,8 @@ _FIXES = {
     "float_type": "give a number",
     "string_type": "give a quoted string",
     "bool_type": "give true or false",
+    "list_type": 'give a list, e.g. ["a", "b"] (a list of tables: one [[name]] header each)',
+    "dict_type": "give a table: { key = \"value\" }",
     "enum": "use one of the values listed",
     "literal_error": "use one of the values listed",
 }

@@ -362,6 +362,25 @@ def test_list_of_lists_sweeps_a_list_field(write_plan, host: Host) -> None:
     assert [first.namespaces, second.namespaces] == [("pid",), ("pid", "net")]
 
 
+def test_a_one_item_list_is_the_plain_value(build_plan) -> None:
+    plan = build_plan([{"name": "tcg", "kind": "qemu", "vcpus": [1]},
+                       {"name": "ns", "kind": "namespace", "namespaces": [["pid"]]}],
+                      [{"name": "upload", "channel": ["serial"], "mode": ["write", "no_write"]},
+                       {"name": "stream_triad", "array_mib": [32]}])
+    assert [spec.name for spec in plan.environments] == ["tcg", "ns"]
+    assert plan.environments[0].vcpus == 1
+    assert plan.environments[1].namespaces == ("pid",)  # [["pid"]]: a sweep over one list
+    assert [case.label for case in plan.workloads] == [
+        "upload[mode=write]", "upload[mode=no_write]", "stream_triad"]
+    assert {case.params.channel for case in plan.workloads[:2]} == {"serial"}
+    assert plan.workloads[2].params.array_mib == 32
+
+
+def test_a_one_item_list_of_a_list_field_stays_one_list(build_plan) -> None:
+    plan = build_plan([{"name": "ns", "kind": "namespace", "namespaces": ["net"]}])
+    assert plan.environments[0].namespaces == ("net",)  # not "net", which the field refuses
+
+
 def test_environment_sweep_on_a_preset_and_on_a_fake(build_plan) -> None:
     plan = build_plan([{"preset": "namespace", "namespaces": [["pid"], ["net"]]},
                        {"name": "f", "kind": "fake", "scale": [1, 2]}])

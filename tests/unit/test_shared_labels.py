@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from guestbench.analysis import results as analysed
-from guestbench.plan import PlanError, load
+from guestbench.plan import PlanError, _check_shared_labels, load
 from guestbench.report import views
 from tests.unit.test_published import THREE, Campaign, row
 
@@ -142,3 +142,33 @@ def test_an_unknown_parameter_written_vcpus_is_refused_with_the_parameters(write
     with pytest.raises(PlanError, match=r"workload\[0\]\.frobs: Extra inputs are not permitted.*"
                                         r"allowed here: units, jobs, cache"):
         load(write_plan(text), host)
+
+
+ONE_ITEM_CHANNEL = ENVIRONMENTS.replace('name = "tcg"', 'name = "qemu"') + """
+[[workload]]
+name = "upload"
+channel = ["serial"]
+mode = ["write", "no_write"]
+environments = ["uml"]
+
+[[workload]]
+name = "upload"
+channel = "virtio-serial"
+mode = ["write", "no_write"]
+environments = ["qemu"]
+"""
+
+
+def test_a_one_item_channel_list_pairs_with_a_plain_channel(write_plan, host) -> None:
+    """Seed 001's headline: `channel = ["serial"]` is `channel = "serial"`, so UML's and
+    QEMU's uploads of each mode share one label, hence one row."""
+    plan = load(write_plan(ONE_ITEM_CHANNEL), host)
+    by_mode: dict[str, dict] = {}
+    for case in plan.workloads:
+        by_mode.setdefault(case.params.mode, {})[case.environments] = case
+    assert set(by_mode) == {"write", "no_write"}
+    for mode, cases in by_mode.items():
+        uml, qemu = cases[("uml",)], cases[("qemu",)]
+        assert uml.label == qemu.label == f"upload[mode={mode}]"
+        assert (uml.params.channel, qemu.params.channel) == ("serial", "virtio-serial")
+    _check_shared_labels(list(plan.workloads), list(plan.environments), "plan.toml")
