@@ -5,7 +5,6 @@ the style it asks for, with its own footnotes numbered from 1 directly under it.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import re
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -104,15 +103,14 @@ def narrowed(report: CampaignResults, choice: Choice) -> CampaignResults:
     and metrics; the baseline's cells stay, so ratios and % still divide by it."""
     names = report.results.environments
     shown = names
-    if choice.environments:
-        matched = [name for pattern in choice.environments for name in names
-                   if fnmatch.fnmatchcase(name, pattern)]
-        shown = list(dict.fromkeys(matched))
+    if choice.environments:  # a stored entry may name more than its campaign ran (--env)
+        from guestbench.plan_tables import ordered
+        shown = ordered(choice.environments, names)
     rows = report.results.rows
     if choice.workloads:
+        from guestbench.plan_tables import matches
         rows = [row for row in rows if any(
-            fnmatch.fnmatchcase(row[0], pattern)
-            or fnmatch.fnmatchcase(report.workload_of.get(row[0], ""), pattern)
+            matches(pattern, row[0]) or matches(pattern, report.workload_of.get(row[0], ""))
             for pattern in choice.workloads)]
     if choice.metrics:
         rows = [row for row in rows if row[1] in choice.metrics]

@@ -22,14 +22,16 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
     for env in report.environments:
         ran = what_ran(env, host_kernel)
         if not env.get("available"):
-            mark = problem_text(_unavailable(env), footnotes)
+            mark = problem_text(_unavailable(env, report), footnotes)
             ran = mark if ran == NOT_RECORDED else f"{ran} {mark}"
         table.add([display_name(env), str(env.get("kind") or "-"), ran])
     return table
 
 
-def _unavailable(env: dict) -> Cell:
-    """A cell standing for the environment's probe answer, so its footnote is the one every
-    other table gives its unavailable cells (the runs' reason is the probe's)."""
-    return Cell(env["name"], "", "", "",
-                problems=[("unavailable", str(env.get("probe") or "no reason given"))])
+def _unavailable(env: dict, report: CampaignResults) -> Cell:
+    """A cell standing for the environment's answer, so its footnote is the one every other
+    table gives its unavailable cells: its runs' reason, else its probe's."""
+    reason = next((run["reason"] for run in report.runs if run["environment"] == env["name"]
+                   and run["status"] == "unavailable" and run["reason"]), None)
+    return Cell(env["name"], "", "", "", problems=[
+        ("unavailable", str(reason or env.get("probe") or "no reason given"))])
