@@ -92,3 +92,27 @@ def test_report_table_names_tables_and_refuses_unknown_ones(stored) -> None:
     assert "--table: no table 'basik'; did you mean 'basic'?" in bad.output
     csv = runner.invoke(cli.main, ["report", "--db", url, "--format", "csv", "--plain"])
     assert csv.exit_code == 2 and "--plain: the csv format has no tables" in csv.output
+
+
+def test_a_plan_s_table_entries_are_its_markdown(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'plan.sqlite'}"
+    opened = gb_store.open(url)
+    default_like.write(opened, plan={"tables": [
+        {"table": "percent", "title": "% of native", "environments": ["runc", "uml", "gone"]},
+        {"table": "basic", "environments": ["qemu-*", "native"], "decimals": 0,
+         "labels": {"qemu-user": "QEMU user"}},
+    ]})
+    report = analysed.load(opened)
+    opened.engine.dispose()
+    text = markdown.render(report)
+    assert [line for line in text.splitlines() if line.startswith("### ")] == [
+        "### % of native", "### Basic costs: CPU cycles per operation (median)"]
+    # an environment the entry names but the campaign has not ("gone") is left out
+    assert "| environment | getpid |" in text and "| gone |" not in text
+    assert "| activity | QEMU user | qemu-kvm | native |" in text
+    runner = CliRunner()
+    terminal = runner.invoke(cli.main, ["report", "--db", url, "--table", "plan"])
+    assert terminal.exit_code == 0, terminal.output
+    assert "% of native" in terminal.output and "Measured" not in terminal.output
+    every = markdown.render(report, asked=("all",))
+    assert "### Measured: median" in every.split("\n", 1)[0] + every
