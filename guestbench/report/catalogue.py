@@ -21,6 +21,7 @@ class Entry:
     build: str  # "module:function"
     what: str  # one line: what the table shows
     statistic: str = "median"  # what a plain cell shows unless the [[table]] says
+    spread: bool | None = None  # a plain cell's spread unless the [[table]] says (None: none)
 
 
 _P = "guestbench.report."
@@ -48,7 +49,7 @@ ENTRIES: dict[str, Entry] = {
     "upload-rates": Entry(_P + "published_io:upload_table", "uploads in MB/s per channel"),
     "kernbench": Entry(_P + "published_build:kernbench_table",
                        "builds as kernbench prints them: mean (stddev), elapsed / baseline",
-                       statistic="mean"),
+                       statistic="mean", spread=True),
     "build": Entry(_P + "published_io:build_table", "builds: medians of kernbench's columns"),
     "build-runs": Entry(_P + "published_io:build_runs_table",
                         "each build run's real / user / sys"),

@@ -11,7 +11,7 @@ from importlib import import_module
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import catalogue, columns, titles
-from guestbench.report.model import Footnotes, Style, Table, styled
+from guestbench.report.model import Footnotes, Style, Table, as_list, styled
 
 EVERY = "all"  # --table all: every table of the published view
 PLAN = "plan"  # --table plan: the plan's [[table]] entries
@@ -35,8 +35,10 @@ class Choice:
 
     @property
     def style(self) -> Style:
-        statistic = self.statistic or catalogue.ENTRIES[self.table].statistic
-        spread = self.spread if self.spread is not None else not self.plain
+        entry = catalogue.ENTRIES[self.table]
+        statistic = self.statistic or entry.statistic
+        spread = next(given for given in (self.spread, entry.spread if self.plain else None,
+                                          not self.plain) if given is not None)
         return Style(self.plain, statistic, spread, self.decimals)
 
 
@@ -72,16 +74,17 @@ def _built(report: CampaignResults, choice: Choice) -> list[Table]:
     module, function = catalogue.ENTRIES[choice.table].build.split(":")
     with styled(choice.style):
         made = getattr(import_module(module), function)(shown, footnotes)
-    made = [table for table in _present(made) if catalogue.selects(choice.table, table.name)]
+    made = [table for table in as_list(made) if catalogue.selects(choice.table, table.name)]
     if not made:
         return [_nothing(choice)]
+    own_footnotes(made, footnotes)  # first: the labels below rename them too
     titles.apply(made, shown)
     headers = {**columns.short_names(shown.environments), **choice.labels}
     columns.shorten(made, headers)
+    columns.rename_notes(made, choice.labels)
     if choice.title:
         for table in made:
             table.title = choice.title if len(made) == 1 else f"{choice.title}: {table.title}"
-    own_footnotes(made, footnotes)
     return made
 
 
@@ -90,12 +93,6 @@ def _nothing(choice: Choice) -> Table:
     return Table(choice.title or f"{choice.table}: {what}", ["table"],
                  [[f"nothing to show: this campaign measured nothing the {choice.table} table "
                    "shows"]], label_columns=1, name=choice.table)
-
-
-def _present(made: Table | list[Table] | None) -> list[Table]:
-    if made is None:
-        return []
-    return made if isinstance(made, list) else [made]
 
 
 def narrowed(report: CampaignResults, choice: Choice) -> CampaignResults:

@@ -140,13 +140,26 @@ def shorten(tables: list[Table], headers: dict[str, str]) -> None:
         if table.name == "columns":
             continue
         for name, short in longest_first:  # "... against tcg-vcpus1-placementdisjoint"
-            named = re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
+            named = _as_word(name)
             table.title = named.sub(short, table.title)
             table.footnotes = [named.sub(short, line) for line in table.footnotes]
         table.header = [_renamed(cell, longest_first) for cell in table.header]
         for row in table.rows:
             for index in range(min(table.label_columns, len(row))):
                 row[index] = _renamed(row[index], longest_first)
+
+
+def rename_notes(tables: list[Table], shown: dict[str, str]) -> None:
+    """Environments named in the tables' notes as a plan's labels name them ("serial in
+    UML"). Short headers leave notes alone: a note may be what explains them."""
+    for name, label in sorted(shown.items(), key=lambda item: -len(item[0])):
+        for table in tables:
+            table.note = _as_word(name).sub(label, table.note)
+
+
+def _as_word(name: str) -> re.Pattern:
+    """A name as a word: not inside a path or another name (/dev/kvm stays)."""
+    return re.compile(rf"(?<![\w/.-]){re.escape(name)}(?![\w/-])")
 
 
 def _renamed(text: str, longest_first: list[tuple[str, str]]) -> str:

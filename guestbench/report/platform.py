@@ -14,7 +14,7 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
         return None
     host_kernel = report.host_facts.get("kernel")
     table = Table("Platform: what each environment ran", ["environment", "kind", "what ran"],
-                  [], label_columns=1, name="platform",
+                  [], label_columns=3, name="platform",  # words, not figures
                   note="What ran: the runtime's, translator's or VMM's version as the "
                        "environment reported it, and the guest kernel's release; native runs "
                        f"on the host's kernel. {NOT_RECORDED}: a campaign stored before its "

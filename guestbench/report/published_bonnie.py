@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
-from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_value,
+from guestbench.report.model import (STYLE, Footnotes, Table, decorate, empty_text, format_value,
                                      problem_text, too_fast_text)
 from guestbench.report.published_io import value_text
 from guestbench.workloads.bonnie import FIGURES
@@ -61,7 +61,7 @@ def _section(report: CampaignResults, footnotes: Footnotes, label: str, title: s
     for metric in metrics:
         header += [f"{TITLE[metric]} {SHORT_UNIT[UNIT[metric]]}", "%CPU"]
     table = Table(title, header, [], label_columns=1, name=name,
-                  note="Medians of the runs (± half the 95% interval of the median); KB = "
+                  note=_values_said() + "; KB = "
                        "1024 bytes, as bonnie++ counts. +++++: bonnie++ finished the phase "
                        "too fast to time it (its %CPU: +++); give a larger size_mib or files. "
                        "-: not measured (per chr with per_char = false).")
@@ -82,6 +82,14 @@ def _section(report: CampaignResults, footnotes: Footnotes, label: str, title: s
         if any(run["label"] == label and run["environment"] == env for run in report.runs):
             table.add([env, *cells], [(env, label)] * len(cells))
     return table if shown else None
+
+
+def _values_said() -> str:
+    """What a figure is, as this table writes it."""
+    style = STYLE.get()
+    if not style.plain:
+        return "Medians of the runs (± half the 95% interval of the median)"
+    return f"The {style.statistic} of the runs" + (" with its spread" if style.spread else "")
 
 
 def _params(report: CampaignResults, label: str, env: str) -> dict:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import catalogue, columns, summary, titles
-from guestbench.report.model import Footnotes, Table, spread_line
+from guestbench.report.model import Footnotes, Table, as_list, spread_line
 
 View = Literal["summary", "detail", "published"]
 
@@ -63,20 +63,13 @@ def _every_table(report: CampaignResults, own_footnotes: bool = False) -> list[T
             continue  # one builder gives several entries' tables (bonnie++'s sections)
         built.add(entry.build)
         module, function = entry.build.split(":")
-        out += _present(getattr(import_module(module), function)(report, footnotes))
+        out += as_list(getattr(import_module(module), function)(report, footnotes))
     out[0].lead = spread_line(report)
     if own_footnotes:  # a write-up: each table with its own, numbered from 1
         from guestbench.report.chosen import own_footnotes as give
         give(out, footnotes)
         return out
     return _footnoted(out, footnotes)
-
-
-def _present(made: Table | list[Table] | None) -> list[Table]:
-    """A builder's result as a list: builders give one table, several, or None without data."""
-    if made is None:
-        return []
-    return made if isinstance(made, list) else [made]
 
 
 def _footnoted(out: list[Table], footnotes: Footnotes) -> list[Table]:

@@ -56,7 +56,7 @@ def test_the_basic_table_as_the_seed_gives_it(stored) -> None:
     assert re.fullmatch(r"\d+ \[1\]", getpid[1]), getpid  # UML's console-latency, one mark
     assert getpid[2] == "n/a [2]"
     assert table.footnotes[0].startswith("[1] console-latency: ")
-    assert table.footnotes[1].startswith("[2] qemu-kvm: unavailable: /dev/kvm")
+    assert table.footnotes[1].startswith("[2] KVM: unavailable: /dev/kvm")  # as labelled
 
 
 def test_a_table_of_a_subset_compares_geometric_means_over_the_same_workloads(stored) -> None:
