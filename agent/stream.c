@@ -299,8 +299,13 @@ static int run_stream(const char *name, const struct options *opt, const struct 
 	}
 	for (size_t k = 0; result == 0 && k < count; k++)
 		report_kernel(name, count > 1 ? ks[k]->name : NULL, ks[k], &times[k], x.n, opt->ntimes);
-	if (result == 0)
+	if (result == 0) {
+		double timed = 0.0; /* the timed passes (each kernel's, the first excluded) */
+		for (size_t k = 0; k < count; k++)
+			timed += times[k].sum;
 		proto_sample(name, "array_mib", "MiB", array_mib);
+		proto_sample(name, "timed", "s", timed);
+	}
 	free_arrays(&x);
 	return result;
 }

@@ -6,6 +6,7 @@ so that `guestbench --version` and `--help` answer at once.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -60,6 +61,7 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
     from guestbench import host, plan, proc
     from guestbench.runner import lifecycle
 
+    started = time.monotonic()  # the wall time a user waits: probes and report included
     proc.die_with_parent()  # started by a pool worker: ends (SIGTERM) when the worker does
     facts = host.collect()
     if resume_campaign is not None:
@@ -81,6 +83,9 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
                                                     resumed, pool)
     if not quiet:
         _show_report(db, str(campaign_id), None, formats.DEFAULT, False, None, detail, results)
+    spent = lifecycle.time_spent(results, campaign_id, time.monotonic() - started)
+    if spent:
+        _say(spent)
     _say(f"campaign {campaign_id} stored in {db}; logs in {logs_root}")
     if resumed is None:
         for line in lifecycle.left_out(plan_file is None and not env_names,

@@ -70,6 +70,8 @@ ENTRIES: dict[str, Entry] = {
                         "every cell: n, median, mean, min, max, stdev, CV, interval"),
     "clock": Entry(_P + "model:clock_table", "the guest's clock against the host's"),
     "host": Entry(_P + "model:host_table", "the host's checks before and after"),
+    "efficiency": Entry(_P + "efficiency:efficiency_table",
+                        "where the campaign's time went: timed, in runs, outside runs"),
 }
 
 NAMES = tuple(ENTRIES)

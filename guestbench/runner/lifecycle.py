@@ -137,3 +137,12 @@ class _signals_interrupt:
     def _again(self, signum, frame) -> None:
         self.say(f"guestbench: {signal.Signals(signum).name} again: finishing the teardown "
                  "first")
+
+
+def time_spent(opened, campaign_id: int, wall_s: float) -> str:
+    """Where the command's wall_s seconds went, in one line wrapped for a terminal
+    (analysis/efficiency.py)."""
+    from guestbench.analysis import efficiency
+    spent = efficiency.of(wall_s, opened.runs(campaign_id),
+                          opened.samples(campaign_id).of_metrics(efficiency.TIMED))
+    return textwrap.fill(spent.line(), width=80, break_on_hyphens=False)

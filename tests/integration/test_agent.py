@@ -39,6 +39,14 @@ def test_every_quick_workload_runs_and_verifies(agent_path):
     assert records[-1].body["status"] == "ok"
     measured = {r.body["workload"] for r in records if r.type == "sample"}
     assert measured == set(workloads.QUICK_SUITE)
+    # each says how long it spent inside its timed regions: the campaign's efficiency
+    samples = {(r.body["workload"], r.body["metric"]): r.body["value"] for r in records
+               if r.type == "sample"}
+    for workload in workloads.QUICK_SUITE:
+        assert samples[(workload, "timed")] > 0, workload
+    # a micro workload's timed time is its values' batches: values x iterations x time per op
+    getpid = samples[("getpid", "time_per_op")] * samples[("getpid", "iterations")] / 1e9
+    assert samples[("getpid", "timed")] == pytest.approx(getpid, rel=0.01)
 
 
 @pytest.mark.parametrize("args", [

@@ -1,0 +1,54 @@
+"""The efficiency table: where a campaign's time went, over all and per workload, as a
+profiler shows it (analysis/efficiency.py says what each share is)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from guestbench.analysis import efficiency
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.model import Footnotes, Table
+
+
+def efficiency_table(report: CampaignResults, footnotes: Footnotes | None = None) -> Table | None:
+    wall = efficiency.campaign_wall(report.campaign)
+    if wall is None or report.samples is None:
+        return None
+    timed = list(report.samples.of_metrics(efficiency.TIMED))
+    spent = efficiency.of(wall, report.runs, timed)
+    table = Table(f"Time: where the campaign's {efficiency.duration(wall)} went",
+                  ["part", "runs", "host s", "timed s", "timed share"], [], label_columns=1,
+                  name="efficiency",
+                  note="timed: inside the agent's timed batches (the values); the rest of a "
+                       "run's host time starts and stops its environment, warms up and "
+                       "calibrates; outside runs: probes, images and the store, from the "
+                       "campaign's start to its end. A workload that times no region of its "
+                       "own (boot, build, exec) has no timed share. The first thing to drive "
+                       "down is the largest host time with the smallest timed share.")
+    table.add(["campaign", str(spent.runs), _seconds(wall), _seconds(spent.timed_s),
+               _share(spent.timed_s, wall)])
+    table.add(["outside runs", "-", _seconds(spent.between_s), "-", "-"])
+    by_run = {sample["run_id"]: sample["value"] for sample in timed}
+    per_workload: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0])
+    for run in report.runs:
+        row = per_workload[run["workload"]]
+        row[0] += 1
+        row[1] += run["host_seconds"] or 0.0
+        if run["id"] in by_run:
+            row[2] += by_run[run["id"]]
+            row[3] += 1
+    for workload, (runs, host_s, timed_s, reporting) in sorted(
+            per_workload.items(), key=lambda item: -item[1][1]):
+        table.add([workload, str(runs), _seconds(host_s),
+                   _seconds(timed_s) if reporting else "-",
+                   _share(timed_s, host_s) if reporting else "-"])
+    return table
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole * 100:.0f}%" if whole > 0 and part > 0 else "-"
+
+
+def _seconds(value: float) -> str:
+    """Three significant digits; "-" for none at all."""
+    return f"{value:.3g}" if value > 0 else "-"

@@ -1,0 +1,60 @@
+"""Where a campaign's time went: timed, in runs, outside runs, and per workload."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from guestbench.analysis import efficiency
+from guestbench.report.efficiency import efficiency_table
+
+RUNS = [
+    {"id": 1, "workload": "getpid", "status": "ok", "host_seconds": 0.4},
+    {"id": 2, "workload": "getpid", "status": "ok", "host_seconds": 0.6},
+    {"id": 3, "workload": "boot", "status": "ok", "host_seconds": 5.0},
+    {"id": 4, "workload": "getpid", "status": "unavailable", "host_seconds": 0.0},
+]
+TIMED = [{"run_id": 1, "metric": "timed", "value": 0.1},
+         {"run_id": 2, "metric": "timed", "value": 0.3}]
+
+
+def test_the_shares_add_up_to_the_wall_time() -> None:
+    spent = efficiency.of(10.0, RUNS, TIMED)
+    assert spent.timed_s == 0.4 and spent.runs_s == 6.0 and spent.between_s == 4.0
+    assert spent.untimed_runs == 1 and spent.untimed_runs_s == 5.0  # the boot times no region
+    line = " ".join(spent.line().split())
+    assert line.startswith("Time: timed 4% of 10 s; in runs, not timed 6% (")
+    assert "runs that time no region of their own 50% (1 runs" in line
+    assert "outside runs 40% (" in line
+
+
+def test_durations_read_as_a_person_says_them() -> None:
+    assert efficiency.duration(9.44) == "9.4 s"
+    assert efficiency.duration(228) == "3 min 48 s"
+    assert efficiency.duration(3720) == "1 h 2 min"
+
+
+class _Samples(list):
+    def of_metrics(self, *metrics):
+        return [sample for sample in self if sample["metric"] in metrics]
+
+
+class _Report:
+    start = dt.datetime(2026, 11, 25, 20, 0, tzinfo=dt.timezone.utc)
+    campaign = {"created_at": start, "finished_at": start + dt.timedelta(seconds=10)}
+    runs = RUNS
+    samples = _Samples(TIMED)
+
+
+def test_the_table_puts_the_costliest_workload_first_with_its_timed_share() -> None:
+    table = efficiency_table(_Report())
+    assert table.title == "Time: where the campaign's 10 s went"
+    assert table.rows[0] == ["campaign", "4", "10", "0.4", "4%"]
+    assert table.rows[1] == ["outside runs", "-", "4", "-", "-"]
+    assert table.rows[2] == ["boot", "1", "5", "-", "-"]
+    assert table.rows[3] == ["getpid", "3", "1", "0.4", "40%"]
+
+
+def test_a_campaign_without_an_end_has_no_table() -> None:
+    class Running(_Report):
+        campaign = {"created_at": _Report.start, "finished_at": None}
+    assert efficiency_table(Running()) is None
