@@ -62,7 +62,7 @@ def test_native_environment_runs_cpuid_and_lacks_port_io(agent_path, tmp_path):
     outcome = run_job(environment, agent_path, tmp_path / "logs", ["--min-time", "0.01", "cpuid"])
     assert outcome.status == "ok", outcome.reason
     assert {metric for metric, _, _ in outcome.samples} == {"time_per_op", "tsc_per_op",
-                                                           "iterations"}
+                                                           "iterations", "timed"}
 
 
 @pytest.mark.parametrize("args", [["--min-time", "0", "port_read"], ["port_read", "--port", "1"]])
