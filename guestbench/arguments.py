@@ -17,13 +17,13 @@ class BadInput(click.ClickException):
         return self.message
 
 
-def names(value: str | None, flag: str) -> tuple[str, ...]:
+def names(value: str | None, flag: str, example: str = "native,runc") -> tuple[str, ...]:
     """The names of a comma-separated flag (--env native,runc), none if it is not given."""
     if value is None:
         return ()
     found = tuple(name.strip() for name in value.split(",") if name.strip())
     if not found:
-        raise BadInput(f"{flag}: {value!r} names nothing (fix: e.g. {flag} native,runc)")
+        raise BadInput(f"{flag}: {value!r} names nothing (fix: e.g. {flag} {example})")
     return found
 
 

@@ -160,7 +160,7 @@ def _tables_asked(names_given: str | None, output_format: str, plain: bool,
     tables to choose (csv and json export every sample; html is its own overview)."""
     from guestbench.report import catalogue
     from guestbench.spelling import did_you_mean
-    asked = names(names_given, "--table")
+    asked = names(names_given, "--table", "basic,boot-totals")
     used = [flag for flag, given in (("--table", bool(asked)), ("--plain", plain),
                                      ("--links", links)) if given]
     if used and not formats.FORMATS[output_format].tables:

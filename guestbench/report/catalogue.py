@@ -14,6 +14,7 @@ without loading a renderer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,15 @@ ENTRIES: dict[str, Entry] = {
 }
 
 NAMES = tuple(ENTRIES)
+
+
+def build(entry: Entry, report, footnotes) -> list:
+    """The tables an entry's builder gives for these results (its module loads now)."""
+    module, function = entry.build.split(":")
+    made = getattr(import_module(module), function)(report, footnotes)
+    if made is None:
+        return []
+    return made if isinstance(made, list) else [made]
 
 
 def selects(entry: str, table_name: str) -> bool:

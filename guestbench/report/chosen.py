@@ -7,11 +7,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from importlib import import_module
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import catalogue, columns, titles
-from guestbench.report.model import Footnotes, Style, Table, as_list, styled
+from guestbench.report.model import Footnotes, Style, Table, styled
 
 EVERY = "all"  # --table all: every table of the published view
 PLAN = "plan"  # --table plan: the plan's [[table]] entries
@@ -19,7 +18,8 @@ PLAN = "plan"  # --table plan: the plan's [[table]] entries
 
 @dataclass(frozen=True)
 class Choice:
-    """One table to publish and how (a plan's [[table]] entry, or a name given to --table)."""
+    """One table to publish and how (a plan's [[table]] entry, or a name given to --table).
+    The fields are plan_tables.TableSpec's, without pydantic: --table needs no plan model."""
 
     table: str
     title: str | None = None
@@ -71,10 +71,9 @@ def tables(report: CampaignResults, choices: list[Choice]) -> list[Table]:
 def _built(report: CampaignResults, choice: Choice) -> list[Table]:
     shown = narrowed(report, choice)
     footnotes = Footnotes()
-    module, function = catalogue.ENTRIES[choice.table].build.split(":")
     with styled(choice.style):
-        made = getattr(import_module(module), function)(shown, footnotes)
-    made = [table for table in as_list(made) if catalogue.selects(choice.table, table.name)]
+        made = catalogue.build(catalogue.ENTRIES[choice.table], shown, footnotes)
+    made = [table for table in made if catalogue.selects(choice.table, table.name)]
     if not made:
         return [_nothing(choice)]
     own_footnotes(made, footnotes)  # first: the labels below rename them too

@@ -36,14 +36,6 @@ class Table:
         self.sources.append(sources or [None] * (len(row) - self.label_columns))
 
 
-def as_list(made: "Table | list[Table] | None") -> "list[Table]":
-    """A table builder's result as a list: builders give one table, several, or None
-    without data."""
-    if made is None:
-        return []
-    return made if isinstance(made, list) else [made]
-
-
 # One mark per status (single-width characters, so terminal columns line up).
 STATUS_MARKS = {
     "failed": "✗", "timeout": "◷", "crashed": "☠", "infra": "‡",

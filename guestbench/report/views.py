@@ -7,12 +7,11 @@ the terminal's summary is report/summary.py's. This module only chooses and orde
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import import_module
 from typing import Literal
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import catalogue, columns, summary, titles
-from guestbench.report.model import Footnotes, Table, as_list, spread_line
+from guestbench.report.model import Footnotes, Table, spread_line
 
 View = Literal["summary", "detail", "published"]
 
@@ -62,8 +61,7 @@ def _every_table(report: CampaignResults, own_footnotes: bool = False) -> list[T
         if entry.build in built:
             continue  # one builder gives several entries' tables (bonnie++'s sections)
         built.add(entry.build)
-        module, function = entry.build.split(":")
-        out += as_list(getattr(import_module(module), function)(report, footnotes))
+        out += catalogue.build(entry, report, footnotes)
     out[0].lead = spread_line(report)
     if own_footnotes:  # a write-up: each table with its own, numbered from 1
         from guestbench.report.chosen import own_footnotes as give

@@ -90,6 +90,10 @@ def test_report_table_names_tables_and_refuses_unknown_ones(stored) -> None:
     bad = runner.invoke(cli.main, ["report", "--db", url, "--table", "basik"])
     assert bad.exit_code == 2
     assert "--table: no table 'basik'; did you mean 'basic'?" in bad.output
+    empty = runner.invoke(cli.main, ["report", "--db", url, "--table", ","])
+    assert empty.exit_code == 2 and "e.g. --table basic,boot-totals" in empty.output
+    alone = runner.invoke(cli.main, ["report", "--db", url, "--table", "all,basic"])
+    assert alone.exit_code == 2 and "--table: all and plan stand alone" in alone.output
     csv = runner.invoke(cli.main, ["report", "--db", url, "--format", "csv", "--plain"])
     assert csv.exit_code == 2 and "--plain: the csv format has no tables" in csv.output
 
