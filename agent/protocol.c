@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <termios.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -346,6 +348,11 @@ void proto_end(int ok)
 	field_str("status", ok ? "ok" : "failed");
 	field_uint("records", next_seq);
 	emit();
+	/* A guest's init powers off as soon as the agent exits, and the kernel's own "reboot:
+	 * Power down" can then overtake the record's last bytes still queued in the console's
+	 * tty: wait until they are sent. */
+	if (isatty(STDOUT_FILENO))
+		tcdrain(STDOUT_FILENO);
 }
 
 int proto_write_failed(void)
