@@ -7,6 +7,9 @@
 #include <string.h>
 
 #define WARMUP_NS UINT64_C(1000000)
+/* The calibrating batch lasts this part of min_time: long enough to size the values from
+ * (5 ms at the default 0.02 s), a quarter of the cost of a batch as long as a value. */
+#define CALIBRATING_PART 4
 /*
  * Far beyond any real need (2^40 ops at 1 ns is 18 minutes) yet far from
  * overflow; reaching it means the clock is not advancing or the operation
@@ -23,7 +26,19 @@ static int run_batch(batch_fn run, void *ctx, uint64_t ops, struct batch *b)
 	return run(ctx, ops, b);
 }
 
-int calibrate(batch_fn run, void *ctx, double min_time_s, struct batch *measured)
+/* The operations a batch needs to last min_ns, from one that lasted b->ns: 10% over, so
+ * that a batch a little faster than the last still lasts the minimum. */
+static uint64_t sized(const struct batch *b, uint64_t min_ns)
+{
+	if (b->ns == 0)
+		return b->ops * 16;
+	double wanted = (double)b->ops * (double)min_ns / (double)b->ns * 1.1;
+	if (wanted > (double)(MAX_BATCH_OPS * 2))
+		return MAX_BATCH_OPS * 2; /* run_batch() refuses it, naming the clock */
+	return wanted < 1.0 ? 1 : (uint64_t)wanted + 1;
+}
+
+int calibrate(batch_fn run, void *ctx, double min_time_s, uint64_t *ops)
 {
 	uint64_t min_ns = (uint64_t)(min_time_s * 1e9);
 	uint64_t warm_ns = 0;
@@ -31,19 +46,23 @@ int calibrate(batch_fn run, void *ctx, double min_time_s, struct batch *measured
 
 	if (min_ns == 0)
 		min_ns = 1;
-	for (uint64_t ops = 1; warm_ns < WARMUP_NS; ops *= 2) {
-		if (run_batch(run, ctx, ops, &b) != 0)
+	uint64_t calibrating_ns = min_ns / CALIBRATING_PART ? min_ns / CALIBRATING_PART : 1;
+	/* The warm-up: batches of 1, 2, 4, ... until 1 ms has passed. Its last batch sizes the
+	 * calibrating one; where that last batch alone lasted long enough, it is the calibrating
+	 * batch (an operation slower than that is not run once more for nothing). */
+	for (uint64_t n = 1; warm_ns < WARMUP_NS; n *= 2) {
+		if (run_batch(run, ctx, n, &b) != 0)
 			return -1;
 		warm_ns += b.ns;
 	}
-	for (uint64_t ops = 1;; ops *= 2) {
-		if (run_batch(run, ctx, ops, &b) != 0)
+	/* Then batches sized from the last, until one lasts a part of min_time: usually the
+	 * first. The values are sized from it to last min_time. */
+	while (b.ns < calibrating_ns) {
+		if (run_batch(run, ctx, sized(&b, calibrating_ns), &b) != 0)
 			return -1;
-		if (b.ns >= min_ns) {
-			*measured = b;
-			return 0;
-		}
 	}
+	*ops = b.ns >= min_ns ? b.ops : sized(&b, min_ns);
+	return 0;
 }
 
 int measure_timed(const char *name, batch_fn run, void *ctx, const struct options *opt)
@@ -51,11 +70,10 @@ int measure_timed(const char *name, batch_fn run, void *ctx, const struct option
 	struct batch b;
 	uint64_t ops;
 
-	if (calibrate(run, ctx, opt->min_time_s, &b) != 0)
-		return -1;
-	/* The calibrating batch only sized the others: every value is a batch of the same
+	/* The calibrating batch only sizes the others: every value is a batch of the same
 	 * size, timed after it, so that no value is the first of its kind in the process. */
-	ops = b.ops;
+	if (calibrate(run, ctx, opt->min_time_s, &ops) != 0)
+		return -1;
 	uint64_t timed_ns = 0; /* inside the timed batches only: the campaign's efficiency */
 	for (unsigned i = 0; i < opt->values; i++) {
 		if (run_batch(run, ctx, ops, &b) != 0)

@@ -20,8 +20,9 @@ struct batch {
  */
 typedef int (*batch_fn)(void *ctx, uint64_t ops, struct batch *done);
 
-/* Warm up, then double the batch until one lasts min_time_s; that one is the result. */
-int calibrate(batch_fn run, void *ctx, double min_time_s, struct batch *measured);
+/* Warm up, then size a calibrating batch from the warm-up's last until one lasts a quarter of
+ * min_time_s; *ops: the operations a batch needs to last min_time_s, sized from it. */
+int calibrate(batch_fn run, void *ctx, double min_time_s, uint64_t *ops);
 
 /* calibrate() with opt->min_time_s, then opt->values batches of the calibrated size, each
  * giving the timing workloads' samples: time_per_op (ns) and tsc_per_op (cycles, where

@@ -15,7 +15,8 @@ TIME_PER_OP = "time_per_op"  # ns; what the agent's timing loop reports
 
 class TimingParams(Params):
     min_time_s: float = Field(0.02, ge=1e-6, le=3600,
-                              description="each measured batch (value) lasts at least this long")
+                              description="each measured batch (value) lasts about this long (sized "
+                                          "from a calibrating batch of a quarter of it)")
     values: int = Field(3, ge=1, le=1000,
                         description="measured batches per run, after warm-up and calibration; "
                                     "the statistics resample runs, then values (docs/statistics.md)")
