@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --list | --version"
+#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--enough S] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --list | --version"
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
 						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads };
@@ -34,6 +34,7 @@ static const struct option_spec option_specs[] = {
 	{ "--values", COUNT, 1, 1, 1000, "a whole number from 1 to 1000", "--values 3" },
 	{ "--array-mib", COUNT, 1, 1, 65536, "a whole number of MiB from 1 to 65536", "--array-mib 80" },
 	{ "--ntimes", COUNT, 2, 1, 1000000, "a whole number from 2 to 1000000", "--ntimes 10" },
+	{ "--enough", SECONDS, 0, 1, 3600, "a number of seconds from 0 to 3600 (0: always --ntimes passes)", "--enough 1" },
 	{ "--pages", COUNT, 1, 1, 1048576, "a whole number of pages from 1 to 1048576", "--pages 4096" },
 	{ "--seconds", SECONDS, 0, 1, 31536000, "a number of seconds >= 0", "--seconds 30, or 0 to sleep forever" },
 	{ "--placement", PLACEMENT, 0, 1, PLACEMENT_COUNT - 1, "one of same, disjoint, free", "--placement same" },
@@ -184,6 +185,8 @@ static void store_value(struct options *opt, const char *name, double value)
 		opt->array_mib = (unsigned)value;
 	else if (strcmp(name, "--ntimes") == 0)
 		opt->ntimes = (unsigned)value;
+	else if (strcmp(name, "--enough") == 0)
+		opt->enough_s = value;
 	else if (strcmp(name, "--pages") == 0)
 		opt->pages = (unsigned)value;
 	else if (strcmp(name, "--placement") == 0)
@@ -222,7 +225,7 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	int used = 1;
 
 	if (!spec)
-		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --clock-marks-ms, --drop-caches, --list, --version)",
+		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --enough, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --clock-marks-ms, --drop-caches, --list, --version)",
 			  argv[i]);
 	if (!value) {
 		if (i + 1 >= argc)

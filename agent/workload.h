@@ -13,7 +13,8 @@ struct options {
 	double min_time_s;
 	unsigned values; /* timing workloads: measured batches per run, after calibration */
 	unsigned array_mib; /* 0: STREAM sizes its arrays from the cache size */
-	unsigned ntimes;
+	unsigned ntimes; /* STREAM: passes over the kernels at most, the first not counted */
+	double enough_s; /* STREAM: counted passes stop, after MIN_COUNTED, once they took this long */
 	unsigned pages;
 	double seconds;
 	enum placement placement;

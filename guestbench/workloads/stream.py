@@ -18,7 +18,12 @@ class StreamParams(Params):
     array_mib: int = Field(FALLBACK_ARRAY_MIB, gt=0, le=65536,
                            description="size of each of the three arrays, MiB")
     ntimes: int = Field(10, ge=2, le=10000,
-                        description="iterations per kernel; the first is not counted")
+                        description="passes over the kernels at most; the first is not counted")
+    enough_s: float = Field(1.0, ge=0, le=3600,
+                            description="the passes stop, after three counted ones, once the "
+                                        "counted passes have lasted this long (an emulator's "
+                                        "STREAM need not take 10x native's seconds); 0 = always "
+                                        "ntimes")
 
 
 def default_array_mib(host: Host) -> dict[str, Any]:
@@ -33,7 +38,8 @@ def default_array_mib(host: Host) -> dict[str, Any]:
 
 
 def _args(params: StreamParams) -> list[str]:
-    return ["--array-mib", str(params.array_mib), "--ntimes", str(params.ntimes)]
+    return ["--array-mib", str(params.array_mib), "--ntimes", str(params.ntimes),
+            "--enough", repr(params.enough_s)]
 
 
 def _needs(params: StreamParams, inputs) -> JobNeeds:
@@ -51,7 +57,7 @@ def _stream(name: str, summary: str, quick: bool, primary_metric: str) -> Worklo
                     host_defaults=default_array_mib, primary_metric=primary_metric,
                     job_needs=_needs, title=f"STREAM {kernel}".strip(),
                     metric_titles={**titles, "time_avg": "avg time", "time_min": "min time",
-                                   "time_max": "max time", "array_mib": "array MiB"})
+                                   "time_max": "max time", "array_mib": "array MiB", "passes": "passes"})
 
 
 # A single kernel reports `bandwidth`; all four in turn report `<kernel>_bandwidth`,

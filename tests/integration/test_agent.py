@@ -49,7 +49,25 @@ def test_every_quick_workload_runs_and_verifies(agent_path):
     assert samples[("getpid", "timed")] == pytest.approx(getpid, rel=0.01)
 
 
+def _stream_samples(agent_path, *args) -> dict[str, float]:
+    result = proc.run([str(agent_path), "--array-mib", "1", *args, "stream"], timeout_s=60)
+    assert result.returncode == 0, result.stderr
+    return {r.body["metric"]: r.body["value"] for r in records_of(result.stdout)
+            if r.type == "sample"}
+
+
+def test_stream_passes_stop_once_the_counted_ones_lasted_enough(agent_path):
+    # any pass lasts more than a nanosecond: three counted passes after the first, then stop
+    assert _stream_samples(agent_path, "--ntimes", "40", "--enough", "1e-9")["passes"] == 4
+    # 0 (the agent's default): every pass asked for, as the reference STREAM
+    assert _stream_samples(agent_path, "--ntimes", "12", "--enough", "0")["passes"] == 12
+    assert _stream_samples(agent_path, "--ntimes", "5")["passes"] == 5
+    # fewer passes than the minimum counted: all of them
+    assert _stream_samples(agent_path, "--ntimes", "3", "--enough", "1e-9")["passes"] == 3
+
+
 @pytest.mark.parametrize("args", [
+    ["--enough", "-1", "stream"], ["--enough", "x", "stream"],
     ["--min-time", "abc", "getpid"], ["--min-time", "0", "getpid"], ["--min-time", "-1", "getpid"],
     ["--array-mib", "0", "stream"], ["--ntimes", "1", "stream"], ["nosuchworkload"], [],
     ["--bogus", "getpid"],

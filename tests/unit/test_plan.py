@@ -422,7 +422,7 @@ def test_as_dict_is_json_and_complete(build_plan) -> None:
     assert data["environments"][1]["capabilities"] == ["tsc"]
     assert [w["label"] for w in data["workloads"]] == [
         "stream_triad[array_mib=16]", "stream_triad[array_mib=32]"]
-    assert data["workloads"][0]["params"] == {"array_mib": 16, "ntimes": 10}
+    assert data["workloads"][0]["params"] == {"array_mib": 16, "ntimes": 10, "enough_s": 1.0}
     assert [w["repeat"] for w in data["workloads"]] == [2, 2]
     assert data["campaign"]["auto"] == {"target": 0.02, "min_runs": 5, "max_runs": 30,
                                         "max_cell_s": 60.0}
@@ -596,7 +596,7 @@ def test_a_workload_repeat_beats_the_campaign_and_covers_its_sweep(write_plan, h
     assert repeats(plan) == {"getpid": AUTO, "stream_triad[array_mib=16]": 2,
                              "stream_triad[array_mib=32]": 2, "boot": 4}
     assert [case.params.model_dump() for case in plan.workloads][:2] == [
-        {"min_time_s": 0.02, "values": 3}, {"array_mib": 16, "ntimes": 10}]  # repeat is no parameter
+        {"min_time_s": 0.02, "values": 3}, {"array_mib": 16, "ntimes": 10, "enough_s": 1.0}]  # repeat is no parameter
     assert [w["repeat"] for w in plan.as_dict()["workloads"]] == [AUTO, 2, 2, 4]
 
 

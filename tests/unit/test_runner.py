@@ -82,7 +82,8 @@ def test_fake_behaviour_gives_its_status(build_plan, run_plan, store, behaviour:
     if behaviour == "ok":
         assert run["reason"] == ""
         assert {(s["metric"], s["unit"]) for s in samples} == {
-            ("time_per_op", "ns"), ("tsc_per_op", "cycles")}
+            ("time_per_op", "ns"), ("tsc_per_op", "cycles"),
+            ("in_agent", "s")}  # the agent's span on the host's clock (the runner's)
         assert all(s["value"] > 0 for s in samples)
     else:
         assert run["reason"].strip(), f"{behaviour}: a non-ok run needs a reason"
@@ -150,9 +151,9 @@ def test_whole_matrix_is_stored(build_plan, run_plan, store) -> None:
         "getpid", "stream_triad[array_mib=16]", "stream_triad[array_mib=32]"}
     assert {r["repetition"] for r in runs} == {0, 1, 2}
     swept = [r for r in runs if r["label"] == "stream_triad[array_mib=32]"]
-    assert all(r["params"] == {"array_mib": 32, "ntimes": 10} for r in swept)
-    # 2 ok environments x 3 workloads x 3 repetitions x 2 samples
-    assert len(list(store.samples(campaign_id))) == 36
+    assert all(r["params"] == {"array_mib": 32, "ntimes": 10, "enough_s": 1.0} for r in swept)
+    # 2 ok environments x 3 workloads x 3 repetitions x 2 samples, and each run's in_agent
+    assert len(list(store.samples(campaign_id))) == 36 + 18
 
 
 def test_repetitions_are_the_outer_loop(build_plan, run_plan) -> None:
@@ -243,7 +244,7 @@ def test_interrupt_during_a_run(build_plan, run_plan, store) -> None:
     runs = store.runs(stop.campaign_id)
     assert [r["status"] for r in runs] == ["ok", "ok", "interrupted"]
     assert "stopped" in runs[2]["reason"]
-    assert len(list(store.samples(stop.campaign_id))) == 4  # the two finished runs
+    assert len(list(store.samples(stop.campaign_id))) == 6  # the two finished runs, 3 each
 
 
 def test_sigterm_interrupt_is_named(build_plan, run_plan, store) -> None:
