@@ -1,11 +1,11 @@
-"""One fresh full-system guest per round serves several workloads: which cells can share
-a boot, the agent arguments of the shared job, and each cell's outcome from its records.
+"""One fresh environment per round serves several workloads: which cells can share it,
+the agent arguments of the shared job, and each cell's outcome from its records.
 
-A guest's boot costs UML about 1.3 s and a TCG guest about 4 s, against 0.1-0.5 s for the
-workload itself; booting once per round for every plain agent workload of an environment
-keeps every repetition a fresh guest and divides the boots by the number of workloads.
-The workloads run in a shuffled order, different in every round, so that none always
-comes first after the boot.
+Starting an environment costs a UML guest about 0.5 s, a TCG guest about 4 s, a gVisor
+sandbox about 0.2 s, against about 0.1 s for a micro workload itself; starting once per
+round for every plain agent workload of an environment keeps every repetition fresh and
+divides the starts by the number of workloads. The workloads run in a shuffled order,
+different in every round, so that none always comes first (docs/environments.md).
 """
 
 from __future__ import annotations
@@ -28,10 +28,12 @@ class Part:
 
 def part_of(case: WorkloadCase, needs: JobNeeds) -> Part | None:
     """The case as a part of a shared job, or None if it must run alone: it needs more
-    than the agent (a disk, a tool, its own boot's phases) or its output is derived."""
+    than the agent (a disk, a tool, its own boot's phases), its output is derived, or it
+    measures nothing (hang, which tests timeouts)."""
     workload = case.workload
     if (not workload.uses_agent or workload.agent_name is not None or workload.boot_phases
-            or workload.derive is not None or needs.capabilities()):
+            or workload.derive is not None or needs.capabilities()
+            or not workload.produces_samples):  # hang, for timeout tests: alone
         return None
     args = workload.agent_args(case.params)
     return Part(args[-1], tuple(args[:-1]))
@@ -60,3 +62,4 @@ def job_arguments(parts: Sequence[Part], round_number: int) -> list[str] | None:
     names = [part.name for part in parts]
     random.Random(round_number).shuffle(names)
     return [*options, *names]
+

@@ -6,6 +6,8 @@ so that `guestbench --version` and `--help` answer at once.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import time
 from pathlib import Path
 
@@ -62,6 +64,7 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
     from guestbench.runner import lifecycle
 
     started = time.monotonic()  # the wall time a user waits: probes and report included
+    started_at = dt.datetime.now(dt.timezone.utc)
     proc.die_with_parent()  # started by a pool worker: ends (SIGTERM) when the worker does
     facts = host.collect()
     if resume_campaign is not None:
@@ -83,7 +86,7 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
                                                     resumed, pool)
     if not quiet:
         _show_report(db, str(campaign_id), None, formats.DEFAULT, False, None, detail, results)
-    spent = lifecycle.time_spent(results, campaign_id, time.monotonic() - started)
+    spent = lifecycle.time_spent(results, campaign_id, time.monotonic() - started, started_at)
     if spent:
         _say(spent)
     _say(f"campaign {campaign_id} stored in {db}; logs in {logs_root}")

@@ -84,6 +84,9 @@ class CampaignSection(BaseModel):
                              "logs keep at most this much: the first and the last half")
     auto: AutoSection = Field(default_factory=AutoSection,
                               description='when repeat = "auto" stops repeating a cell')
+    shared_rounds: bool = Field(
+        True, description="each round, one fresh environment runs every workload that needs "
+                          "only the agent, in a shuffled order; false: one per run")
 
 
 class WorkloadRepeat(BaseModel):

@@ -1,14 +1,20 @@
 """Where a campaign's time went: how much of its wall time was spent measuring.
 
-Three shares of the wall time (the campaign's start to its end):
+Shares of the wall time (the command's, or the campaign's start to its end):
 - timed: inside the agent's timed regions, the batches whose times are the values (the
   agent reports each run's sum as its `timed` sample, in seconds);
-- in runs, not timed: the rest of each run's host time (starting and stopping the
-  environment, the agent's warm-up and calibration, the clock check, checking the output);
-- outside runs: probing environments, building images, writing the store, the report.
+- in the agent, not timed: the rest of the agent's time, from its first record to its last
+  on the host's clock (the runner stores it as `in_agent`): warm-up and calibration,
+  STREAM's set-up and check, a full-system guest's clock check;
+- starting and stopping environments: the rest of each run's host time (a VMM's boot, a
+  container's creation, the teardown);
+- preparing (the command's line only): probing environments and building images before the
+  campaign's first run;
+- outside runs: writing the store between runs, the report.
 
 Runs of workloads that time no region of their own (a boot, a build, a program run by
 exec) report no `timed` sample; they are counted apart, so that a share never guesses.
+A store written before `in_agent` existed gives its runs' untimed time unsplit.
 This is the figure to drive down, as a profiler's would be (docs/results.md, "Where the
 time went").
 """
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 TIMED = "timed"
+IN_AGENT = "in_agent"
 
 
 @dataclass(frozen=True)
@@ -30,40 +37,70 @@ class Efficiency:
     runs: int
     untimed_runs: int  # runs that report no timed region (boot, build, exec)
     untimed_runs_s: float  # their host time
+    agent_s: float = 0.0  # the agent's span, over the timed runs that report it
+    split_runs_s: float = 0.0  # the host time of those runs
+    preparing_s: float = 0.0  # before the campaign's first run (the command's line only)
 
     @property
     def between_s(self) -> float:
-        return max(self.wall_s - self.runs_s, 0.0)
+        return max(self.wall_s - self.runs_s - self.preparing_s, 0.0)
+
+    @property
+    def starting_s(self) -> float:
+        """Starting and stopping environments, over the runs whose agent span is known."""
+        return max(self.split_runs_s - self.agent_s, 0.0)
 
     def share(self, seconds: float) -> float:
         return seconds / self.wall_s if self.wall_s > 0 else 0.0
 
     def line(self) -> str:
-        """'timed 23% of 3 min 48 s; in runs, not timed 70% (...); between runs 7% (...)'."""
+        """'Time: timed 56% of 1 min 49 s; in the agent, not timed 20% (...); starting and
+        stopping environments 18%; ...; outside runs 3% (...).'"""
         in_runs = self.runs_s - self.timed_s - self.untimed_runs_s
-        parts = [f"timed {_percent(self.share(self.timed_s))} of {duration(self.wall_s)}",
-                 f"in runs, not timed {_percent(self.share(in_runs))} (starting and stopping "
-                 "environments, warm-up, calibration)"]
+        parts = [f"timed {_percent(self.share(self.timed_s))} of {duration(self.wall_s)}"]
+        if self.split_runs_s > 0:
+            unsplit = max(in_runs - (self.agent_s - self.timed_s) - self.starting_s, 0.0)
+            parts.append(f"in the agent, not timed "
+                         f"{_percent(self.share(self.agent_s - self.timed_s + unsplit))} "
+                         "(warm-up, calibration, STREAM's set-up and check, clock checks)")
+            parts.append("starting and stopping environments "
+                         f"{_percent(self.share(self.starting_s))}")
+        else:
+            parts.append(f"in runs, not timed {_percent(self.share(in_runs))} (starting and "
+                         "stopping environments, warm-up, calibration)")
         if self.untimed_runs:
             parts.append(f"runs that time no region of their own {_percent(self.share(self.untimed_runs_s))}"
                          f" ({self.untimed_runs} runs: boots, builds, programs)")
-        parts.append(f"outside runs {_percent(self.share(self.between_s))} (probes, images, "
-                     "the store, the report)")
+        if self.preparing_s > 0:
+            parts.append(f"preparing {_percent(self.share(self.preparing_s))} (probes, images)")
+            parts.append(f"outside runs {_percent(self.share(self.between_s))} (the store, "
+                         "the report)")
+        else:
+            parts.append(f"outside runs {_percent(self.share(self.between_s))} (probes, images, "
+                         "the store, the report)")
         return "Time: " + "; ".join(parts) + "."
 
 
-def of(wall_s: float, runs: list[dict[str, Any]],
-       timed_samples: Iterable[dict[str, Any]]) -> Efficiency:
+def of(wall_s: float, runs: list[dict[str, Any]], samples: Iterable[dict[str, Any]],
+       preparing_s: float = 0.0) -> Efficiency:
     """The efficiency of wall_s seconds (the command's, or the campaign's start to its end)
-    spent on these runs."""
+    spent on these runs; samples: their `timed` and `in_agent` samples (others are ignored);
+    preparing_s: the part of wall_s before the campaign's first run."""
     timed_by_run: dict[int, float] = {}
-    for sample in timed_samples:
+    agent_by_run: dict[int, float] = {}
+    for sample in samples:
         if sample["metric"] == TIMED:
             timed_by_run[sample["run_id"]] = timed_by_run.get(sample["run_id"], 0.0) + sample["value"]
+        elif sample["metric"] == IN_AGENT:
+            agent_by_run[sample["run_id"]] = sample["value"]
     runs_s = sum(run["host_seconds"] or 0.0 for run in runs)
     untimed = [run for run in runs if run["id"] not in timed_by_run and run["status"] == "ok"]
+    split = [run for run in runs if run["id"] in timed_by_run and run["id"] in agent_by_run]
     return Efficiency(wall_s, runs_s, sum(timed_by_run.values()), len(runs), len(untimed),
-                      sum(run["host_seconds"] or 0.0 for run in untimed))
+                      sum(run["host_seconds"] or 0.0 for run in untimed),
+                      agent_s=sum(agent_by_run[run["id"]] for run in split),
+                      split_runs_s=sum(run["host_seconds"] or 0.0 for run in split),
+                      preparing_s=preparing_s)
 
 
 def campaign_wall(campaign: dict[str, Any]) -> float | None:

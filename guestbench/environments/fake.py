@@ -25,8 +25,7 @@ class FakeSpec(EnvironmentSpec):
     scale: float = Field(1.0, gt=0, description="multiplies every value it reports")
     capabilities: tuple[Capability, ...] = Field(
         tuple(Capability), description="capabilities the fake environment claims")
-    full_system: bool = Field(False, description="behave as a full-system kind (one guest "
-                                                 "per round may serve several workloads)")
+    full_system: bool = Field(False, description="behave as a full-system kind")
 
 
 class Fake(Environment):

@@ -14,19 +14,26 @@ def efficiency_table(report: CampaignResults, footnotes: Footnotes | None = None
     wall = efficiency.campaign_wall(report.campaign)
     if wall is None or report.samples is None:
         return None
-    timed = list(report.samples.of_metrics(efficiency.TIMED))
-    spent = efficiency.of(wall, report.runs, timed)
+    samples = list(report.samples.of_metrics(efficiency.TIMED, efficiency.IN_AGENT))
+    timed = [sample for sample in samples if sample["metric"] == efficiency.TIMED]
+    spent = efficiency.of(wall, report.runs, samples)
     table = Table(f"Time: where the campaign's {efficiency.duration(wall)} went",
                   ["part", "runs", "host s", "timed s", "timed share"], [], label_columns=1,
                   name="efficiency",
-                  note="timed: inside the agent's timed batches (the values); the rest of a "
-                       "run's host time starts and stops its environment, warms up and "
-                       "calibrates; outside runs: probes, images and the store, from the "
+                  note="timed: inside the agent's timed batches (the values); in the agent, not "
+                       "timed: its warm-up and calibration, STREAM's set-up and check, a "
+                       "guest's clock check; starting and stopping environments: the rest of "
+                       "a run's host time; outside runs: the store between runs, from the "
                        "campaign's start to its end. A workload that times no region of its "
                        "own (boot, build, exec) has no timed share. The first thing to drive "
                        "down is the largest host time with the smallest timed share.")
     table.add(["campaign", str(spent.runs), _seconds(wall), _seconds(spent.timed_s),
                _share(spent.timed_s, wall)])
+    if spent.split_runs_s > 0:
+        table.add(["in the agent, not timed", "-", _seconds(spent.agent_s - spent.timed_s),
+                   "-", "-"])
+        table.add(["starting and stopping environments", "-", _seconds(spent.starting_s),
+                   "-", "-"])
     table.add(["outside runs", "-", _seconds(spent.between_s), "-", "-"])
     by_run = {sample["run_id"]: sample["value"] for sample in timed}
     per_workload: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0])

@@ -15,6 +15,7 @@ from typing import Any
 
 from guestbench import __version__, environments, proc, reaper
 from guestbench import host as host_checks
+from guestbench.analysis import efficiency
 from guestbench.batching import Part, job_arguments, part_of
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, GuestStartError, Job, JobNeeds, PlanNeeds)
@@ -24,8 +25,8 @@ from guestbench.plan import Plan, WorkloadCase
 from guestbench.protocol import ProtocolError
 from guestbench.runner.caches import drop_host_caches
 from guestbench.runner.outcomes import (
-    Outcome, Seen, Status, broken, derived, keep_outputs, part_outcome, read_to_the_end, watch,
-    watch_own_program)
+    Outcome, Seen, Status, agent_span_s, broken, derived, keep_outputs, part_outcome,
+    read_to_the_end, watch, watch_own_program)
 from guestbench.runner.schedule import Cell, Column, StopReason, refusal, restore
 from guestbench.store import RunRecord, Store
 from guestbench.workloads.base import InputError, InputMissing
@@ -222,8 +223,8 @@ class Runner:
                 self.progress.estimate(seconds_left(self.cells))
 
     def _groups(self, cells: list[Cell]) -> list[tuple[list[Cell], list[Part]]]:
-        """Consecutive cells of one full-system environment whose workloads can share a
-        guest (batching.py), as one group with their parts; every other cell alone."""
+        """Consecutive cells of one environment whose workloads can share it (batching.py),
+        as one group with their parts; every other cell alone."""
         groups: list[tuple[list[Cell], list[Part]]] = []
         for cell in cells:
             part = self._part(cell)
@@ -239,7 +240,7 @@ class Runner:
 
     def _part(self, cell: Cell) -> Part | None:
         column, case = cell.column, cell.case
-        if not column.environment.full_system or refusal(column, case) is not None:
+        if not self.plan.campaign.shared_rounds or refusal(column, case) is not None:
             return None
         workload = case.workload
         if any(shutil.which(tool) is None for tool in workload.needed_tools(case.params)):
@@ -297,7 +298,12 @@ class Runner:
             stop = guest.stop()
         if ended is not None:
             return {name: Outcome(ended.status, ended.reason) for name in names}
-        return {name: part_outcome(seen, name, stop.exit_code, guest) for name in names}
+        outcomes = {name: part_outcome(seen, name, stop.exit_code, guest) for name in names}
+        span = agent_span_s(seen)
+        for outcome in outcomes.values():
+            if outcome.status == Status.OK and span is not None:  # its share, as its host time
+                outcome.samples.append((efficiency.IN_AGENT, "s", span / len(names)))
+        return outcomes
 
     def _open_cells(self) -> list[Cell]:
         return [cell for cell in self.cells if cell.stopped is None]
@@ -380,6 +386,9 @@ class Runner:
             else:
                 outcome = watch_own_program(guest, timeout_s)
                 seen.outputs["stdout"] = [guest.console_text()]
+            span = agent_span_s(seen) if workload.uses_agent else None
+            if outcome.status == Status.OK and span is not None:
+                outcome.samples.append((efficiency.IN_AGENT, "s", span))
             if outcome.status == Status.OK and workload.boot_phases:
                 outcome.samples += [(f"boot_{phase}", "ms", ms)
                                     for phase, ms in guest.boot_phases().items()]

@@ -4,6 +4,8 @@ SIGTERM turned into an interrupted campaign with its finished runs kept."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import signal
 import textwrap
 from collections.abc import Callable
@@ -139,10 +141,20 @@ class _signals_interrupt:
                  "first")
 
 
-def time_spent(opened, campaign_id: int, wall_s: float) -> str:
+def time_spent(opened, campaign_id: int, wall_s: float,
+               started_at: "dt.datetime | None" = None) -> str:
     """Where the command's wall_s seconds went, in one line wrapped for a terminal
-    (analysis/efficiency.py)."""
+    (analysis/efficiency.py); started_at: the command's start, which splits off the time
+    spent preparing before the campaign's first run."""
     from guestbench.analysis import efficiency
+    preparing_s = 0.0
+    created = opened.campaign(str(campaign_id)).get("created_at") if started_at else None
+    if created is not None:
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=dt.timezone.utc)
+        preparing_s = min(max((created - started_at).total_seconds(), 0.0), wall_s)
     spent = efficiency.of(wall_s, opened.runs(campaign_id),
-                          opened.samples(campaign_id).of_metrics(efficiency.TIMED))
+                          opened.samples(campaign_id).of_metrics(efficiency.TIMED,
+                                                                 efficiency.IN_AGENT),
+                          preparing_s)
     return textwrap.fill(spent.line(), width=80, break_on_hyphens=False)

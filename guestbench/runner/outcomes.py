@@ -213,6 +213,15 @@ def part_outcome(seen: "Seen", name: str, exit_code: int | None, guest: Guest) -
     return ok_outcome(seen, samples)
 
 
+def agent_span_s(seen: Seen) -> float | None:
+    """How long the agent ran, on the host's clock: its hello's arrival to its end's (the rest
+    of a run's host time starts and stops the environment: analysis/efficiency.py)."""
+    if seen.hello is None or seen.end is None:
+        return None
+    span = seen.end.host_arrival_ns - seen.hello.host_arrival_ns
+    return span / 1e9 if seen.hello.host_arrival_ns and span >= 0 else None
+
+
 def clock_ratio(first: Record | None, last: Record | None) -> float | None:
     """The clock check over a run: from the hello record to the end record."""
     if first is None or last is None or first.agent_ns is None or last.agent_ns is None:

@@ -27,6 +27,22 @@ def test_the_shares_add_up_to_the_wall_time() -> None:
     assert "outside runs 40% (" in line
 
 
+AGENT = [{"run_id": 1, "metric": "in_agent", "value": 0.3},
+         {"run_id": 2, "metric": "in_agent", "value": 0.4}]
+
+
+def test_the_agent_span_splits_starting_environments_from_calibrating() -> None:
+    spent = efficiency.of(10.0, RUNS, TIMED + AGENT, preparing_s=2.0)
+    assert spent.agent_s == 0.7 and spent.split_runs_s == 1.0
+    assert round(spent.starting_s, 9) == 0.3  # host time 1.0 s, of which the agent 0.7 s
+    assert spent.between_s == 2.0  # 10 s - 6 s of runs - 2 s preparing
+    line = " ".join(spent.line().split())
+    assert line.startswith("Time: timed 4% of 10 s; in the agent, not timed 3% (")
+    assert "starting and stopping environments 3%;" in line
+    assert "preparing 20% (probes, images); outside runs 20% (the store, the report)." in line
+    assert "in runs, not timed" not in line
+
+
 def test_durations_read_as_a_person_says_them() -> None:
     assert efficiency.duration(9.44) == "9.4 s"
     assert efficiency.duration(228) == "3 min 48 s"
@@ -43,6 +59,17 @@ class _Report:
     campaign = {"created_at": start, "finished_at": start + dt.timedelta(seconds=10)}
     runs = RUNS
     samples = _Samples(TIMED)
+
+
+class _SplitReport(_Report):
+    samples = _Samples(TIMED + AGENT)
+
+
+def test_the_table_splits_the_runs_untimed_time_where_the_agent_said_its_span() -> None:
+    table = efficiency_table(_SplitReport())
+    assert table.rows[1] == ["in the agent, not timed", "-", "0.3", "-", "-"]
+    assert table.rows[2] == ["starting and stopping environments", "-", "0.3", "-", "-"]
+    assert table.rows[3] == ["outside runs", "-", "4", "-", "-"]
 
 
 def test_the_table_puts_the_costliest_workload_first_with_its_timed_share() -> None:

@@ -40,14 +40,17 @@ def repetitions(store, campaign_id: int) -> Counter:
                    for key, runs in runs_of(store, campaign_id).items() for run in runs)
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["one-per-run", "shared-rounds"])
 def test_an_interrupted_campaign_resumed_ends_as_a_straight_one(build_plan, run_plan, store,
-                                                                host, tmp_path) -> None:
-    plan = build_plan(ENVIRONMENTS, WORKLOADS, auto=AUTO)
+                                                                host, tmp_path, shared) -> None:
+    plan = build_plan(ENVIRONMENTS, WORKLOADS, auto=AUTO, shared_rounds=shared)
     straight = run_plan(plan, snapshot_host=lambda host: QUIET_HOST)
-    stop = run_interrupted(run_plan, plan, create=interrupting_create(on_start=7),
+    stop = run_interrupted(run_plan, plan, create=interrupting_create(on_start=7 if not shared
+                                                                      else 4),
                            snapshot_host=lambda host: QUIET_HOST)
     before = store.runs(stop.campaign_id)
-    assert [run["status"] for run in before].count(Status.INTERRUPTED) == 1
+    # a shared round's one environment served both workloads: both runs were interrupted
+    assert [run["status"] for run in before].count(Status.INTERRUPTED) == (2 if shared else 1)
 
     recorder = Recorder()
     assert resume(store, host, tmp_path, stop.campaign_id, recorder) == stop.campaign_id
