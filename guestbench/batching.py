@@ -1,11 +1,12 @@
-"""One fresh environment per round serves several workloads: which cells can share it,
-the agent arguments of the shared job, and each cell's outcome from its records.
+"""One fresh guest or container per round serves several workloads: which cells can share
+it, the agent arguments of the shared job, and each cell's outcome from its records.
 
 Starting an environment costs a UML guest about 0.5 s, a TCG guest about 4 s, a gVisor
 sandbox about 0.2 s, against about 0.1 s for a micro workload itself; starting once per
 round for every plain agent workload of an environment keeps every repetition fresh and
 divides the starts by the number of workloads. The workloads run in a shuffled order,
-different in every round, so that none always comes first (docs/environments.md).
+different in every round, so that none always comes first (docs/environments.md). A
+process costs milliseconds to start, so process kinds keep one per run.
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ class Part:
 
 def part_of(case: WorkloadCase, needs: JobNeeds) -> Part | None:
     """The case as a part of a shared job, or None if it must run alone: it needs more
-    than the agent (a disk, a tool, its own boot's phases), its output is derived, or it
-    measures nothing (hang, which tests timeouts)."""
+    than the agent (a disk, a tool, its own boot's phases), its output is derived, it
+    touches memory by the hundred MiB (STREAM: the workloads after it would run in a process
+    and a kernel it reshaped), or it measures nothing (hang, which tests timeouts)."""
     workload = case.workload
     if (not workload.uses_agent or workload.agent_name is not None or workload.boot_phases
-            or workload.derive is not None or needs.capabilities()
-            or not workload.produces_samples):  # hang, for timeout tests: alone
+            or workload.derive is not None or needs.capabilities() or needs.memory_mib
+            or not workload.produces_samples):  # STREAM's arrays, hang (for timeouts): alone
         return None
     args = workload.agent_args(case.params)
     return Part(args[-1], tuple(args[:-1]))

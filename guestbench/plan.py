@@ -85,8 +85,9 @@ class CampaignSection(BaseModel):
     auto: AutoSection = Field(default_factory=AutoSection,
                               description='when repeat = "auto" stops repeating a cell')
     shared_rounds: bool = Field(
-        True, description="each round, one fresh environment runs every workload that needs "
-                          "only the agent, in a shuffled order; false: one per run")
+        True, description="each round, one fresh guest or container runs every workload that "
+                          "needs only the agent, in a shuffled order (process kinds start one "
+                          "per run anyway); false: one per run")
 
 
 class WorkloadRepeat(BaseModel):

@@ -219,6 +219,9 @@ class Environment(ABC):
     capabilities: ClassVar[frozenset[Capability]]
     spec_model: ClassVar[type[EnvironmentSpec]]
     full_system: ClassVar[bool] = False  # boots a kernel of its own (a VMM, UML)
+    # one fresh environment per round runs its agent-only workloads (batching.py): where a
+    # start costs a boot or a container, not a process's few milliseconds
+    shares_rounds: ClassVar[bool] = False
     # the kind's own reason for lacking a capability, where the generic words say too little
     lacking: ClassVar[dict[Capability, str]] = {}
 

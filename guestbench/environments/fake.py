@@ -25,7 +25,8 @@ class FakeSpec(EnvironmentSpec):
     scale: float = Field(1.0, gt=0, description="multiplies every value it reports")
     capabilities: tuple[Capability, ...] = Field(
         tuple(Capability), description="capabilities the fake environment claims")
-    full_system: bool = Field(False, description="behave as a full-system kind")
+    full_system: bool = Field(False, description="behave as a full-system kind (one guest "
+                                                 "per round may serve several workloads)")
 
 
 class Fake(Environment):
@@ -37,7 +38,7 @@ class Fake(Environment):
         super().__init__(spec)
         # a fake guest always 'runs the agent': it prints agent records
         self.capabilities = frozenset(spec.capabilities) | {Capability.AGENT}
-        self.full_system = spec.full_system
+        self.full_system = self.shares_rounds = spec.full_system
         self.started = 0
 
     def probe(self, host: Host) -> Availability:

@@ -77,6 +77,7 @@ class FullSystem(Environment):
     """A guest kernel booted by a VMM process whose console carries the agent's records."""
 
     full_system: ClassVar[bool] = True
+    shares_rounds: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)
     guest_class: ClassVar[type[ConsoleGuest]] = ConsoleGuest
     disk_format: str = "raw"  # of the scratch disk; qemu's spec may say qcow2

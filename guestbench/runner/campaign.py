@@ -240,7 +240,8 @@ class Runner:
 
     def _part(self, cell: Cell) -> Part | None:
         column, case = cell.column, cell.case
-        if not self.plan.campaign.shared_rounds or refusal(column, case) is not None:
+        if (not self.plan.campaign.shared_rounds or not column.environment.shares_rounds
+                or refusal(column, case) is not None):
             return None
         workload = case.workload
         if any(shutil.which(tool) is None for tool in workload.needed_tools(case.params)):

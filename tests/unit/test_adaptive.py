@@ -176,8 +176,7 @@ def test_interrupt_closes_open_cells_as_interrupted(build_plan, run_quietly, sto
 
     plan = build_plan([{"name": "a", "kind": "fake"}],
                       [{"name": "getpid"}, {"name": "sched_yield", "repeat": 1},
-                       {"name": "clock_gettime", "repeat": 5}], repeat="auto", auto=NOISY,
-                      shared_rounds=False)  # one start per run: the seventh is one run
+                       {"name": "clock_gettime", "repeat": 5}], repeat="auto", auto=NOISY)
     stop = run_interrupted(run_quietly, plan, create=StopOnSeventh)
     found = {label: (s["reason"], s["runs"]) for (_, label), s in
              stops(store, stop.campaign_id).items()}

@@ -43,7 +43,9 @@ def repetitions(store, campaign_id: int) -> Counter:
 @pytest.mark.parametrize("shared", [False, True], ids=["one-per-run", "shared-rounds"])
 def test_an_interrupted_campaign_resumed_ends_as_a_straight_one(build_plan, run_plan, store,
                                                                 host, tmp_path, shared) -> None:
-    plan = build_plan(ENVIRONMENTS, WORKLOADS, auto=AUTO, shared_rounds=shared)
+    environments = [{**spec, "full_system": True} for spec in ENVIRONMENTS] if shared \
+        else ENVIRONMENTS  # a full-system kind shares its rounds
+    plan = build_plan(environments, WORKLOADS, auto=AUTO)
     straight = run_plan(plan, snapshot_host=lambda host: QUIET_HOST)
     stop = run_interrupted(run_plan, plan, create=interrupting_create(on_start=7 if not shared
                                                                       else 4),
