@@ -64,4 +64,3 @@ def job_arguments(parts: Sequence[Part], round_number: int) -> list[str] | None:
     names = [part.name for part in parts]
     random.Random(round_number).shuffle(names)
     return [*options, *names]
-
