@@ -7,6 +7,7 @@
 #include <string.h>
 
 #define WARMUP_NS UINT64_C(1000000)
+#define RUN_IN_STEP_NS UINT64_C(10000000)
 /* The calibrating batch lasts this part of min_time: long enough to size the values from
  * (5 ms at the default 0.02 s), a quarter of the cost of a batch as long as a value. */
 #define CALIBRATING_PART 4
@@ -38,7 +39,7 @@ static uint64_t sized(const struct batch *b, uint64_t min_ns)
 	return wanted < 1.0 ? 1 : (uint64_t)wanted + 1;
 }
 
-int calibrate(batch_fn run, void *ctx, double min_time_s, uint64_t *ops)
+int calibrate(batch_fn run, void *ctx, double min_time_s, uint64_t *warmup_ns, uint64_t *ops)
 {
 	uint64_t min_ns = (uint64_t)(min_time_s * 1e9);
 	uint64_t warm_ns = 0;
@@ -47,33 +48,50 @@ int calibrate(batch_fn run, void *ctx, double min_time_s, uint64_t *ops)
 	if (min_ns == 0)
 		min_ns = 1;
 	uint64_t calibrating_ns = min_ns / CALIBRATING_PART ? min_ns / CALIBRATING_PART : 1;
-	/* The warm-up: batches of 1, 2, 4, ... until 1 ms has passed. Its last batch sizes the
-	 * calibrating one; where that last batch alone lasted long enough, it is the calibrating
-	 * batch (an operation slower than that is not run once more for nothing). */
+	uint64_t warm_wanted = *warmup_ns > WARMUP_NS ? *warmup_ns : WARMUP_NS;
+	/* The warm-up: batches of 1, 2, 4, ... until 1 ms has passed, then the run-in. Its last
+	 * batch sizes the calibrating one; where that last batch alone lasted long enough, it is
+	 * the calibrating batch (an operation slower than that is not run once more for nothing). */
 	for (uint64_t n = 1; warm_ns < WARMUP_NS; n *= 2) {
 		if (run_batch(run, ctx, n, &b) != 0)
 			return -1;
 		warm_ns += b.ns;
 	}
+	/* A longer warm-up (the run-in) goes on in batches of at most RUN_IN_STEP_NS each. */
+	while (warm_ns < warm_wanted) {
+		uint64_t left = warm_wanted - warm_ns;
+		if (run_batch(run, ctx, sized(&b, left < RUN_IN_STEP_NS ? left : RUN_IN_STEP_NS), &b) != 0)
+			return -1;
+		warm_ns += b.ns;
+	}
+	*warmup_ns = warm_ns;
 	/* Then batches sized from the last, until one lasts a part of min_time: usually the
 	 * first. The values are sized from it to last min_time. */
 	while (b.ns < calibrating_ns) {
 		if (run_batch(run, ctx, sized(&b, calibrating_ns), &b) != 0)
 			return -1;
 	}
-	*ops = b.ns >= min_ns ? b.ops : sized(&b, min_ns);
+	/* A batch that already lasted min_time sets the size (a long run-in's last batch is
+	 * scaled down to it; a single operation longer than min_time stays one). */
+	*ops = sized(&b, min_ns);
 	return 0;
 }
 
 int measure_timed(const char *name, batch_fn run, void *ctx, const struct options *opt)
 {
+	static int run_in_done; /* the run-in is the process's first timing workload's warm-up */
 	struct batch b;
 	uint64_t ops;
+	int run_in = !run_in_done && opt->run_in_ms > 0;
+	uint64_t warmup_ns = run_in ? (uint64_t)opt->run_in_ms * UINT64_C(1000000) : 0;
 
+	run_in_done = 1;
 	/* The calibrating batch only sizes the others: every value is a batch of the same
 	 * size, timed after it, so that no value is the first of its kind in the process. */
-	if (calibrate(run, ctx, opt->min_time_s, &ops) != 0)
+	if (calibrate(run, ctx, opt->min_time_s, &warmup_ns, &ops) != 0)
 		return -1;
+	if (run_in)
+		proto_sample(name, "run_in", "s", (double)warmup_ns / 1e9);
 	uint64_t timed_ns = 0; /* inside the timed batches only: the campaign's efficiency */
 	for (unsigned i = 0; i < opt->values; i++) {
 		if (run_batch(run, ctx, ops, &b) != 0)

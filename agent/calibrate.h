@@ -20,11 +20,13 @@ struct batch {
  */
 typedef int (*batch_fn)(void *ctx, uint64_t ops, struct batch *done);
 
-/* Warm up, then size a calibrating batch from the warm-up's last until one lasts a quarter of
- * min_time_s; *ops: the operations a batch needs to last min_time_s, sized from it. */
-int calibrate(batch_fn run, void *ctx, double min_time_s, uint64_t *ops);
+/* Warm up for *warmup_ns (at least 1 ms; set to how long the warm-up lasted), then size a
+ * calibrating batch from the warm-up's last until one lasts a quarter of min_time_s; *ops:
+ * the operations a batch needs to last min_time_s, sized from it. */
+int calibrate(batch_fn run, void *ctx, double min_time_s, uint64_t *warmup_ns, uint64_t *ops);
 
-/* calibrate() with opt->min_time_s, then opt->values batches of the calibrated size, each
+/* calibrate() with opt->min_time_s (and, for the process's first timing workload, a warm-up
+ * of opt->run_in_ms: the run-in, reported as a run_in sample in s), then opt->values batches of the calibrated size, each
  * giving the timing workloads' samples: time_per_op (ns) and tsc_per_op (cycles, where
  * there is a TSC); then iterations (operations per value) once. Returns -1 after
  * workload_fail(). */

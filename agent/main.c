@@ -48,6 +48,7 @@ static const struct option_spec option_specs[] = {
 	{ "--dest", STRING, 0, 1, 0, "a path", "--dest /scratch/upload" },
 	{ "--mode", STRING, 0, 1, 0, "a mode name", "--mode write" },
 	{ "--clock-marks-ms", COUNT, 0, 1, 10000, "a whole number of ms from 0 to 10000", "--clock-marks-ms 300" },
+	{ "--run-in-ms", COUNT, 0, 1, 10000, "a whole number of ms from 0 to 10000", "--run-in-ms 100" },
 };
 
 #define OPTION_COUNT (sizeof option_specs / sizeof option_specs[0])
@@ -193,6 +194,8 @@ static void store_value(struct options *opt, const char *name, double value)
 		opt->placement = (enum placement)value;
 	else if (strcmp(name, "--clock-marks-ms") == 0)
 		opt->clock_marks_ms = (unsigned)value;
+	else if (strcmp(name, "--run-in-ms") == 0)
+		opt->run_in_ms = (unsigned)value;
 	else
 		opt->seconds = value;
 }
@@ -225,7 +228,7 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	int used = 1;
 
 	if (!spec)
-		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --enough, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --clock-marks-ms, --drop-caches, --list, --version)",
+		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --enough, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --clock-marks-ms, --run-in-ms, --drop-caches, --list, --version)",
 			  argv[i]);
 	if (!value) {
 		if (i + 1 >= argc)

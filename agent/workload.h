@@ -30,6 +30,7 @@ struct options {
 	int drop_caches;     /* exec: sync and drop the kernel's caches first */
 	unsigned warmup_runs; /* exec: untimed runs of the command before the measured one */
 	unsigned clock_marks_ms; /* the clock check's marks after the hello, 0: none */
+	unsigned run_in_ms;  /* timing workloads: the process's first warm-up lasts this long */
 	/* exec: the command (everything after the word exec), NULL-terminated */
 	char **command;
 };

@@ -83,7 +83,7 @@ HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "KB/s", "IOPS", "op
 # "timed": the seconds a run spent inside its timed regions, "in_agent" from the agent's
 # first record to its last on the host's clock (the campaign's efficiency); "passes": STREAM's
 CONTEXT_METRICS = frozenset({"iterations", "array_mib", "clock_ratio", "timed", "in_agent",
-                             "passes"})
+                             "passes", "run_in"})
 
 # A cell whose tool timed a span under its clock's resolution, or whose runs all gave one
 # identical number (a quantised figure): shown like bonnie++'s +++++, never with an interval.

@@ -222,6 +222,10 @@ class Environment(ABC):
     # one fresh environment per round runs its agent-only workloads (batching.py): where a
     # start costs a boot or a container, not a process's few milliseconds
     shares_rounds: ClassVar[bool] = False
+    # the agent's run-in (--run-in-ms): how long the first timing workload in a process warms
+    # up, where the host must first settle how it places the environment's own processes
+    # (docs/workloads-micro.md, "The run-in")
+    run_in_ms: ClassVar[int] = 0
     # the kind's own reason for lacking a capability, where the generic words say too little
     lacking: ClassVar[dict[Capability, str]] = {}
 

@@ -78,6 +78,7 @@ class FullSystem(Environment):
 
     full_system: ClassVar[bool] = True
     shares_rounds: ClassVar[bool] = True
+    run_in_ms: ClassVar[int] = 100  # the VMM's or UML's own threads beside the agent
     capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)
     guest_class: ClassVar[type[ConsoleGuest]] = ConsoleGuest
     disk_format: str = "raw"  # of the scratch disk; qemu's spec may say qcow2

@@ -77,6 +77,7 @@ class OciSpec(EnvironmentSpec):
 class Oci(Environment):
     kind: ClassVar[str] = "oci"
     shares_rounds: ClassVar[bool] = True  # a container's creation: 0.05 s (runc), 0.2 s (runsc)
+    run_in_ms: ClassVar[int] = 100  # runsc's sentry beside the agent; once a round
     capabilities = PROCESS_CAPABILITIES
     spec_model = OciSpec
 

@@ -283,7 +283,7 @@ class Runner:
                          logdir: Path) -> dict[str, Outcome]:
         names = [part.name for part in parts]
         args = job_arguments(parts, repetition)
-        job = Job("+".join(names), self.agent_path, tuple(args), JobNeeds())
+        job = Job("+".join(names), self.agent_path, run_in(column, args), JobNeeds())
         # the run timeout holds for each workload: the shared guest gets it once per workload
         timeout_s = self.plan.campaign.timeout_s * len(parts)
         try:
@@ -372,7 +372,9 @@ class Runner:
             dropped = drop_host_caches()
             if dropped:
                 return Outcome(Status.UNSUPPORTED, dropped)
-        job = Job(case.name, self.agent_path, tuple(workload.agent_args(case.params)), needs)
+        args = workload.agent_args(case.params)
+        job = Job(case.name, self.agent_path,
+                  run_in(column, args) if workload.uses_agent else tuple(args), needs)
         timeout_s = self.plan.campaign.timeout_s
         deadline_ns = proc.now_ns() + int(timeout_s * 1e9)
         try:
@@ -415,3 +417,9 @@ class Runner:
             self._inputs_dir = Path(tempfile.mkdtemp(prefix="guestbench-inputs-"))
             reaper.KEEPER.folder(str(self._inputs_dir))  # removed even if we are killed
         return self._inputs_dir
+
+
+def run_in(column: Column, args: list[str]) -> tuple[str, ...]:
+    """The agent's arguments with the environment kind's run-in first, where it has one."""
+    ms = column.environment.run_in_ms
+    return ("--run-in-ms", str(ms), *args) if ms else tuple(args)

@@ -66,7 +66,21 @@ def test_stream_passes_stop_once_the_counted_ones_lasted_enough(agent_path):
     assert _stream_samples(agent_path, "--ntimes", "3", "--enough", "1e-9")["passes"] == 3
 
 
+def test_the_run_in_lengthens_the_first_timing_workload_s_warm_up_only(agent_path):
+    args = ["--run-in-ms", "60", "--min-time", "0.002", "--values", "1", "getpid", "getppid"]
+    result = proc.run([str(agent_path), *args], timeout_s=60)
+    assert result.returncode == 0, result.stderr
+    run_in = [(r.body["workload"], r.body["value"]) for r in records_of(result.stdout)
+              if r.type == "sample" and r.body["metric"] == "run_in"]
+    # the warm-up ran at least as long as asked, and only before the process's first workload
+    assert [workload for workload, _ in run_in] == ["getpid"]
+    assert run_in[0][1] >= 0.06
+    without = proc.run([str(agent_path), *args[2:]], timeout_s=60)
+    assert '"run_in"' not in without.stdout
+
+
 @pytest.mark.parametrize("args", [
+    ["--run-in-ms", "-5", "getpid"], ["--run-in-ms", "20000", "getpid"],
     ["--enough", "-1", "stream"], ["--enough", "x", "stream"],
     ["--min-time", "abc", "getpid"], ["--min-time", "0", "getpid"], ["--min-time", "-1", "getpid"],
     ["--array-mib", "0", "stream"], ["--ntimes", "1", "stream"], ["nosuchworkload"], [],
