@@ -13,18 +13,21 @@ and the runs they took. Usage:
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-GUESTBENCH = str(Path(__file__).resolve().parent.parent / ".venv/bin/guestbench")
+# this checkout's guestbench, with the interpreter running this script (a worktree has no .venv)
+CHECKOUT = str(Path(__file__).resolve().parent.parent)
 
 
 def half_widths(store: str) -> dict[tuple[str, str], tuple[float, int]]:
     """(environment, workload) -> (half-width, runs) of the primary metric's cells."""
-    output = subprocess.run([GUESTBENCH, "report", "--format", "json", "--db", f"sqlite:///{store}"],
-                            capture_output=True, text=True, check=True).stdout
+    output = subprocess.run([sys.executable, "-m", "guestbench", "report", "--format", "json",
+                             "--db", f"sqlite:///{store}"], capture_output=True, text=True,
+                            check=True, env={**os.environ, "PYTHONPATH": CHECKOUT}).stdout
     cells = {}
     for cell in json.loads(output)["cells"]:
         described = cell.get("statistics")
