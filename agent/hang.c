@@ -1,4 +1,5 @@
-/* hang.c: the hang workload, which sleeps so the host's timeouts can be tested. */
+/* hang.c: the sleeping workloads. hang sleeps so the host's timeouts can be tested; idle
+ * sleeps --seconds after its workload record, while the host measures the instance at rest. */
 #include "protocol.h"
 #include "workload.h"
 
@@ -33,7 +34,17 @@ static int run_hang(const char *name, const struct options *opt)
 		pause();
 }
 
+/* The record says the instance is ready; then nothing runs in it but this sleep. */
+static int run_idle(const char *name, const struct options *opt)
+{
+	const struct param params[] = { PARAM_NUM("seconds", opt->seconds) };
+
+	proto_workload(name, params, 1);
+	return opt->seconds > 0 ? sleep_for(opt->seconds) : 0;
+}
+
 const struct workload hang_workloads[] = {
 	{ "hang", run_hang },
+	{ "idle", run_idle },
 	{ NULL, NULL },
 };

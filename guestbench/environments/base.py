@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from guestbench import proc, reaper
+from guestbench import memory, proc, reaper
 from guestbench.host import Host
 from guestbench.protocol import Record, RecordStream
 
@@ -182,6 +182,15 @@ class Guest(ABC):
         """Milliseconds from process start to each boot phase seen; {} for process guests."""
         return {}
 
+    def start_phases(self) -> dict[str, float]:
+        """Milliseconds each of the kind's own start or stop steps took, where it has separate
+        ones (an OCI runtime's delete), after stop(); {} where it has none."""
+        return {}
+
+    def root_pid(self) -> int | None:
+        """The host process at the root of the instance's process tree; None if none."""
+        return None
+
     @property
     def log_overflow(self) -> int:
         """Bytes dropped from the middle of its logs, over their cap (after stop())."""
@@ -268,6 +277,12 @@ class Environment(ABC):
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         """Start a guest running the job; GuestStartError if it cannot be started."""
 
+    def guest_ram(self) -> memory.GuestRam | None:
+        """Which of the instance's mappings hold its guest's RAM, where the kind boots a guest
+        with memory of its own (footprint then gives the overhead beyond it); None for
+        process kinds."""
+        return None
+
     def refusal(self, needed: frozenset[Capability], needs: JobNeeds = JobNeeds()) -> str | None:
         """Why this environment cannot run a job (the run is then unsupported), or None.
 
@@ -300,6 +315,7 @@ class ProcessGuest(Guest):
     logdir: Path
     deadline_ns: int
     cleanup: list[list[str]] = field(default_factory=list)
+    cleanup_phase: str = "cleanup"  # the cleanup commands' name among start_phases()
     scratch: list[Path] = field(default_factory=list)
     # run after the process group is killed, before the scratch folders go: they end what
     # served the guest (an upload feeder) and collect what recorded it (a traced disk),
@@ -312,6 +328,7 @@ class ProcessGuest(Guest):
     exited_ns: int | None = None
     _process: proc.Process | None = None
     _stop_info: StopInfo | None = None
+    _phases: dict[str, float] = field(default_factory=dict)  # start_phases()
 
     def __post_init__(self) -> None:
         self.logdir.mkdir(parents=True, exist_ok=True)
@@ -373,11 +390,14 @@ class ProcessGuest(Guest):
     def _teardown(self) -> StopInfo:
         killed = self._process.returncode is None
         self._process.kill()
+        began_ns = proc.now_ns()
         for argv in self.cleanup:
             try:
                 proc.run(argv, timeout_s=30)
             except (proc.ProcessError, proc.DeadlineExceeded):
                 pass
+        if self.cleanup:
+            self._phases[self.cleanup_phase] = (proc.now_ns() - began_ns) / 1e6
         self._finalize()
         for directory in self.scratch:
             shutil.rmtree(directory, ignore_errors=True)
@@ -385,6 +405,12 @@ class ProcessGuest(Guest):
         code = self._process.returncode
         signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
         return StopInfo(code if not killed else None, signal_name, killed)
+
+    def start_phases(self) -> dict[str, float]:
+        return dict(self._phases)
+
+    def root_pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
 
     def _finalize(self) -> None:
         """Each finalizer once (the list may be shared with whoever made them)."""

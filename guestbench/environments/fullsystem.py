@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field
 
-from guestbench import images, proc
+from guestbench import images, memory, proc
 from guestbench.environments import channels, guestdisk, tracedisk
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
@@ -121,6 +121,9 @@ class FullSystem(Environment):
     def ready(self, host: Host) -> Availability:
         """A check that needs the built image (a test boot); default: none."""
         return Availability.yes()
+
+    def guest_ram(self) -> memory.GuestRam | None:
+        return memory.sized(self.spec.memory_mib)
 
     def memory_limit_mib(self) -> int:
         """The most memory a workload can touch in this guest (a run needing more is sure

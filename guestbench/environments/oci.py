@@ -150,7 +150,7 @@ class Oci(Environment):
         logdir.mkdir(parents=True, exist_ok=True)
         shutil.copy(bundle.directory / "config.json", logdir / "config.json")
         return ProcessGuest(self._run_argv(bundle), logdir, deadline_ns,
-                            cleanup=self._cleanup_argv(bundle),
+                            cleanup=self._cleanup_argv(bundle), cleanup_phase="delete",
                             scratch=[bundle.directory, *([folder] if folder else [])])
 
     def _global_args(self, bundle: "_Bundle") -> list[str]:

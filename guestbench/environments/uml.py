@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from guestbench import memory
 from guestbench.environments import channels
 from guestbench.environments.base import Availability, Capability
 from guestbench.environments.devices import GuestDevices
@@ -87,6 +88,11 @@ class Uml(FullSystem):
         if self.vmm_version:  # linux.uml --version prints its kernel release
             facts["guest_kernel"] = self.vmm_version
         return facts
+
+    def guest_ram(self) -> memory.GuestRam | None:
+        # its physical memory is an unlinked file that the kernel process and every address
+        # space's process map (at an offset past the kernel image: not one sized mapping)
+        return memory.shared_deleted_file
 
     def memory_limit_mib(self) -> int:
         by_maps = map_count_limit_mib()

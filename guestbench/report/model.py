@@ -241,10 +241,14 @@ def row_scale(unit: str, cells: list[Cell]) -> tuple[str, float]:
     largest_ns = max(medians) * factors[unit]
     best = [(name, factor) for name, factor in TIME_UNITS if smallest_ns >= 10 * factor]
     name, factor = best[-1] if best else (unit, factors[unit])
-    # a row from 227 ms to 35 s reads better as 0.2272 s to 35.42 s than with 35.42k ms
-    # (seconds only: 0.14 us for 140 ns would read worse than 42.1k ns)
-    if name == "ms" and largest_ns >= 1e4 * factor and smallest_ns >= 0.1 * 1e9:
-        name, factor = "s", 1e9
+    # a row from 227 ms to 35 s reads better as 0.2272 s to 35.42 s than with 35.42k ms, and
+    # one from 2.9 ms to 5 s as 2.937 ms to 4978 ms than with 4.978M us (to ms only from
+    # 1 ms: 462 us reads better than 0.462 ms; never from ns: 0.14 us for 140 ns would read
+    # worse than 42.1k ns)
+    for larger, larger_factor, least in (("ms", 1e6, 1.0), ("s", 1e9, 0.1)):
+        if (name != "ns" and larger_factor > factor and largest_ns >= 1e4 * factor
+                and smallest_ns >= least * larger_factor):
+            name, factor = larger, larger_factor
     return name, factor / factors[unit]
 
 

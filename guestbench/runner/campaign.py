@@ -26,7 +26,7 @@ from guestbench.protocol import ProtocolError
 from guestbench.runner.caches import drop_host_caches
 from guestbench.runner.outcomes import (
     Outcome, Seen, Status, agent_span_s, broken, derived, keep_outputs, part_outcome,
-    read_to_the_end, watch, watch_own_program)
+    memory_at_rest, read_to_the_end, start_samples, watch, watch_own_program, with_memory)
 from guestbench.runner.schedule import Cell, Column, StopReason, refusal, restore
 from guestbench.store import RunRecord, Store
 from guestbench.workloads.base import InputError, InputMissing
@@ -376,16 +376,26 @@ class Runner:
         job = Job(case.name, self.agent_path,
                   run_in(column, args) if workload.uses_agent else tuple(args), needs)
         timeout_s = self.plan.campaign.timeout_s
-        deadline_ns = proc.now_ns() + int(timeout_s * 1e9)
+        launched_ns = proc.now_ns()
+        deadline_ns = launched_ns + int(timeout_s * 1e9)
         try:
             guest = column.environment.start(job, logdir, deadline_ns)
         except GuestStartError as error:
             return Outcome(Status.INFRA, f"could not start: {error}")
         seen = Seen()
+        at_rest: list = []  # footprint's samples, read while the agent idles
         with guest:
             if workload.uses_agent:
                 outcome = watch(guest, timeout_s, workload.agent_workload,
-                                 workload.produces_samples, seen)
+                                 workload.produces_samples, seen, memory_at_rest(
+                                     guest, column.environment.guest_ram(),
+                                     getattr(case.params, "settle_s", 0.0), at_rest)
+                                 if workload.instance_memory else None)
+                if outcome.status == Status.OK and workload.start_phases:  # watch() stopped it
+                    outcome.samples += start_samples(seen, launched_ns, proc.now_ns(),
+                                                     guest.start_phases())
+                if outcome.status == Status.OK and workload.instance_memory:
+                    outcome = with_memory(outcome, at_rest)
             else:
                 outcome = watch_own_program(guest, timeout_s)
                 seen.outputs["stdout"] = [guest.console_text()]

@@ -8,10 +8,12 @@ error and gave samples; everything else gets the status that says what went wron
 from __future__ import annotations
 
 import signal
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from guestbench import proc
+from guestbench import memory, proc
 from guestbench.analysis import clock
 from guestbench.environments.base import Guest, GuestCrashed
 from guestbench.protocol import ProtocolError, Record
@@ -115,10 +117,11 @@ class Seen:
 
 
 def watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool = True,
-           seen: Seen | None = None) -> Outcome:
-    """Collect a guest's records and decide the run's status."""
+           seen: Seen | None = None, on_record: Callable[[Record], None] | None = None) -> Outcome:
+    """Collect a guest's records and decide the run's status; on_record sees each record
+    as it arrives, while the guest runs."""
     seen = seen if seen is not None else Seen()
-    outcome = _watched(guest, timeout_s, workload, expect_samples, seen)
+    outcome = _watched(guest, timeout_s, workload, expect_samples, seen, on_record)
     if outcome.status != Status.OK and seen.records == 0 and guest.log_overflow:
         return Outcome(Status.FAILED, (
             f"its output passed the {proc.LOG_CAP_BYTES >> 20} MiB cap of the run's logs "
@@ -128,9 +131,14 @@ def watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool = 
 
 
 def _watched(guest: Guest, timeout_s: float, workload: str, expect_samples: bool,
-             seen: Seen) -> Outcome:
+             seen: Seen, on_record: Callable[[Record], None] | None) -> Outcome:
+    def take(record: Record) -> None:
+        seen.add(record)
+        if on_record is not None:
+            on_record(record)
+
     try:
-        ended = read_to_the_end(guest, timeout_s, seen.add)
+        ended = read_to_the_end(guest, timeout_s, take)
     except ProtocolError as error:
         return broken(guest, seen, error)
     if ended is not None:
@@ -220,6 +228,42 @@ def agent_span_s(seen: Seen) -> float | None:
         return None
     span = seen.end.host_arrival_ns - seen.hello.host_arrival_ns
     return span / 1e9 if seen.hello.host_arrival_ns and span >= 0 else None
+
+
+def start_samples(seen: Seen, launched_ns: int, stopped_ns: int,
+                  own_phases: dict[str, float]) -> list[tuple[str, str, float]]:
+    """The start workload's samples, in ms on the host's clock: from asking the environment
+    for an instance to the agent's first record (start_ready), and from the agent's end to
+    the instance gone (start_teardown); then the kind's own steps (an OCI runtime's delete).
+    Not the whole span: a full-system guest's agent waits for its clock check in between.
+    [] if a record is missing."""
+    if seen.hello is None or seen.end is None or not seen.hello.host_arrival_ns:
+        return []
+    return [("start_ready", "ms", (seen.hello.host_arrival_ns - launched_ns) / 1e6),
+            ("start_teardown", "ms", (stopped_ns - seen.end.host_arrival_ns) / 1e6),
+            *((f"start_{phase}", "ms", ms) for phase, ms in own_phases.items())]
+
+
+def memory_at_rest(guest: Guest, guest_ram: memory.GuestRam | None, settle_s: float,
+                   into: list) -> Callable[[Record], None]:
+    """A record hook for footprint: at the agent's workload record (the instance is ready),
+    wait settle_s, then read the memory of the instance's process tree into `into`."""
+    def look(record: Record) -> None:
+        pid = guest.root_pid()
+        if record.type == "workload" and not into and pid is not None:
+            time.sleep(settle_s)
+            into.extend(memory.usage(pid, guest_ram).samples())
+    return look
+
+
+def with_memory(outcome: Outcome, at_rest: list) -> Outcome:
+    """An ok footprint run with the memory read at rest; failed if it never was (the agent
+    ended before its workload record, or the instance has no process of its own)."""
+    if not at_rest:
+        return Outcome(Status.FAILED, "the instance's memory was not read: no process tree "
+                                      "to read, or the agent never said it was ready")
+    return Outcome(outcome.status, outcome.reason, [*outcome.samples, *at_rest],
+                   list(outcome.flags))
 
 
 def clock_ratio(first: Record | None, last: Record | None) -> float | None:

@@ -1,0 +1,42 @@
+"""What an environment itself costs, whatever runs in it: start (its start-up and teardown on
+the host's clock) and footprint (the host memory of its whole process tree at rest).
+
+Both are measured by the runner, on the host; the agent only marks the moments (start: its
+hello and end; footprint: ready, then idle while the host reads /proc). docs/workloads-startup.md."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from guestbench.workloads.base import Params, Workload
+
+
+class StartParams(Params):
+    """No parameters: each repetition is one fresh instance of the environment."""
+
+
+class FootprintParams(Params):
+    settle_s: float = Field(0.5, ge=0, le=60, description=(
+        "how long the instance idles after its agent's first workload record before the host "
+        "reads its memory"))
+
+
+# the agent sleeps this long beyond settle_s: the host's reading of /proc happens inside it
+FOOTPRINT_MARGIN_S = 1.0
+
+WORKLOADS = [
+    Workload("start", "instance", "an instance started to the agent's first record, then stopped",
+             StartParams, lambda params: [], quick=False, produces_samples=False,
+             start_phases=True, primary_metric="start_ready", title="start-up",
+             metric_titles={"start_ready": "to the agent", "start_teardown": "teardown",
+                            "start_delete": "runtime delete"}),
+    Workload("footprint", "instance", "the host memory of an instance's whole process tree, "
+             "ready and idle (PSS, USS; beyond the guest's RAM for full-system guests)",
+             FootprintParams,
+             lambda params: ["--seconds", repr(params.settle_s + FOOTPRINT_MARGIN_S), "idle"],
+             quick=False, produces_samples=False, agent_name="idle", instance_memory=True,
+             primary_metric="footprint_pss",
+             metric_titles={"footprint_pss": "PSS", "footprint_uss": "USS",
+                            "footprint_rss": "RSS", "footprint_processes": "processes",
+                            "footprint_overhead": "beyond guest RAM (PSS)"}),
+]

@@ -1,0 +1,60 @@
+"""start and footprint on every preset installed here: each start run gives the time to the
+agent's first record and the teardown on the host's clock (OCI runtimes their delete as well);
+each footprint run the memory of the instance's process tree, beyond the guest's RAM too for
+full-system guests."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from guestbench import environments
+
+from .conftest import prepared
+from .test_cli import guestbench
+
+pytestmark = pytest.mark.integration
+
+PRESETS = ["native", "namespace", "runc", "crun", "runsc", "qemu-user", "qemu-tcg", "uml"]
+
+
+def _runs(preset: str, workload: str, tmp_path, host_facts) -> list[dict]:
+    prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
+    run = guestbench("run", "--env", preset, "--workload", workload, "--repeat", "3", "--quiet",
+                     cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
+    runs = document["runs"]
+    assert len(runs) == 3 and all(entry["status"] == "ok" for entry in runs), runs
+    return runs
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_start_times_the_instance_to_its_agent_and_its_teardown(preset, tmp_path, host_facts):
+    for entry in _runs(preset, "start", tmp_path, host_facts):
+        ms = {sample["metric"]: sample["value"] for sample in entry["samples"]
+              if sample["unit"] == "ms"}
+        expected = {"start_ready", "start_teardown"} | (
+            {"start_delete"} if preset in ("runc", "crun", "runsc") else set())
+        assert set(ms) == expected, ms
+        # on the host's clock, within the run's own host time
+        assert 0 < ms["start_ready"] < entry["host_seconds"] * 1000
+        assert 0 <= ms["start_teardown"] < entry["host_seconds"] * 1000
+        if "start_delete" in ms:
+            assert 0 < ms["start_delete"] <= ms["start_teardown"]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_footprint_reads_the_whole_tree_at_rest(preset, tmp_path, host_facts):
+    full_system = environments.KINDS[environments.preset_spec(preset).kind].full_system
+    for entry in _runs(preset, "footprint", tmp_path, host_facts):
+        got = {sample["metric"]: sample["value"] for sample in entry["samples"]}
+        assert 0 < got["footprint_uss"] <= got["footprint_pss"] <= got["footprint_rss"], got
+        assert got["footprint_processes"] >= 1
+        if preset == "runsc":  # the sandbox and the gofer beside runsc itself
+            assert got["footprint_processes"] >= 3
+        if full_system:  # the guest's RAM is told apart, and is part of the whole
+            assert 0 < got["footprint_overhead"] < got["footprint_pss"], got
+        else:
+            assert "footprint_overhead" not in got

@@ -1,0 +1,107 @@
+"""What an instance costs: start (its start to the agent's first record and its teardown, on
+the host's clock) and footprint (its process tree's memory at rest), both made by the runner."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from pydantic import ValidationError
+
+from guestbench.batching import part_of
+from guestbench.environments.base import JobNeeds
+from guestbench.plan import WorkloadCase
+from guestbench.protocol import Record
+from guestbench.runner.outcomes import (Outcome, Seen, Status, memory_at_rest, start_samples,
+                                       with_memory)
+from guestbench.workloads import CATALOGUE
+
+START = CATALOGUE["start"]
+FOOTPRINT = CATALOGUE["footprint"]
+
+
+def _seen(hello_ns: int | None, end_ns: int | None) -> Seen:
+    seen = Seen()
+    if hello_ns is not None:
+        seen.add(Record(0, "hello", {"type": "hello", "t_ns": 5}, hello_ns))
+    if end_ns is not None:
+        seen.add(Record(1, "end", {"type": "end", "t_ns": 9, "status": "ok"}, end_ns))
+    return seen
+
+
+def test_ready_and_teardown_are_host_clock_spans_in_ms():
+    samples = start_samples(_seen(3_000_000, 8_000_000), launched_ns=1_000_000,
+                            stopped_ns=10_500_000, own_phases={"delete": 1.5})
+    assert samples == [("start_ready", "ms", 2.0), ("start_teardown", "ms", 2.5),
+                       ("start_delete", "ms", 1.5)]
+
+
+@pytest.mark.parametrize("hello, end", [(None, 8_000_000), (3_000_000, None)])
+def test_no_figure_without_both_records(hello, end):
+    assert start_samples(_seen(hello, end), 1_000_000, 10_000_000, {}) == []
+
+
+def test_start_runs_alone_and_has_no_parameters(host):
+    assert START.start_phases and START.primary_metric == "start_ready"
+    assert START.agent_args(START.resolve({}, host)) == ["start"]
+    case = WorkloadCase("start", START.resolve({}, host), "start")
+    assert part_of(case, JobNeeds()) is None  # its own instance every run, never a shared one
+    with pytest.raises(ValidationError) as error:
+        START.resolve({"count": 3}, host)
+    assert "count" in str(error.value)
+
+
+def test_every_run_of_start_stores_its_phases(build_plan, run_plan, store):
+    plan = build_plan([{"name": "env", "kind": "fake"}], [{"name": "start"}], repeat=3)
+    campaign_id = run_plan(plan)
+    runs = {run["id"]: run for run in store.runs(campaign_id)}
+    assert len(runs) == 3 and all(run["status"] == "ok" for run in runs.values())
+    for run_id, run in runs.items():
+        ms = {s["metric"]: s["value"] for s in store.samples(campaign_id)
+              if s["run_id"] == run_id and s["unit"] == "ms"}
+        assert set(ms) == {"start_ready", "start_teardown"}
+        assert 0 <= ms["start_ready"] <= run["host_seconds"] * 1000
+        assert 0 <= ms["start_teardown"] <= run["host_seconds"] * 1000
+
+
+@pytest.mark.parametrize("given", [{"settle_s": -1}, {"settle_s": 61}, {"settle_s": "1"},
+                                   {"settle": 1}])
+def test_footprint_rejects_nonsense_naming_the_field(host, given):
+    with pytest.raises(ValidationError) as error:
+        FOOTPRINT.resolve(given, host)
+    assert next(iter(given)) in str(error.value)
+
+
+def test_footprint_idles_the_agent_past_the_settling_and_runs_alone(host):
+    params = FOOTPRINT.resolve({"settle_s": 2.0}, host)
+    assert FOOTPRINT.agent_args(params) == ["--seconds", "3.0", "idle"]
+    assert part_of(WorkloadCase("footprint", params, "footprint"), JobNeeds()) is None
+
+
+class _Guest:
+    def __init__(self, pid):
+        self.pid = pid
+
+    def root_pid(self):
+        return self.pid
+
+
+def test_footprint_reads_the_tree_once_the_agent_says_it_is_ready():
+    into: list = []
+    look = memory_at_rest(_Guest(os.getpid()), None, 0.0, into)
+    look(Record(0, "hello", {"type": "hello"}, 1))
+    assert into == []  # not ready yet
+    look(Record(1, "workload", {"type": "workload", "workload": "idle"}, 2))
+    metrics = {metric for metric, _, _ in into}
+    assert {"footprint_pss", "footprint_uss", "footprint_rss", "footprint_processes"} == metrics
+    look(Record(2, "workload", {"type": "workload", "workload": "idle"}, 3))
+    assert len(into) == len(metrics)  # once
+    ok = with_memory(Outcome(Status.OK, "", [("in_agent", "s", 1.0)]), into)
+    assert ok.status == Status.OK and len(ok.samples) == 1 + len(metrics)
+
+
+def test_an_instance_without_a_process_tree_fails_footprint_saying_so():
+    into: list = []
+    memory_at_rest(_Guest(None), None, 0.0, into)(Record(1, "workload", {}, 2))
+    failed = with_memory(Outcome(Status.OK), into)
+    assert failed.status == Status.FAILED and "memory was not read" in failed.reason
