@@ -24,6 +24,7 @@ from guestbench.host import Host
 from guestbench.plan import Plan, WorkloadCase
 from guestbench.protocol import ProtocolError
 from guestbench.runner.caches import drop_host_caches
+from guestbench.runner.density import run_density
 from guestbench.runner.outcomes import (
     Outcome, Seen, Status, agent_span_s, broken, derived, keep_outputs, part_outcome,
     memory_at_rest, read_to_the_end, start_samples, watch, watch_own_program, with_memory)
@@ -376,6 +377,9 @@ class Runner:
         job = Job(case.name, self.agent_path,
                   run_in(column, args) if workload.uses_agent else tuple(args), needs)
         timeout_s = self.plan.campaign.timeout_s
+        if workload.density:
+            return run_density(column.environment, job, case.params.instances, logdir,
+                               timeout_s, case.params.settle_s)
         launched_ns = proc.now_ns()
         deadline_ns = launched_ns + int(timeout_s * 1e9)
         try:

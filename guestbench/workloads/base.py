@@ -90,6 +90,8 @@ class Workload:
     start_phases: bool = False
     # the host reads the instance's memory while its agent idles (runner/outcomes.py)
     instance_memory: bool = False
+    # N instances at once, each timed and their memory read (runner/density.py)
+    density: bool = False
     # fills parameters whose default depends on the host, so every environment gets the same
     host_defaults: Callable[[Host], dict[str, Any]] = field(default=lambda host: {})
     # the one metric that adaptive repetitions and summaries judge; None: nothing to judge

@@ -1,8 +1,10 @@
 """What an environment itself costs, whatever runs in it: start (its start-up and teardown on
-the host's clock) and footprint (the host memory of its whole process tree at rest).
+the host's clock), footprint (the host memory of its whole process tree at rest) and density
+(N instances started together: each one's start, the memory per instance).
 
-Both are measured by the runner, on the host; the agent only marks the moments (start: its
-hello and end; footprint: ready, then idle while the host reads /proc). docs/workloads-startup.md."""
+All are measured by the runner, on the host; the agent only marks the moments (start: its
+hello and end; footprint, density: ready, then idle while the host reads /proc).
+docs/workloads-startup.md."""
 
 from __future__ import annotations
 
@@ -23,6 +25,15 @@ class FootprintParams(Params):
 
 # the agent sleeps this long beyond settle_s: the host's reading of /proc happens inside it
 FOOTPRINT_MARGIN_S = 1.0
+# density's agents idle until the host stops them, once it has read their memory
+DENSITY_IDLE_S = 3600.0
+
+
+class DensityParams(Params):
+    instances: int = Field(4, ge=1, le=64, description=(
+        "instances started together (sweep it: instances = [1, 2, 4, 8])"))
+    settle_s: float = Field(0.5, ge=0, le=60, description=(
+        "how long every instance idles, once all are ready, before the host reads their memory"))
 
 WORKLOADS = [
     Workload("start", "instance", "an instance started to the agent's first record, then stopped",
@@ -39,4 +50,11 @@ WORKLOADS = [
              metric_titles={"footprint_pss": "PSS", "footprint_uss": "USS",
                             "footprint_rss": "RSS", "footprint_processes": "processes",
                             "footprint_overhead": "beyond guest RAM (PSS)"}),
+    Workload("density", "instance", "N instances started together: each one's start to its "
+             "agent, and the host memory per instance once all are ready", DensityParams,
+             lambda params: ["--seconds", repr(DENSITY_IDLE_S), "idle"],
+             quick=False, produces_samples=False, agent_name="idle", density=True,
+             primary_metric="density_start",
+             metric_titles={"density_start": "start, each instance",
+                            "density_pss": "PSS per instance", "density_started": "started"}),
 ]

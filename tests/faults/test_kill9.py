@@ -38,17 +38,9 @@ def test_sigkill_leaves_nothing_and_the_next_run_marks_the_campaign(preset, tmp_
                               "--repeat", "1", "--timeout", "120", "--quiet", "--db",
                               f"sqlite:///{database}"], cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 90
-        while not any(_is_hang(pid) for pid in guest_processes() - processes):
-            assert child.poll() is None, child.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "the hanging run did not start within 90 s"
-            time.sleep(0.1)
-        time.sleep(1.5)  # a sandbox or a VMM: its guest gets to the workload
-        during = guest_processes() - processes
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+    during = _killed_once(child, lambda: any(_is_hang(pid) for pid in
+                                             guest_processes() - processes),
+                          "the hanging run", settle_s=1.5) - processes
     assert during, "no guest process was seen"
     assert not left_since(processes, folders, wait_s=5.0)
     with sqlite3.connect(database) as connection:
@@ -61,6 +53,22 @@ def test_sigkill_leaves_nothing_and_the_next_run_marks_the_campaign(preset, tmp_
     with sqlite3.connect(database) as connection:
         assert connection.execute("select status from campaign order by id").fetchall() == [
             ("interrupted",), ("finished",)]
+
+
+def _killed_once(child: subprocess.Popen, started, what: str, settle_s: float = 0.0) -> set[int]:
+    """SIGKILLs guestbench once started() holds (then settle_s later); the guest processes
+    alive just before."""
+    try:
+        deadline = time.monotonic() + 90
+        while not started():
+            assert child.poll() is None, child.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, f"{what} did not start within 90 s"
+            time.sleep(0.1)
+        time.sleep(settle_s)  # a sandbox or a VMM: its guest gets to the workload
+        return guest_processes()
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
 
 
 def _is_hang(pid: int) -> bool:
@@ -166,3 +174,29 @@ def _children(pid: int) -> list[int]:
             except (OSError, IndexError, ValueError):
                 pass
     return found
+
+
+@pytest.mark.parametrize("preset", ["runc", "runsc", "uml"])
+def test_sigkill_during_density_leaves_no_instance(preset, tmp_path, host_facts):
+    """Three instances up at once, guestbench killed while it waits to weigh them: no process
+    and no folder of theirs is left (an OCI runtime's state lives in the bundle's folder)."""
+    prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip
+    processes, folders = guest_processes(), guest_folders()
+    plan = tmp_path / "density.toml"
+    plan.write_text(f'[campaign]\nrepeat = 1\ntimeout_s = 120\n\n[[environment]]\n'
+                    f'preset = "{preset}"\n\n[[workload]]\nname = "density"\ninstances = 3\n'
+                    'settle_s = 60\n')
+    child = subprocess.Popen([*GUESTBENCH, "run", str(plan), "--quiet", "--db",
+                              f"sqlite:///{tmp_path / 'store.sqlite'}"], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # once every agent has said it idles: guestbench waits its settle_s, then would weigh them
+    during = _killed_once(child, lambda: _idle_instances(tmp_path) >= 3,
+                          "three instances") - processes
+    assert during, "no instance's process was seen"
+    assert not left_since(processes, folders, wait_s=10.0)
+
+
+def _idle_instances(folder: Path) -> int:
+    """Instances whose agent's records, in their logs, say it idles."""
+    return sum(1 for log in folder.glob("guestbench-logs/**/instance*/stdout.log")
+               if b'"workload":"idle"' in log.read_bytes())

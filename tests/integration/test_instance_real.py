@@ -6,6 +6,7 @@ full-system guests."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,23 @@ def test_footprint_reads_the_whole_tree_at_rest(preset, tmp_path, host_facts):
             assert 0 < got["footprint_overhead"] < got["footprint_pss"], got
         else:
             assert "footprint_overhead" not in got
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_density_starts_instances_together_and_leaves_none(preset, tmp_path, host_facts):
+    prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
+    plan = tmp_path / "density.toml"
+    plan.write_text(f'[campaign]\nrepeat = 2\n\n[[environment]]\npreset = "{preset}"\n\n'
+                    '[[workload]]\nname = "density"\ninstances = 3\nsettle_s = 0.2\n')
+    run = guestbench("run", str(plan), "--quiet", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    runs = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)["runs"]
+    assert len(runs) == 2 and all(entry["status"] == "ok" for entry in runs), runs
+    for entry in runs:
+        starts = [s["value"] for s in entry["samples"] if s["metric"] == "density_start"]
+        got = {s["metric"]: s["value"] for s in entry["samples"]}
+        assert len(starts) == 3 and all(0 < ms < entry["host_seconds"] * 1000 for ms in starts)
+        assert got["density_started"] == 3 and got["density_pss"] > 0
+        # each instance kept its own logs
+        assert {path.name for path in Path(entry["log_path"]).iterdir()} >= {
+            "instance1", "instance2", "instance3"}
