@@ -51,8 +51,13 @@ def sqlite_url(tmp_path: Path) -> str:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request) -> str:
     """A new, empty store on each backend: a SQLite file, and a database on the suite's
-    private PostgreSQL server (tests/conftest.py)."""
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "postgres_url")
+    private PostgreSQL server (tests/conftest.py). A test that opens it as `store` gets on
+    PostgreSQL a store made once by guestbench and emptied since; one that only has the URL
+    gets an empty database (a store to make, or to migrate from an older schema)."""
+    if request.param == "sqlite":
+        return request.getfixturevalue("sqlite_url")
+    return request.getfixturevalue("postgres_store_url" if "store" in request.fixturenames
+                                   else "postgres_url")
 
 
 @pytest.fixture
