@@ -15,7 +15,7 @@ from typing import Any
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import Cell
-from guestbench.report import columns, model, overview, overview_card, svg, views
+from guestbench.report import columns, density_plot, model, overview, overview_card, svg, views
 from guestbench.report.html_assets import CSS, SCRIPT
 from guestbench.report.links import log_href
 from guestbench.analysis.results import CampaignResults
@@ -231,6 +231,8 @@ def _plots_section(report: CampaignResults, plots: dict[str, str], anchors: Anch
     if boot:
         figures.append(_figure(anchors.make("plot", "boot-phases"), "Boot phases per environment",
                                boot))
+    for metric, caption, drawing in density_plot.figures(report):
+        figures.append(_figure(anchors.make("plot", metric), caption, drawing))
     body = (f'<div class="plots">{"".join(figures)}</div>' if figures else
             '<p class="note">No measured value to plot.</p>')
     return Section("plots", "Plots", body)
