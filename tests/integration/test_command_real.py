@@ -280,3 +280,26 @@ def test_a_scratch_disk_through_disk_argv_and_a_reboot_shutdown(host_facts, agen
     console = (tmp_path / "logs" / "stdout.log").read_text(errors="replace")
     assert "reboot: Restarting system" in console
     assert "-drive file=" in (tmp_path / "logs" / "command").read_text()
+
+
+def test_start_and_footprint_of_a_vmm_from_a_template(tmp_path, host_facts):
+    """The instance workloads under the command kind: QEMU PC under TCG from its argv
+    template, timed to its agent and weighed, its guest's RAM told apart."""
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("qemu-system-x86_64 not installed (apt-get install qemu-system-x86)")
+    argv = ", ".join(json.dumps(word) for word in [*QEMU_PC, *SERIAL["stdio"]])
+    kernel_args = ", ".join(json.dumps(word) for word in ["console=ttyS0", *tcg_args()])
+    plan = tmp_path / "instance.toml"
+    plan.write_text(f'[campaign]\nrepeat = 2\n\n[[environment]]\nname = "cmd"\n'
+                    f'kind = "command"\nargv = [{argv}]\nkernel_args = [{kernel_args}]\n\n'
+                    '[[workload]]\nname = "start"\n\n[[workload]]\nname = "footprint"\n')
+    done = guestbench("run", str(plan), "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)["runs"]
+    assert len(runs) == 4 and all(entry["status"] == "ok" for entry in runs), runs
+    for entry in runs:
+        got = {sample["metric"]: sample["value"] for sample in entry["samples"]}
+        if entry["workload"] == "start":
+            assert 0 < got["start_ready"] < entry["host_seconds"] * 1000
+        else:
+            assert 0 < got["footprint_overhead"] < got["footprint_pss"], got
