@@ -19,6 +19,7 @@ from guestbench.runner.outcomes import watch
 from .conftest import prepared
 from .test_cli import guestbench
 from .test_full_system import assert_gone, run
+from .test_instance_real import ok_runs
 
 pytestmark = pytest.mark.integration
 
@@ -293,11 +294,7 @@ def test_start_and_footprint_of_a_vmm_from_a_template(tmp_path, host_facts):
     plan.write_text(f'[campaign]\nrepeat = 2\n\n[[environment]]\nname = "cmd"\n'
                     f'kind = "command"\nargv = [{argv}]\nkernel_args = [{kernel_args}]\n\n'
                     '[[workload]]\nname = "start"\n\n[[workload]]\nname = "footprint"\n')
-    done = guestbench("run", str(plan), "--quiet", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    runs = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)["runs"]
-    assert len(runs) == 4 and all(entry["status"] == "ok" for entry in runs), runs
-    for entry in runs:
+    for entry in ok_runs(tmp_path, 4, str(plan)):
         got = {sample["metric"]: sample["value"] for sample in entry["samples"]}
         if entry["workload"] == "start":
             assert 0 < got["start_ready"] < entry["host_seconds"] * 1000

@@ -20,15 +20,18 @@ pytestmark = pytest.mark.integration
 PRESETS = ["native", "namespace", "runc", "crun", "runsc", "qemu-user", "qemu-tcg", "uml"]
 
 
+def ok_runs(folder: Path, count: int, *args: str) -> list[dict]:
+    """`guestbench run ARGS --quiet` in folder: its `count` runs, every one asserted ok."""
+    run = guestbench("run", *args, "--quiet", cwd=folder)
+    assert run.returncode == 0, run.stderr
+    runs = json.loads(guestbench("report", "--format", "json", cwd=folder).stdout)["runs"]
+    assert len(runs) == count and all(entry["status"] == "ok" for entry in runs), runs
+    return runs
+
+
 def _runs(preset: str, workload: str, tmp_path, host_facts) -> list[dict]:
     prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
-    run = guestbench("run", "--env", preset, "--workload", workload, "--repeat", "3", "--quiet",
-                     cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
-    runs = document["runs"]
-    assert len(runs) == 3 and all(entry["status"] == "ok" for entry in runs), runs
-    return runs
+    return ok_runs(tmp_path, 3, "--env", preset, "--workload", workload, "--repeat", "3")
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -67,11 +70,7 @@ def test_density_starts_instances_together_and_leaves_none(preset, tmp_path, hos
     plan = tmp_path / "density.toml"
     plan.write_text(f'[campaign]\nrepeat = 2\n\n[[environment]]\npreset = "{preset}"\n\n'
                     '[[workload]]\nname = "density"\ninstances = 3\nsettle_s = 0.2\n')
-    run = guestbench("run", str(plan), "--quiet", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    runs = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)["runs"]
-    assert len(runs) == 2 and all(entry["status"] == "ok" for entry in runs), runs
-    for entry in runs:
+    for entry in ok_runs(tmp_path, 2, str(plan)):
         starts = [s["value"] for s in entry["samples"] if s["metric"] == "density_start"]
         got = {s["metric"]: s["value"] for s in entry["samples"]}
         assert len(starts) == 3 and all(0 < ms < entry["host_seconds"] * 1000 for ms in starts)
