@@ -29,14 +29,14 @@ class Part:
 
 def part_of(case: WorkloadCase, needs: JobNeeds) -> Part | None:
     """The case as a part of a shared job, or None if it must run alone: it needs more
-    than the agent (a disk, a tool, its own boot's or start's phases), its output is derived, it
+    than the agent (a disk, a tool, its own boot's phases, what the host measures of its instance:
+    start, footprint, density, network), its output is derived, it
     touches memory by the hundred MiB (STREAM: the workloads after it would run in a process
-    and a kernel it reshaped), or its agent measures nothing (hang, which tests timeouts;
-    start, footprint and density, which the host measures on an instance of their own)."""
+    and a kernel it reshaped), or its agent measures nothing (hang, which tests timeouts)."""
     workload = case.workload
     if (not workload.uses_agent or workload.agent_name is not None or workload.boot_phases
-            or workload.start_phases or workload.instance_memory or workload.derive is not None or needs.capabilities() or needs.memory_mib
-            or not workload.produces_samples):  # STREAM's arrays, hang (for timeouts): alone
+            or workload.host_part is not None or workload.derive is not None
+            or needs.capabilities() or needs.memory_mib or not workload.produces_samples):  # STREAM's arrays, hang (for timeouts): alone
         return None
     args = workload.agent_args(case.params)
     return Part(args[-1], tuple(args[:-1]))

@@ -277,6 +277,11 @@ class Environment(ABC):
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         """Start a guest running the job; GuestStartError if it cannot be started."""
 
+    def instance_mib(self) -> int | None:
+        """The host memory one instance may take for its guest's RAM (a full-system guest's
+        memory_mib); None where an instance has no fixed size (process kinds)."""
+        return None
+
     def guest_ram(self) -> memory.GuestRam | None:
         """Which of the instance's mappings hold its guest's RAM, where the kind boots a guest
         with memory of its own (footprint then gives the overhead beyond it); None for

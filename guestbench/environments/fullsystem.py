@@ -122,6 +122,9 @@ class FullSystem(Environment):
         """A check that needs the built image (a test boot); default: none."""
         return Availability.yes()
 
+    def instance_mib(self) -> int | None:
+        return self.spec.memory_mib
+
     def guest_ram(self) -> memory.GuestRam | None:
         return memory.sized(self.spec.memory_mib)
 

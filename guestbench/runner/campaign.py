@@ -10,6 +10,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,13 @@ from guestbench.host import Host
 from guestbench.plan import Plan, WorkloadCase
 from guestbench.protocol import ProtocolError
 from guestbench.runner.caches import drop_host_caches
-from guestbench.runner.density import run_density
+from guestbench.runner import host_parts
 from guestbench.runner.outcomes import (
     Outcome, Seen, Status, agent_span_s, broken, derived, keep_outputs, part_outcome,
-    memory_at_rest, read_to_the_end, start_samples, watch, watch_own_program, with_memory)
+    read_to_the_end, watch, watch_own_program)
 from guestbench.runner.schedule import Cell, Column, StopReason, refusal, restore
 from guestbench.store import RunRecord, Store
-from guestbench.workloads.base import InputError, InputMissing
+from guestbench.workloads.base import InputError, InputMissing, Workload
 
 
 class Interrupted(Exception):
@@ -377,9 +378,20 @@ class Runner:
         job = Job(case.name, self.agent_path,
                   run_in(column, args) if workload.uses_agent else tuple(args), needs)
         timeout_s = self.plan.campaign.timeout_s
-        if workload.density:
-            return run_density(column.environment, job, case.params.instances, logdir,
-                               timeout_s, case.params.settle_s)
+        host_part = host_parts.part(workload.host_part, column.environment, case.params)
+        refused_part = host_part.refusal()
+        if refused_part is not None:
+            return Outcome(Status.UNSUPPORTED, refused_part)
+        with ExitStack() as arranged:
+            job = host_part.arrange(job, arranged, logdir)
+            whole = host_part.run(job, logdir, timeout_s)
+            if whole is not None:
+                return whole
+            return self._one_instance(column, workload, case, job, host_part, logdir, timeout_s)
+
+    def _one_instance(self, column: Column, workload: Workload, case: WorkloadCase, job: Job,
+                      host_part: host_parts.HostPart, logdir: Path, timeout_s: float) -> Outcome:
+        """The run of one instance: started, its records read to its end, stopped."""
         launched_ns = proc.now_ns()
         deadline_ns = launched_ns + int(timeout_s * 1e9)
         try:
@@ -387,19 +399,13 @@ class Runner:
         except GuestStartError as error:
             return Outcome(Status.INFRA, f"could not start: {error}")
         seen = Seen()
-        at_rest: list = []  # footprint's samples, read while the agent idles
         with guest:
             if workload.uses_agent:
                 outcome = watch(guest, timeout_s, workload.agent_workload,
-                                 workload.produces_samples, seen, memory_at_rest(
-                                     guest, column.environment.guest_ram(),
-                                     getattr(case.params, "settle_s", 0.0), at_rest)
-                                 if workload.instance_memory else None)
-                if outcome.status == Status.OK and workload.start_phases:  # watch() stopped it
-                    outcome.samples += start_samples(seen, launched_ns, proc.now_ns(),
-                                                     guest.start_phases())
-                if outcome.status == Status.OK and workload.instance_memory:
-                    outcome = with_memory(outcome, at_rest)
+                                workload.produces_samples, seen,
+                                lambda record: host_part.on_record(guest, record))
+                if outcome.status == Status.OK:  # watch() has stopped it
+                    outcome = host_part.finish(outcome, seen, guest, launched_ns, proc.now_ns())
             else:
                 outcome = watch_own_program(guest, timeout_s)
                 seen.outputs["stdout"] = [guest.console_text()]

@@ -38,15 +38,14 @@ def available_mib() -> int | None:
 
 
 def memory_refusal(environment: Environment, count: int) -> str | None:
-    """Why the host's memory cannot hold `count` guests (the run is then unsupported)."""
-    guest_mib = getattr(getattr(environment, "spec", None), "memory_mib", None)
+    """Why the host's memory cannot hold `count` instances of a kind with a fixed guest RAM
+    (the run is then unsupported: density's refusal), or None."""
+    guest_mib = environment.instance_mib()
     free = available_mib()
-    if not environment.full_system or not guest_mib or free is None:
+    if not guest_mib or free is None or count * guest_mib <= free:
         return None
-    if count * guest_mib > free:
-        return (f"{count} guests of {guest_mib} MiB need more than this host's available "
-                f"memory ({free} MiB): the host's memory stops density here")
-    return None
+    return (f"{count} guests of {guest_mib} MiB need more than this host's available "
+            f"memory ({free} MiB): the host's memory stops density here")
 
 
 def _wait_ready(instance: _Instance) -> None:
@@ -72,12 +71,10 @@ def _wait_ready(instance: _Instance) -> None:
 
 def run_density(environment: Environment, job: Job, count: int, logdir: Path,
                 timeout_s: float, settle_s: float) -> Outcome:
-    """`count` instances started one right after another, all read concurrently; ok with each
+    """`count` instances started one right after another (memory_refusal() has said the
+    host can hold them), all read concurrently; ok with each
     one's start time (density_start, ms: a value per instance), the host memory per instance
     once all are ready (density_pss, MiB) and how many started, else why not."""
-    refused = memory_refusal(environment, count)
-    if refused is not None:
-        return Outcome(Status.UNSUPPORTED, refused)
     deadline_ns = proc.now_ns() + int(timeout_s * 1e9)
     with ExitStack() as instances_alive:
         instances: list[_Instance] = []

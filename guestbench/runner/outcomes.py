@@ -230,42 +230,6 @@ def agent_span_s(seen: Seen) -> float | None:
     return span / 1e9 if seen.hello.host_arrival_ns and span >= 0 else None
 
 
-def start_samples(seen: Seen, launched_ns: int, stopped_ns: int,
-                  own_phases: dict[str, float]) -> list[tuple[str, str, float]]:
-    """The start workload's samples, in ms on the host's clock: from asking the environment
-    for an instance to the agent's first record (start_ready), and from the agent's end to
-    the instance gone (start_teardown); then the kind's own steps (an OCI runtime's delete).
-    Not the whole span: a full-system guest's agent waits for its clock check in between.
-    [] if a record is missing."""
-    if seen.hello is None or seen.end is None or not seen.hello.host_arrival_ns:
-        return []
-    return [("start_ready", "ms", (seen.hello.host_arrival_ns - launched_ns) / 1e6),
-            ("start_teardown", "ms", (stopped_ns - seen.end.host_arrival_ns) / 1e6),
-            *((f"start_{phase}", "ms", ms) for phase, ms in own_phases.items())]
-
-
-def memory_at_rest(guest: Guest, guest_ram: memory.GuestRam | None, settle_s: float,
-                   into: list) -> Callable[[Record], None]:
-    """A record hook for footprint: at the agent's workload record (the instance is ready),
-    wait settle_s, then read the memory of the instance's process tree into `into`."""
-    def look(record: Record) -> None:
-        pid = guest.root_pid()
-        if record.type == "workload" and not into and pid is not None:
-            time.sleep(settle_s)
-            into.extend(memory.usage(pid, guest_ram).samples())
-    return look
-
-
-def with_memory(outcome: Outcome, at_rest: list) -> Outcome:
-    """An ok footprint run with the memory read at rest; failed if it never was (the agent
-    ended before its workload record, or the instance has no process of its own)."""
-    if not at_rest:
-        return Outcome(Status.FAILED, "the instance's memory was not read: no process tree "
-                                      "to read, or the agent never said it was ready")
-    return Outcome(outcome.status, outcome.reason, [*outcome.samples, *at_rest],
-                   list(outcome.flags))
-
-
 def clock_ratio(first: Record | None, last: Record | None) -> float | None:
     """The clock check over a run: from the hello record to the end record."""
     if first is None or last is None or first.agent_ns is None or last.agent_ns is None:

@@ -86,12 +86,9 @@ class Workload:
     quick: bool = True  # part of the default quick suite
     produces_samples: bool = True  # a run without samples is a failed run
     boot_phases: bool = False  # the guest's boot phases (host clock) become samples
-    # the environment's start and stop (host clock) become samples (runner/outcomes.py)
-    start_phases: bool = False
-    # the host reads the instance's memory while its agent idles (runner/outcomes.py)
-    instance_memory: bool = False
-    # N instances at once, each timed and their memory read (runner/density.py)
-    density: bool = False
+    # what the host measures of the run's instance itself (its start, its memory, N of them):
+    # a name in runner/host_parts.py's PARTS; such a run has an instance of its own
+    host_part: str | None = None
     # fills parameters whose default depends on the host, so every environment gets the same
     host_defaults: Callable[[Host], dict[str, Any]] = field(default=lambda host: {})
     # the one metric that adaptive repetitions and summaries judge; None: nothing to judge

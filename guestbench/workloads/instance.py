@@ -38,14 +38,14 @@ class DensityParams(Params):
 WORKLOADS = [
     Workload("start", "instance", "an instance started to the agent's first record, then stopped",
              StartParams, lambda params: [], quick=False, produces_samples=False,
-             start_phases=True, primary_metric="start_ready", title="start-up",
+             host_part="start", primary_metric="start_ready", title="start-up",
              metric_titles={"start_ready": "to the agent", "start_teardown": "teardown",
                             "start_delete": "runtime delete"}),
     Workload("footprint", "instance", "the host memory of an instance's whole process tree, "
              "ready and idle (PSS, USS; beyond the guest's RAM for full-system guests)",
              FootprintParams,
              lambda params: ["--seconds", repr(params.settle_s + FOOTPRINT_MARGIN_S), "idle"],
-             quick=False, produces_samples=False, agent_name="idle", instance_memory=True,
+             quick=False, produces_samples=False, agent_name="idle", host_part="footprint",
              primary_metric="footprint_pss",
              metric_titles={"footprint_pss": "PSS", "footprint_uss": "USS",
                             "footprint_rss": "RSS", "footprint_processes": "processes",
@@ -53,7 +53,7 @@ WORKLOADS = [
     Workload("density", "instance", "N instances started together: each one's start to its "
              "agent, and the host memory per instance once all are ready", DensityParams,
              lambda params: ["--seconds", repr(DENSITY_IDLE_S), "idle"],
-             quick=False, produces_samples=False, agent_name="idle", density=True,
+             quick=False, produces_samples=False, agent_name="idle", host_part="density",
              primary_metric="density_start",
              metric_titles={"density_start": "start, each instance",
                             "density_pss": "PSS per instance", "density_started": "started"}),

@@ -43,6 +43,9 @@ class _Stub:
     def guest_ram(self):
         return None
 
+    def instance_mib(self):
+        return None
+
 
 def _alive(guest: ProcessGuest) -> bool:
     try:
@@ -80,8 +83,7 @@ def test_an_instance_that_never_gets_ready_fails_the_run_saying_how_many_did(tmp
 
 def test_guests_the_host_cannot_hold_are_refused_before_any_starts(monkeypatch):
     monkeypatch.setattr(density, "available_mib", lambda: 1000)
-    guest = type("Guests", (), {"full_system": True,
-                                "spec": type("Spec", (), {"memory_mib": 512})()})()
+    guest = type("Guests", (), {"instance_mib": lambda self: 512})()
     assert density.memory_refusal(guest, 1) is None
     reason = density.memory_refusal(guest, 2)
     assert reason.startswith("2 guests of 512 MiB need more than this host's available memory "

@@ -12,12 +12,32 @@ from guestbench.batching import part_of
 from guestbench.environments.base import JobNeeds
 from guestbench.plan import WorkloadCase
 from guestbench.protocol import Record
-from guestbench.runner.outcomes import (Outcome, Seen, Status, memory_at_rest, start_samples,
-                                       with_memory)
+from guestbench.runner import host_parts
+from guestbench.runner.host_parts import start_samples
+from guestbench.runner.outcomes import Outcome, Seen, Status
 from guestbench.workloads import CATALOGUE
 
 START = CATALOGUE["start"]
 FOOTPRINT = CATALOGUE["footprint"]
+
+
+class _Guest:
+    def __init__(self, pid):
+        self.pid = pid
+
+    def root_pid(self):
+        return self.pid
+
+    def start_phases(self):
+        return {}
+
+
+class _Environment:
+    def guest_ram(self):
+        return None
+
+    def instance_mib(self):
+        return None
 
 
 def _seen(hello_ns: int | None, end_ns: int | None) -> Seen:
@@ -39,10 +59,13 @@ def test_ready_and_teardown_are_host_clock_spans_in_ms():
 @pytest.mark.parametrize("hello, end", [(None, 8_000_000), (3_000_000, None)])
 def test_no_figure_without_both_records(hello, end):
     assert start_samples(_seen(hello, end), 1_000_000, 10_000_000, {}) == []
+    part = host_parts.part("start", _Environment(), START.resolve({}, None))
+    failed = part.finish(Outcome(Status.OK), _seen(hello, end), _Guest(1), 1_000_000, 10_000_000)
+    assert failed.status == Status.FAILED and "hello or end record is missing" in failed.reason
 
 
 def test_start_runs_alone_and_has_no_parameters(host):
-    assert START.start_phases and START.primary_metric == "start_ready"
+    assert START.host_part == "start" and START.primary_metric == "start_ready"
     assert START.agent_args(START.resolve({}, host)) == ["start"]
     case = WorkloadCase("start", START.resolve({}, host), "start")
     assert part_of(case, JobNeeds()) is None  # its own instance every run, never a shared one
@@ -78,30 +101,25 @@ def test_footprint_idles_the_agent_past_the_settling_and_runs_alone(host):
     assert part_of(WorkloadCase("footprint", params, "footprint"), JobNeeds()) is None
 
 
-class _Guest:
-    def __init__(self, pid):
-        self.pid = pid
-
-    def root_pid(self):
-        return self.pid
+def _footprint(host):
+    return host_parts.part("footprint", _Environment(), FOOTPRINT.resolve({"settle_s": 0.0}, host))
 
 
-def test_footprint_reads_the_tree_once_the_agent_says_it_is_ready():
-    into: list = []
-    look = memory_at_rest(_Guest(os.getpid()), None, 0.0, into)
-    look(Record(0, "hello", {"type": "hello"}, 1))
-    assert into == []  # not ready yet
-    look(Record(1, "workload", {"type": "workload", "workload": "idle"}, 2))
-    metrics = {metric for metric, _, _ in into}
+def test_footprint_reads_the_tree_once_the_agent_says_it_is_ready(host):
+    part, guest = _footprint(host), _Guest(os.getpid())
+    part.on_record(guest, Record(0, "hello", {"type": "hello"}, 1))
+    assert part.at_rest == []  # not ready yet
+    part.on_record(guest, Record(1, "workload", {"type": "workload", "workload": "idle"}, 2))
+    metrics = {metric for metric, _, _ in part.at_rest}
     assert {"footprint_pss", "footprint_uss", "footprint_rss", "footprint_processes"} == metrics
-    look(Record(2, "workload", {"type": "workload", "workload": "idle"}, 3))
-    assert len(into) == len(metrics)  # once
-    ok = with_memory(Outcome(Status.OK, "", [("in_agent", "s", 1.0)]), into)
+    part.on_record(guest, Record(2, "workload", {"type": "workload", "workload": "idle"}, 3))
+    assert len(part.at_rest) == len(metrics)  # once
+    ok = part.finish(Outcome(Status.OK, "", [("in_agent", "s", 1.0)]), Seen(), guest, 0, 1)
     assert ok.status == Status.OK and len(ok.samples) == 1 + len(metrics)
 
 
-def test_an_instance_without_a_process_tree_fails_footprint_saying_so():
-    into: list = []
-    memory_at_rest(_Guest(None), None, 0.0, into)(Record(1, "workload", {}, 2))
-    failed = with_memory(Outcome(Status.OK), into)
+def test_an_instance_without_a_process_tree_fails_footprint_saying_so(host):
+    part, guest = _footprint(host), _Guest(None)
+    part.on_record(guest, Record(1, "workload", {}, 2))
+    failed = part.finish(Outcome(Status.OK), Seen(), guest, 0, 1)
     assert failed.status == Status.FAILED and "memory was not read" in failed.reason

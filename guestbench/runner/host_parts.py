@@ -1,0 +1,123 @@
+"""What the host measures of a run's instance itself, beside its agent's records.
+
+A workload names its part (Workload.host_part); the runner makes one per run and calls its
+hooks around the run's one instance:
+
+    refusal()        before anything starts: why it cannot run here (unsupported)
+    arrange()        before the instance starts: what it needs on the host (the network's
+                     peer and path); may change the job (the agent's arguments)
+    on_record()      each record as it arrives, while the instance runs (footprint reads the
+                     host's memory accounting when the agent says it is idle)
+    finish()         the ok outcome, once the instance has stopped: samples added
+    run()            the whole run, where one instance is not the shape (density)
+
+A new host-measured workload is one class here and one line in PARTS.
+docs/workloads-startup.md."""
+
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from guestbench import memory
+from guestbench.environments.base import Environment, Guest, Job
+from guestbench.protocol import Record
+from guestbench.runner.density import memory_refusal, run_density
+from guestbench.runner.outcomes import Outcome, Seen, Status
+
+
+class HostPart:
+    """No part: the agent's records are the run's samples."""
+
+    def __init__(self, environment: Environment, params: Any) -> None:
+        self.environment = environment
+        self.params = params
+
+    def refusal(self) -> str | None:
+        return None
+
+    def arrange(self, job: Job, stack: ExitStack, logdir: Path) -> Job:
+        """What the run needs on the host, set up and its ending pushed on `stack`."""
+        return job
+
+    def on_record(self, guest: Guest, record: Record) -> None:
+        pass
+
+    def finish(self, outcome: Outcome, seen: Seen, guest: Guest, launched_ns: int,
+               stopped_ns: int) -> Outcome:
+        """The ok outcome of the run, with what the host measured."""
+        return outcome
+
+    def run(self, job: Job, logdir: Path, timeout_s: float) -> Outcome | None:
+        """The whole run, where the part starts its instances itself; None: the runner's."""
+        return None
+
+
+class Start(HostPart):
+    """start: from asking the environment for an instance to its agent's first record
+    (start_ready), from the agent's end to the instance gone (start_teardown), then the
+    kind's own steps (an OCI runtime's delete), in ms on the host's clock. Not the whole
+    span: a full-system guest's agent waits for its clock check in between."""
+
+    def finish(self, outcome: Outcome, seen: Seen, guest: Guest, launched_ns: int,
+               stopped_ns: int) -> Outcome:
+        if seen.hello is None or seen.end is None or not seen.hello.host_arrival_ns:
+            return Outcome(Status.FAILED, "the agent's hello or end record is missing: no "
+                                          "start-up to time")
+        outcome.samples += start_samples(seen, launched_ns, stopped_ns, guest.start_phases())
+        return outcome
+
+
+def start_samples(seen: Seen, launched_ns: int, stopped_ns: int,
+                  own_phases: dict[str, float]) -> list[tuple[str, str, float]]:
+    """start's samples (see Start); [] if the hello or the end record is missing."""
+    if seen.hello is None or seen.end is None or not seen.hello.host_arrival_ns:
+        return []
+    return [("start_ready", "ms", (seen.hello.host_arrival_ns - launched_ns) / 1e6),
+            ("start_teardown", "ms", (stopped_ns - seen.end.host_arrival_ns) / 1e6),
+            *((f"start_{phase}", "ms", ms) for phase, ms in own_phases.items())]
+
+
+class Footprint(HostPart):
+    """footprint: at the agent's workload record (the instance is ready), wait settle_s,
+    then read the memory of the instance's whole process tree (PSS, USS, RSS, processes;
+    beyond the guest's RAM where the kind maps one)."""
+
+    def __init__(self, environment: Environment, params: Any) -> None:
+        super().__init__(environment, params)
+        self.at_rest: list[tuple[str, str, float]] = []
+
+    def on_record(self, guest: Guest, record: Record) -> None:
+        pid = guest.root_pid()
+        if record.type == "workload" and not self.at_rest and pid is not None:
+            time.sleep(self.params.settle_s)
+            self.at_rest.extend(memory.usage(pid, self.environment.guest_ram()).samples())
+
+    def finish(self, outcome: Outcome, seen: Seen, guest: Guest, launched_ns: int,
+               stopped_ns: int) -> Outcome:
+        if not self.at_rest:
+            return Outcome(Status.FAILED, "the instance's memory was not read: no process "
+                                          "tree to read, or the agent never said it was ready")
+        return Outcome(outcome.status, outcome.reason, [*outcome.samples, *self.at_rest],
+                       list(outcome.flags))
+
+
+class Density(HostPart):
+    """density: N instances started together (runner/density.py)."""
+
+    def refusal(self) -> str | None:
+        return memory_refusal(self.environment, self.params.instances)
+
+    def run(self, job: Job, logdir: Path, timeout_s: float) -> Outcome | None:
+        return run_density(self.environment, job, self.params.instances, logdir, timeout_s,
+                           self.params.settle_s)
+
+
+PARTS: dict[str, type[HostPart]] = {"start": Start, "footprint": Footprint, "density": Density}
+
+
+def part(name: str | None, environment: Environment, params: Any) -> HostPart:
+    """The run's part: its workload's, or the one that adds nothing."""
+    return PARTS[name](environment, params) if name else HostPart(environment, params)
