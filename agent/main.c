@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--enough S] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --list | --version"
+#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--enough S] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] [--peer A.B.C.D:PORT] [--net-if NAME] [--net-addr A.B.C.D/PREFIX] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --listen A.B.C.D net_peer | --list | --version"
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
-						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads };
+						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads,
+						     net_workloads };
 
-enum value_kind { SECONDS, COUNT, PLACEMENT, STRING };
+/* IPV4*: strings that net.c checks the form of. */
+enum value_kind { SECONDS, COUNT, PLACEMENT, STRING, IPV4, IPV4_PORT, IPV4_PREFIX };
 
 /* One option taking a value: its bounds and the wording of its error line. */
 struct option_spec {
@@ -49,6 +51,10 @@ static const struct option_spec option_specs[] = {
 	{ "--mode", STRING, 0, 1, 0, "a mode name", "--mode write" },
 	{ "--clock-marks-ms", COUNT, 0, 1, 10000, "a whole number of ms from 0 to 10000", "--clock-marks-ms 300" },
 	{ "--run-in-ms", COUNT, 0, 1, 10000, "a whole number of ms from 0 to 10000", "--run-in-ms 100" },
+	{ "--peer", IPV4_PORT, 0, 1, 0, "an IPv4 address and port A.B.C.D:PORT", "--peer 10.0.2.2:40123" },
+	{ "--net-if", STRING, 0, 1, 0, "a network interface name, or auto", "--net-if eth0" },
+	{ "--net-addr", IPV4_PREFIX, 0, 1, 0, "an IPv4 address and prefix length A.B.C.D/PREFIX", "--net-addr 10.0.2.15/24" },
+	{ "--listen", IPV4, 0, 1, 0, "an IPv4 address A.B.C.D", "--listen 127.0.0.1" },
 };
 
 #define OPTION_COUNT (sizeof option_specs / sizeof option_specs[0])
@@ -166,6 +172,14 @@ static void store_string(struct options *opt, const char *name, const char *valu
 		opt->source = value;
 	else if (strcmp(name, "--dest") == 0)
 		opt->dest = value;
+	else if (strcmp(name, "--peer") == 0)
+		opt->peer = value;
+	else if (strcmp(name, "--net-if") == 0)
+		opt->net_if = value;
+	else if (strcmp(name, "--net-addr") == 0)
+		opt->net_addr = value;
+	else if (strcmp(name, "--listen") == 0)
+		opt->listen = value;
 	else
 		opt->mode = value;
 }
@@ -228,7 +242,7 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	int used = 1;
 
 	if (!spec)
-		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --enough, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --clock-marks-ms, --run-in-ms, --drop-caches, --list, --version)",
+		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --enough, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --clock-marks-ms, --run-in-ms, --peer, --net-if, --net-addr, --listen, --drop-caches, --list, --version)",
 			  argv[i]);
 	if (!value) {
 		if (i + 1 >= argc)
@@ -242,14 +256,22 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 		store_string(opt, spec->name, value);
 		return used;
 	}
+	if (spec->kind == IPV4 || spec->kind == IPV4_PORT || spec->kind == IPV4_PREFIX) {
+		enum net_text form = spec->kind == IPV4 ? NET_ADDR : spec->kind == IPV4_PORT ? NET_ADDR_PORT : NET_ADDR_PREFIX;
+		if (!net_text_valid(value, form))
+			bad_usage("%s: '%s' is not %s (try %s)", spec->name, value, spec->expected, spec->example);
+		store_string(opt, spec->name, value);
+		return used;
+	}
 	if (parse_value(spec, value, &number) != 0)
 		bad_usage("%s: '%s' is not %s (try %s)", spec->name, value, spec->expected, spec->example);
 	store_value(opt, spec->name, number);
 	return used;
 }
 
-/* Options may come before or after the workload names; workloads[] collects the names in order. */
-static int parse_args(int argc, char **argv, struct options *opt, const struct workload **workloads)
+/* Options may come before or after the workload names; workloads[] collects the names in order.
+ * net_peer is no workload but the host side of the network ones: *peer says it was named. */
+static int parse_args(int argc, char **argv, struct options *opt, const struct workload **workloads, int *peer)
 {
 	int count = 0;
 	int options_done = 0;
@@ -270,6 +292,9 @@ static int parse_args(int argc, char **argv, struct options *opt, const struct w
 			i++;
 		} else if (!options_done && arg[0] == '-') {
 			i += take_option(opt, argc, argv, i);
+		} else if (strcmp(arg, "net_peer") == 0) {
+			*peer = 1;
+			i++;
 		} else {
 			workloads[count] = find_workload(arg);
 			if (!workloads[count])
@@ -285,7 +310,11 @@ static int parse_args(int argc, char **argv, struct options *opt, const struct w
 			}
 		}
 	}
-	if (count == 0)
+	if (*peer && count > 0)
+		bad_usage("net_peer serves until it is killed, so it runs alone, not with %s", workloads[0]->name);
+	if (*peer && !opt->listen)
+		bad_usage("net_peer needs --listen A.B.C.D, the address to listen on (try --listen 127.0.0.1)");
+	if (count == 0 && !*peer)
 		bad_usage("no workload named; " USAGE);
 	return count;
 }
@@ -325,12 +354,16 @@ int main(int argc, char **argv)
 	};
 	const struct workload **workloads = calloc((size_t)argc, sizeof *workloads);
 	int ok = 1;
+	int peer = 0;
 
 	if (!workloads) {
 		fputs("gbagent: out of memory\n", stderr);
 		return 1;
 	}
-	int count = parse_args(argc, argv, &opt, workloads);
+	int count = parse_args(argc, argv, &opt, workloads, &peer);
+	/* The peer's standard output is its one listening line: no hello, no end. */
+	if (peer)
+		return net_peer(&opt);
 	proto_init();
 	proto_hello(argc - 1, argv + 1);
 	clock_marks(opt.clock_marks_ms);

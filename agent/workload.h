@@ -31,6 +31,10 @@ struct options {
 	unsigned warmup_runs; /* exec: untimed runs of the command before the measured one */
 	unsigned clock_marks_ms; /* the clock check's marks after the hello, 0: none */
 	unsigned run_in_ms;  /* timing workloads: the process's first warm-up lasts this long */
+	const char *peer;     /* net_rr, net_stream: the host's net_peer, A.B.C.D:PORT */
+	const char *net_if;   /* net_*: the guest interface to configure, or auto */
+	const char *net_addr; /* net_*: its address, A.B.C.D/PREFIX */
+	const char *listen;   /* net_peer: the IPv4 address to listen on */
 	/* exec: the command (everything after the word exec), NULL-terminated */
 	char **command;
 };
@@ -50,6 +54,15 @@ extern const struct workload exec_workloads[];
 extern const struct workload durable_workloads[];
 extern const struct workload upload_workloads[];
 extern const struct workload vmexit_workloads[];
+extern const struct workload net_workloads[];
+
+/* The forms of the network options' values (net.c checks them for main). */
+enum net_text { NET_ADDR, NET_ADDR_PORT, NET_ADDR_PREFIX };
+/* Nonzero if text is an IPv4 address, with ":PORT" or "/PREFIX" after it as form says. */
+int net_text_valid(const char *text, enum net_text form);
+/* The host side of the network workloads (net.c): listens on opt->listen, prints one line
+ * and serves until killed; no records. Returns an exit status only if it cannot listen. */
+int net_peer(const struct options *opt);
 
 /* Records why the running workload failed (one line) and returns -1. */
 int workload_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

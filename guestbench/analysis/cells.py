@@ -76,7 +76,7 @@ class Interval:
 
 
 # Units where a larger number is better; every other unit (time, cycles) is a cost.
-HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "KB/s", "IOPS", "ops/s",
+HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "KB/s", "Gbit/s", "Mbit/s", "IOPS", "ops/s",
                                     "files/s", "seeks/s"})
 # Context metrics that describe how a run was measured rather than what it measured: no
 # table shows them unless asked (--all-metrics).

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from guestbench import memory, proc, reaper
 from guestbench.host import Host
+from guestbench.network.paths import NetPath
 from guestbench.protocol import Record, RecordStream
 
 IDENTIFIER = r"^[A-Za-z][A-Za-z0-9_.-]*$"
@@ -40,6 +41,7 @@ class Capability(enum.Enum):
     UPLOAD = "upload"              # a channel moves a host file in (which ones: upload_channels)
     AGENT = "agent"                # guestbench's agent runs there (not a guest of its own)
     GUEST_PROGRAM = "guest_program"  # the guest runs its own program and prints its results
+    NETWORK = "network"            # a TCP path to a peer on the host (guestbench/network/)
 
     @property
     def words(self) -> str:
@@ -59,6 +61,7 @@ _CAPABILITY_WORDS = {
     Capability.UPLOAD: "an upload channel",
     Capability.AGENT: "guestbench's agent (the guest runs its own program: image = \"none\")",
     Capability.GUEST_PROGRAM: "a guest running its own program (image = \"none\")",
+    Capability.NETWORK: "a network path to the host",
 }
 
 
@@ -120,6 +123,9 @@ class JobNeeds:
     traced_disk: bool = False          # an unformatted disk whose writes and flushes are recorded
     upload: Upload | None = None
     memory_mib: int = 0                # memory the workload touches (STREAM's three arrays)
+    # the kind's own start steps taken one by one and timed (an OCI runtime's create, then
+    # start), for start-up figures; a kind with one step ignores it
+    start_steps: bool = False
 
     def capabilities(self) -> frozenset[Capability]:
         """What these needs ask of the environment, in the one vocabulary."""
@@ -141,6 +147,7 @@ class Job:
     agent_path: Path
     agent_args: tuple[str, ...]
     needs: JobNeeds = JobNeeds()
+    network: NetPath | None = None  # the path made for it (network workloads), to attach
 
     def with_agent_options(self, *options: str) -> tuple[str, ...]:
         """The agent's arguments with options put first (before the workload name and exec's
@@ -276,6 +283,16 @@ class Environment(ABC):
     @abstractmethod
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         """Start a guest running the job; GuestStartError if it cannot be started."""
+
+    def network_path(self) -> str:
+        """The kind of path a network workload takes into an instance (network/paths.py);
+        only asked of kinds that provide Capability.NETWORK."""
+        return "loopback"
+
+    def network_refusal(self) -> str | None:
+        """Why this environment's network, as its spec sets it, cannot work on this host
+        (the run is then unsupported), or None."""
+        return None
 
     def instance_mib(self) -> int | None:
         """The host memory one instance may take for its guest's RAM (a full-system guest's

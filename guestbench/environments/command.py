@@ -30,9 +30,10 @@ from guestbench.environments.fullsystem import (
     AttachedDisk, FullSystem, FullSystemSpec, Names, check_kernel_args)
 from guestbench.environments.placement import pin_threads, vcpu_threads_by_name
 from guestbench.host import which
+from guestbench.network.paths import NetPath
 
 PLACEHOLDERS = ("kernel", "initrd", "cmdline", "vcpus", "memory_mib", "disk", "workdir",
-                "console_path", "name")
+                "console_path", "name", "tap", "mac")
 # {word}: a placeholder; any other brace (JSON in a config file) is left as it is
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # on every {cmdline} of guestbench's image: a panic ends the guest (the VMM then exits,
@@ -130,6 +131,12 @@ class CommandSpec(FullSystemSpec):
     disk_argv: tuple[str, ...] = Field(
         (), description="appended to argv only in runs that have a scratch disk: where "
                         "{disk} goes (e.g. [\"--disk\", \"path={disk}\"])")
+    net_argv: tuple[str, ...] = Field(
+        (), description="appended to argv only in network workloads' runs: a NIC on the host's "
+                        "tap device {tap} with MAC {mac} (e.g. [\"--net\", "
+                        "\"tap={tap},mac={mac}\"])")
+    net_modules: Names = Field(("virtio_mmio", "virtio_pci", "virtio_net"),
+                               description="guest modules the NIC needs (UML: none)")
     port_io: bool = Field(True, description="the guest can run the port_read workload (false "
                                             "for a VMM whose guest has no I/O ports, e.g. UML)")
     placement: Literal["none", "same", "disjoint"] = Field(
@@ -142,7 +149,7 @@ class CommandSpec(FullSystemSpec):
     done: str | None = Field(None, description="image none: the console line after which the "
                                                "guest's program has finished (else: VMM exit)")
 
-    @field_validator("argv", "disk_argv", "version_argv", "stop_argv")
+    @field_validator("argv", "disk_argv", "net_argv", "version_argv", "stop_argv")
     @classmethod
     def _known_placeholders(cls, argv: tuple[str, ...]) -> tuple[str, ...]:
         for arg in argv:
@@ -173,6 +180,12 @@ class CommandSpec(FullSystemSpec):
         if "disk" in used:
             raise _bad("{disk} belongs in disk_argv: runs without a scratch disk leave it out",
                        "move the disk's arguments to disk_argv = [...]")
+        if used & {"tap", "mac"}:
+            raise _bad("{tap} and {mac} belong in net_argv: only network workloads' runs get a "
+                       "tap device", "move the NIC's arguments to net_argv = [...]")
+        if self.net_argv and not any("tap" in placeholders_in(a) for a in self.net_argv):
+            raise _bad("net_argv does not pass {tap}", "add {tap} where the VMM takes the "
+                       "host's tap device name")
         if self.disk_argv and not any("disk" in placeholders_in(a) for a in self.disk_argv):
             raise _bad("disk_argv does not pass {disk}", "add {disk} where the VMM takes the "
                        "disk image's path")
@@ -275,6 +288,8 @@ class Command(FullSystem):
                                  Capability.TRACED_DISK}
         if not spec.disk_argv:
             has -= {Capability.FILESYSTEM, Capability.BLOCK_DEVICE}
+        if not spec.net_argv:
+            has.discard(Capability.NETWORK)
         if not spec.port_io:
             has.discard(Capability.PORT_IO)
         return frozenset(has)
@@ -283,6 +298,8 @@ class Command(FullSystem):
         Capability.FILESYSTEM: "command: it has no disk_argv, so the guest gets no scratch "
                                "disk (fix: disk_argv = the VMM's arguments for {disk})",
         Capability.UPLOAD: "command: upload channels are not mapped for command VMMs",
+        Capability.NETWORK: "command: it has no net_argv, so the guest gets no NIC (fix: "
+                            "net_argv = the VMM's arguments for a NIC on tap {tap}, MAC {mac})",
         Capability.TRACED_DISK: "command: traced disks are not mapped for command VMMs",
     }
 
@@ -310,6 +327,9 @@ class Command(FullSystem):
         modules = list(self.spec.modules)
         if self.needs_disk() and Capability.FILESYSTEM in self.provides():
             modules += self.spec.disk_modules
+        if (Capability.NETWORK in self.plan_needs.capabilities
+                and Capability.NETWORK in self.provides()):
+            modules += self.spec.net_modules
         return tuple(dict.fromkeys(modules))
 
     def prepare(self, host) -> Availability:
@@ -338,6 +358,10 @@ class Command(FullSystem):
             raise GuestStartError("command VMMs get one disk, {disk}")
         return AttachedDisk((), self.spec.disk_device)  # argv places it, as {disk}
 
+    def attach_network(self, path: NetPath) -> list[str]:
+        return [fill(arg, {"tap": path.host_if or "", "mac": path.mac or ""})
+                for arg in self.spec.net_argv]
+
     def command_line(self, kernel_args: list[str], workdir: Path,
                      devices: GuestDevices) -> list[str]:
         spec = self.spec
@@ -356,7 +380,8 @@ class Command(FullSystem):
         for name, text in spec.files.items():
             (workdir / name).write_text(fill(text, values))
         disk = list(spec.disk_argv) if devices.disks else []
-        return [fill(arg, values) for arg in (*spec.argv, *disk)] + list(spec.extra_args)
+        return ([fill(arg, values) for arg in (*spec.argv, *disk)] + devices.args
+                + list(spec.extra_args))
 
     def guest_options(self, workdir: Path) -> dict[str, Any]:
         spec = self.spec

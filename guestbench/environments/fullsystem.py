@@ -25,6 +25,7 @@ from guestbench.environments.console import ConsoleGuest, guest_job, kernel_argu
 from guestbench.environments.consoles import CONSOLES
 from guestbench.environments.devices import GuestDevices
 from guestbench.host import Host
+from guestbench.network.paths import NetPath
 
 VERSION_TIMEOUT_S = 5.0
 
@@ -113,6 +114,13 @@ class FullSystem(Environment):
     def attach_disk(self, index: int, path: Path, fmt: str) -> AttachedDisk:
         """Disk number index (0 first) backed by path, in format fmt (raw or qcow2)."""
         raise GuestStartError(f"{self.kind} attaches no disks")
+
+    def network_path(self) -> str:
+        return "tap"
+
+    def attach_network(self, path: NetPath) -> list[str]:
+        """The VMM's arguments for a NIC on the path made for the run (network/paths.py)."""
+        raise GuestStartError(f"{self.kind} attaches no network device")
 
     def channel(self, name: str, source: Path, workdir: Path) -> channels.ChannelSetup:
         """The upload channel `name` feeding source's bytes into the guest."""
@@ -251,6 +259,8 @@ class FullSystem(Environment):
             devices.disks.append(Path(traced.device))
             devices.args += disk.vmm_args
             options += ["--device", disk.guest_device]
+        if job.network is not None:
+            devices.args += self.attach_network(job.network)
         if needs.upload is not None:
             setup = devices.channel(lambda: self.channel(
                 needs.upload.channel, needs.upload.source, workdir))

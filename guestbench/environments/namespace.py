@@ -56,14 +56,24 @@ class Namespace(Environment):
     def facts(self) -> dict[str, Any]:
         return {"unshare_version": self.unshare_version} if self.unshare_version else {}
 
+    def network_path(self) -> str:
+        """A veth pair into a namespace made for the run, where the agent gets a network
+        namespace of its own; else the host's stack (loopback)."""
+        return "veth" if "net" in self.spec.namespaces else "loopback"
+
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         folder = scratch.make(job.needs)
         args = job.with_agent_options("--cwd", str(folder)) if folder else job.agent_args
-        return ProcessGuest(self._prefix() + [str(job.agent_path), *args],
+        netns = job.network.netns_path if job.network else None
+        # the run's namespace, with its veth end, is entered rather than a new one made
+        enter = ["nsenter", f"--net={netns}", "--"] if netns else []
+        return ProcessGuest(enter + self._prefix(new_net=not netns)
+                            + [str(job.agent_path), *args],
                             logdir, deadline_ns, scratch=[folder] if folder else [])
 
-    def _prefix(self) -> list[str]:
-        flags = [NAMESPACE_FLAGS[name] for name in self.spec.namespaces]
+    def _prefix(self, new_net: bool = True) -> list[str]:
+        flags = [NAMESPACE_FLAGS[name] for name in self.spec.namespaces
+                 if new_net or name != "net"]
         if "pid" in self.spec.namespaces:
             flags += ["--fork", "--kill-child"]
         if "mount" in self.spec.namespaces and "pid" in self.spec.namespaces:

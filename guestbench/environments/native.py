@@ -14,7 +14,7 @@ from guestbench.host import Host
 # and programs started by programs run where they would anyway.
 PROCESS_CAPABILITIES = frozenset({
     Capability.AGENT, Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM,
-    Capability.DROP_CACHES, Capability.EXEC_CHILDREN})
+    Capability.DROP_CACHES, Capability.EXEC_CHILDREN, Capability.NETWORK})
 
 
 class NativeSpec(EnvironmentSpec):

@@ -7,6 +7,9 @@ import re
 import shutil
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -19,8 +22,12 @@ from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
 from guestbench.environments.native import PROCESS_CAPABILITIES
 from guestbench.host import Host, which
+from guestbench.network import paths
+from guestbench.protocol import ProtocolError
 
 PROBE_TIMEOUT_S = 10
+# what an old runsc says when it takes a run's namespace for the host's (network_refusal)
+ROOT_NETNS_CHECK = "cannot run with network enabled in root network namespace"
 DEFAULT_PLATFORM = "ptrace"  # what runsc is given when the spec names none
 
 
@@ -31,9 +38,11 @@ class OciSpec(EnvironmentSpec):
     runtime: Literal["runc", "crun", "runsc"] = Field(description="the OCI runtime binary")
     platform: Literal["ptrace", "systrap", "kvm"] | None = Field(
         None, description=f"runsc only: gVisor's platform (--platform, default {DEFAULT_PLATFORM})")
-    network: Literal["none", "host"] | None = Field(
-        None, description="runsc only: gVisor's network stack (--network, default none); "
-                          "runc and crun always get a new network namespace")
+    network: Literal["none", "sandbox", "host"] | None = Field(
+        None, description="runsc only: gVisor's network (--network): none, sandbox (gVisor's "
+                          "own stack, netstack, on a veth pair) or host (the host's stack); "
+                          "default: sandbox for network workloads, none for the others. "
+                          "runc and crun always get a network namespace of their own")
     runtime_args: tuple[str, ...] = Field(
         (), description="extra global arguments for the runtime, placed before 'run'")
     cpu_quota: float | None = Field(
@@ -84,6 +93,7 @@ class Oci(Environment):
     def __init__(self, spec: OciSpec) -> None:
         super().__init__(spec)
         self.runtime_version: str | None = None
+        self._sandbox_network: str | None = None  # network_refusal()'s answer, once
 
     @classmethod
     def example_options(cls) -> dict:
@@ -101,7 +111,8 @@ class Oci(Environment):
         # kernel suit the runtime (and its CPU limits: a CPU the host lacks); it takes
         # well under a second when they do.
         bundle = _Bundle(agent_path, ["--version"], cpu_quota=self.spec.cpu_quota,
-                         cpus=self.spec.cpus)
+                         cpus=self.spec.cpus, host_network=self.spec.network == "host")
+        bundle.network = self.spec.network or "none"
         result = None
         try:
             result = proc.run(self._run_argv(bundle), timeout_s=PROBE_TIMEOUT_S)
@@ -117,6 +128,8 @@ class Oci(Environment):
                 for argv in self._cleanup_argv(bundle):
                     _quiet_run(argv)
             bundle.remove()
+        if result.returncode != 0 and ROOT_NETNS_CHECK in result.stderr:
+            return Availability.no(self._old_runsc())
         if result.returncode != 0:
             said = (result.stderr.strip().splitlines() or ["no message"])[-1][:200]
             return Availability.no(f"{runtime} cannot run a container here: {said}")
@@ -136,28 +149,93 @@ class Oci(Environment):
             facts["platform"] = self.spec.platform or DEFAULT_PLATFORM
         return facts
 
+    def network_path(self) -> str:
+        """A veth pair into the container's network namespace (gVisor's netstack owns its
+        end under runsc); runsc with network = "host" uses the host's stack."""
+        return "loopback" if self.spec.network == "host" else "veth"
+
+    def network_refusal(self) -> str | None:
+        if self.spec.network == "none":
+            return ("runsc with network = \"none\" has no network beyond its own loopback "
+                    "(fix: network = \"sandbox\" or \"host\", or leave it unset)")
+        if self.spec.runtime == "runsc" and self.spec.network != "host":
+            if self._sandbox_network is None:
+                self._sandbox_network = self._try_sandbox_network()
+            return self._sandbox_network or None
+        return None
+
+    def _try_sandbox_network(self) -> str:
+        """Whether runsc's own network stack starts here: a container in a namespace with a
+        veth end, once per campaign (~0.3 s). '' if it does, else why not."""
+        with ExitStack() as stack:
+            try:
+                path = paths.make("veth", stack)
+                bundle = _Bundle(agent.path(), ["--version"])
+            except (paths.PathError, agent.AgentMissing):
+                return ""  # the run itself says what is missing
+            stack.callback(bundle.remove)
+            bundle.network = "sandbox"
+            try:
+                result = proc.run(["nsenter", f"--net={path.netns_path}", "--",
+                                   *self._run_argv(bundle)], timeout_s=PROBE_TIMEOUT_S)
+            except (proc.ProcessError, proc.DeadlineExceeded):
+                return ""
+            finally:
+                for argv in self._cleanup_argv(bundle):
+                    _quiet_run(argv)
+        if result.returncode == 0 or ROOT_NETNS_CHECK not in result.stderr:
+            return ""
+        return self._old_runsc()
+
+    def _old_runsc(self) -> str:
+        version = self.runtime_version or program_version.first_line(["runsc", "--version"])
+        return (f"this runsc ({version or 'its version unknown'}) refuses its own "
+                f"network stack on this kernel: \"{ROOT_NETNS_CHECK}\". Releases before "
+                "mid-2024 take /proc/sys/net/core/rmem_default as the sign of the host's "
+                "namespace, and newer kernels have it in every namespace (fix: a newer runsc, "
+                "or network = \"host\": the host's stack)")
+
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         folder = scratch.make(job.needs)
         args = job.with_agent_options("--cwd", CONTAINER_SCRATCH) if folder else job.agent_args
         try:
             bundle = _Bundle(job.agent_path, list(args), scratch=folder,
                              host_programs="exec" in job.agent_args,
-                             cpu_quota=self.spec.cpu_quota, cpus=self.spec.cpus)
+                             cpu_quota=self.spec.cpu_quota, cpus=self.spec.cpus,
+                             netns=job.network.netns_path if job.network else None,
+                             host_network=self.spec.network == "host")
         except BaseException:
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
             raise
         logdir.mkdir(parents=True, exist_ok=True)
         shutil.copy(bundle.directory / "config.json", logdir / "config.json")
-        return ProcessGuest(self._run_argv(bundle), logdir, deadline_ns,
+        bundle.network = self._network(job)
+        argv = self._run_argv(bundle)
+        if self.spec.runtime == "runsc" and job.network and job.network.netns:
+            # runsc takes its sandbox's network from the namespace it runs in (this one
+            # skips the spec's path and refuses the host's own namespace)
+            argv = ["nsenter", f"--net={job.network.netns_path}", "--", *argv]
+        if job.needs.start_steps:  # create, then start, each timed (start's figures)
+            argv[argv.index("run")] = "create"
+            return OciGuest(argv, logdir, deadline_ns, cleanup=self._cleanup_argv(bundle),
+                            cleanup_phase="delete",
+                            scratch=[bundle.directory, *([folder] if folder else [])],
+                            start_argv=[self.spec.runtime, *self._global_args(bundle),
+                                        "start", bundle.container_id])
+        return ProcessGuest(argv, logdir, deadline_ns,
                             cleanup=self._cleanup_argv(bundle), cleanup_phase="delete",
                             scratch=[bundle.directory, *([folder] if folder else [])])
+
+    def _network(self, job: Job) -> str:
+        """runsc's --network for the job: the spec's, else sandbox where the job has a path."""
+        return self.spec.network or ("sandbox" if job.network else "none")
 
     def _global_args(self, bundle: "_Bundle") -> list[str]:
         args = ["--root", str(bundle.state)]
         if self.spec.runtime == "runsc":
             args += [f"--platform={self.spec.platform or DEFAULT_PLATFORM}",
-                     f"--network={self.spec.network or 'none'}", "--ignore-cgroups"]
+                     f"--network={bundle.network}", "--ignore-cgroups"]
         return args + list(self.spec.runtime_args)
 
     def _run_argv(self, bundle: "_Bundle") -> list[str]:
@@ -167,6 +245,41 @@ class Oci(Environment):
     def _cleanup_argv(self, bundle: "_Bundle") -> list[list[str]]:
         return [[self.spec.runtime, *self._global_args(bundle), "delete", "--force",
                  bundle.container_id]]
+
+
+class StartFailed(ProtocolError):
+    """The runtime created the container but could not start it (status infra)."""
+
+    infra = True
+
+
+@dataclass
+class OciGuest(ProcessGuest):
+    """A container taken through the runtime's own steps, each timed on the host's clock:
+    `create` (the guest's process: the container's stdio is its own, passed through, so
+    the agent's records come on its stdout after it has exited), then `start`. Their ms are
+    start_phases() "create" and "start", beside the teardown's "delete"."""
+
+    start_argv: list[str] = field(default_factory=list)
+
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        remaining_s = (self.deadline_ns - proc.now_ns()) / 1e9
+        created = self._process.wait(remaining_s)
+        if created is None:
+            raise proc.DeadlineExceeded(f"{self.argv[0]} create did not return in time")
+        self._phases["create"] = (proc.now_ns() - self._process.started_ns) / 1e6
+        if created == 0:  # else nothing holds the output: it ends, and the run says why
+            began_ns = proc.now_ns()
+            try:
+                result = proc.run(self.start_argv, timeout_s=max(remaining_s, 1.0))
+            except (proc.ProcessError, proc.DeadlineExceeded) as error:
+                raise StartFailed(f"{self.argv[0]} start: {error}") from None
+            if result.returncode != 0:
+                said = (result.stderr.strip().splitlines() or ["no message"])[-1][:200]
+                raise StartFailed(f"{self.argv[0]} start exited with status "
+                                  f"{result.returncode}: {said}")
+            self._phases["start"] = (proc.now_ns() - began_ns) / 1e6
+        yield from super()._lines()
 
 
 def _quiet_run(argv: list[str]) -> None:
@@ -192,7 +305,9 @@ class _Bundle:
 
     def __init__(self, agent_path: Path, agent_args: list[str], scratch: Path | None = None,
                  host_programs: bool = False, cpu_quota: float | None = None,
-                 cpus: str | None = None) -> None:
+                 cpus: str | None = None, netns: str | None = None,
+                 host_network: bool = False) -> None:
+        self.network = "none"  # runsc's --network (Oci._network)
         self.directory = Path(tempfile.mkdtemp(prefix="guestbench-oci-"))
         self.state = self.directory / "state"
         self.container_id = f"guestbench-{uuid.uuid4().hex[:12]}"
@@ -209,6 +324,13 @@ class _Bundle:
             cpu["cpus"] = cpus
         if cpu:
             config["linux"]["resources"] = {"cpu": cpu}
+        if netns is not None:  # the run's namespace, its veth end in it (network/paths.py)
+            config["linux"]["namespaces"] = [
+                {"type": "network", "path": netns} if space["type"] == "network" else space
+                for space in config["linux"]["namespaces"]]
+        if host_network:  # runsc --network=host: the host's stack, so the host's namespace
+            config["linux"]["namespaces"] = [space for space in config["linux"]["namespaces"]
+                                             if space["type"] != "network"]
         if host_programs:
             (rootfs / "usr").mkdir()
             for name, target in USR_LINKS.items():

@@ -14,13 +14,14 @@ from pydantic import Field, model_validator
 
 from guestbench import agent, images
 from guestbench.environments import channels, kvm
-from guestbench.environments.base import Availability, GuestStartError
+from guestbench.environments.base import Availability, Capability, GuestStartError
 from guestbench.environments.console import ConsoleGuest
 from guestbench.environments.devices import GuestDevices
 from guestbench.environments.fullsystem import AttachedDisk, FullSystem, FullSystemSpec, Names
 from guestbench.environments.placement import pin_threads
-from guestbench.host import Host, which
 from guestbench.environments.qmp import QMP_CONNECT_S, QMP_QUIT_S, qmp_execute
+from guestbench.host import Host, which
+from guestbench.network.paths import NetPath
 
 # reboot=t: microvm has no reset device, so only a triple-fault reboot ends QEMU after a panic
 KERNEL_ARGS = ("console=ttyS0", "quiet", "panic=-1", "reboot=t")
@@ -81,6 +82,11 @@ def guest_device(spec_bus: Bus, index: int) -> str:
     return f"{spec_bus.guest_prefix}{'abcdefgh'[index]}"
 
 
+VHOST_NET = Path("/dev/vhost-net")
+# the NIC's drivers: virtio-net on PCI (pc, q35) or on virtio-mmio (microvm)
+NET_MODULES = {False: ("virtio_pci", "virtio_net"), True: ("virtio_mmio", "virtio_net")}
+
+
 class QemuSpec(FullSystemSpec):
     """A qemu-system guest booting the guest image's kernel and initramfs."""
 
@@ -106,10 +112,18 @@ class QemuSpec(FullSystemSpec):
     disk_mib: int = Field(1024, ge=64, le=1 << 22, strict=True,
                           description="size of the scratch disk, MiB (grown to fit a "
                                       "workload's files)")
+    net: Literal["user", "tap"] = Field(
+        "user", description="the NIC's backend in network workloads: user (QEMU's own TCP/IP "
+                            "stack, slirp) or tap (a tap device on the host)")
+    vhost: bool = Field(False, strict=True, description=(
+        "net = \"tap\": the host kernel's vhost-net moves the packets instead of QEMU"))
 
     @model_validator(mode="after")
     def _bus_exists_on_machine(self) -> "QemuSpec":
         bus(self.machine, self.disk_bus)  # ValueError names the fix
+        if self.vhost and self.net != "tap":
+            raise ValueError("vhost needs net = \"tap\" (QEMU's user network has no vhost) "
+                             "(fix: net = \"tap\", or remove vhost)")
         return self
 
 
@@ -198,7 +212,27 @@ class Qemu(FullSystem):
         if self.needs_channels():
             for channel in CHANNELS:
                 modules += channel_modules(channel, self.spec.machine)
+        if Capability.NETWORK in self.plan_needs.capabilities:
+            modules += [*NET_MODULES[self.spec.machine == "microvm"]]
         return tuple(dict.fromkeys(modules))
+
+    def network_path(self) -> str:
+        return self.spec.net
+
+    def network_refusal(self) -> str | None:
+        if self.spec.vhost and not VHOST_NET.exists():
+            return (f"vhost = true needs {VHOST_NET}, which this host lacks (its kernel has "
+                    "no vhost-net, or the vhost_net module is not loaded: modprobe vhost_net)")
+        return None
+
+    def attach_network(self, path: NetPath) -> list[str]:
+        if path.kind == "user":
+            netdev = "user,id=gbnet"
+        else:
+            netdev = (f"tap,id=gbnet,ifname={path.host_if},script=no,downscript=no,"
+                      f"vhost={'on' if self.spec.vhost else 'off'}")
+        nic = "virtio-net-device" if self.spec.machine == "microvm" else "virtio-net-pci"
+        return ["-netdev", netdev, "-device", f"{nic},netdev=gbnet,mac={path.mac}"]
 
     def attach_disk(self, index: int, path: Path, fmt: str) -> AttachedDisk:
         return AttachedDisk(tuple(disk_args(self.bus, index, path, fmt, self.spec.disk_cache)),

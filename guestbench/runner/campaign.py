@@ -383,7 +383,10 @@ class Runner:
         if refused_part is not None:
             return Outcome(Status.UNSUPPORTED, refused_part)
         with ExitStack() as arranged:
-            job = host_part.arrange(job, arranged, logdir)
+            try:
+                job = host_part.arrange(job, arranged, logdir)
+            except host_parts.PartFailed as failed:
+                return failed.outcome
             whole = host_part.run(job, logdir, timeout_s)
             if whole is not None:
                 return whole

@@ -12,20 +12,30 @@ hooks around the run's one instance:
     run()            the whole run, where one instance is not the shape (density)
 
 A new host-measured workload is one class here and one line in PARTS.
-docs/workloads-startup.md."""
+docs/workloads-startup.md, docs/workloads-network.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from guestbench import memory
+from guestbench.network import paths, peer
 from guestbench.environments.base import Environment, Guest, Job
 from guestbench.protocol import Record
 from guestbench.runner.density import memory_refusal, run_density
 from guestbench.runner.outcomes import Outcome, Seen, Status
+
+
+class PartFailed(Exception):
+    """arrange() could not give the run what it needs: the run ends with this outcome."""
+
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.outcome = Outcome(status, reason)
 
 
 class HostPart:
@@ -115,7 +125,34 @@ class Density(HostPart):
                            self.params.settle_s)
 
 
-PARTS: dict[str, type[HostPart]] = {"start": Start, "footprint": Footprint, "density": Density}
+class Network(HostPart):
+    """net_rr, net_stream: the instance's path made (network/paths.py), the agent's peer
+    started on the host's end of it (network/peer.py), the agent told where to connect
+    (and, in a full-system guest, which address to give its NIC); all of it ended after."""
+
+    def refusal(self) -> str | None:
+        return self.environment.network_refusal()
+
+    def arrange(self, job: Job, stack: ExitStack, logdir: Path) -> Job:
+        try:
+            path = paths.make(self.environment.network_path(), stack)
+        except paths.PathError as error:
+            raise PartFailed(Status.UNSUPPORTED, f"network path: {error}") from None
+        try:
+            port = peer.start(job.agent_path, path.listen, logdir, stack)
+        except peer.PeerError as error:
+            raise PartFailed(Status.INFRA, str(error)) from None
+        options = ["--peer", f"{path.dial}:{port}"]
+        if path.guest_cidr:
+            options += ["--net-if", "auto", "--net-addr", path.guest_cidr]
+        (logdir / "network.txt").write_text(
+            "".join(f"{key}: {value}\n" for key, value in path.facts().items()))
+        return dataclasses.replace(job, network=path,
+                                   agent_args=job.with_agent_options(*options))
+
+
+PARTS: dict[str, type[HostPart]] = {"start": Start, "footprint": Footprint, "density": Density,
+                                    "network": Network}
 
 
 def part(name: str | None, environment: Environment, params: Any) -> HostPart:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from guestbench.environments.base import JobNeeds
 from guestbench.workloads.base import Params, Workload
 
 
@@ -38,8 +39,10 @@ class DensityParams(Params):
 WORKLOADS = [
     Workload("start", "instance", "an instance started to the agent's first record, then stopped",
              StartParams, lambda params: [], quick=False, produces_samples=False,
+             job_needs=lambda params, inputs: JobNeeds(start_steps=True),
              host_part="start", primary_metric="start_ready", title="start-up",
              metric_titles={"start_ready": "to the agent", "start_teardown": "teardown",
+                            "start_create": "runtime create", "start_start": "runtime start",
                             "start_delete": "runtime delete"}),
     Workload("footprint", "instance", "the host memory of an instance's whole process tree, "
              "ready and idle (PSS, USS; beyond the guest's RAM for full-system guests)",

@@ -17,7 +17,7 @@ import pytest
 
 from guestbench import environments
 from tests.integration.conftest import FULL_SYSTEM_PRESETS, prepared
-from tests.support.leaks import guest_folders, guest_processes, left_since
+from tests.support.leaks import guest_folders, guest_network, guest_processes, left_since
 
 GUESTBENCH = [sys.executable, "-m", "guestbench"]
 
@@ -147,6 +147,14 @@ def test_a_journal_left_by_a_guestbench_killed_with_its_reaper_is_swept(tmp_path
 
 def test_runc_killed_with_its_reaper_is_cleaned_up_by_the_next_run(tmp_path, probes):
     child, processes, folders = hanging_runc(tmp_path, probes)
+    _kill_with_its_reaper(child)
+    assert guest_folders() - folders, "nothing was left to sweep: the test proves nothing"
+    _next_run_sweeps(tmp_path)
+    assert not left_since(processes, folders, wait_s=5.0)
+
+
+def _kill_with_its_reaper(child: subprocess.Popen) -> None:
+    """SIGKILL to guestbench's reaper, then to guestbench: nobody is left to clean up."""
     reapers = [pid for pid in _children(child.pid)
                if b"guestbench.reaper" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(reapers) == 1
@@ -154,14 +162,16 @@ def test_runc_killed_with_its_reaper_is_cleaned_up_by_the_next_run(tmp_path, pro
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     time.sleep(1)
-    assert guest_folders() - folders, "nothing was left to sweep: the test proves nothing"
+
+
+def _next_run_sweeps(tmp_path: Path) -> None:
+    """The next guestbench runs, and its sweep finds the dead one's journal."""
     again = subprocess.run([*GUESTBENCH, "run", "--env", "native", "--workload", "getpid",
                             "--repeat", "1", "--quiet", "--db",
                             f"sqlite:///{tmp_path}/store.sqlite"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert "killed with its reaper" in again.stderr
-    assert not left_since(processes, folders, wait_s=5.0)
 
 
 def _children(pid: int) -> list[int]:
@@ -200,3 +210,52 @@ def _idle_instances(folder: Path) -> int:
     """Instances whose agent's records, in their logs, say it idles."""
     return sum(1 for log in folder.glob("guestbench-logs/**/instance*/stdout.log")
                if b'"workload":"idle"' in log.read_bytes())
+
+
+def _network_run(preset: str, tmp_path: Path) -> subprocess.Popen:
+    """A campaign whose one run streams for minutes over the preset's path (a veth pair in a
+    namespace, a tap)."""
+    plan = tmp_path / "net.toml"
+    plan.write_text(f'[campaign]\nrepeat = 1\ntimeout_s = 300\n\n[[environment]]\n'
+                    f'preset = "{preset}"\n\n[[workload]]\nname = "net_stream"\n'
+                    'min_time_s = 30\nvalues = 5\n')
+    return subprocess.Popen([*GUESTBENCH, "run", str(plan), "--quiet", "--db",
+                             f"sqlite:///{tmp_path / 'store.sqlite'}"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _streaming(folder: Path, network: set[str]) -> bool:
+    """The run's path is made and its agent has begun (its workload record is out)."""
+    return bool(guest_network() - network) and any(
+        b'"workload":"net_stream"' in log.read_bytes()
+        for log in folder.glob("guestbench-logs/**/stdout.log"))
+
+
+@pytest.mark.parametrize("preset", ["runc", "uml"])
+def test_sigkill_during_a_network_run_leaves_no_device_or_namespace(preset, tmp_path,
+                                                                     host_facts):
+    prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip
+    processes, folders, network = guest_processes(), guest_folders(), guest_network()
+    child = _network_run(preset, tmp_path)
+    _killed_once(child, lambda: _streaming(tmp_path, network), "the network run",
+                 settle_s=0.5)
+    assert not left_since(processes, folders, wait_s=10.0)
+
+
+def test_a_network_path_outlives_a_killed_reaper_only_until_the_next_run(tmp_path, probes):
+    """guestbench and its reaper both killed mid-stream: the veth pair and the namespace stay
+    (nobody is left to remove them), and the next guestbench's sweep removes them."""
+    _environment, answer = probes["runc"]
+    if not answer.available:
+        pytest.skip(f"runc unavailable here: {answer.reason}")
+    processes, folders, network = guest_processes(), guest_folders(), guest_network()
+    child = _network_run("runc", tmp_path)
+    deadline = time.monotonic() + 60
+    while not _streaming(tmp_path, network):
+        assert time.monotonic() < deadline and child.poll() is None
+        time.sleep(0.1)
+    _kill_with_its_reaper(child)
+    left = guest_network() - network
+    assert any(item.startswith("netns ") for item in left), left  # else this proves nothing
+    _next_run_sweeps(tmp_path)
+    assert not left_since(processes, folders, wait_s=10.0)

@@ -300,3 +300,31 @@ def test_start_and_footprint_of_a_vmm_from_a_template(tmp_path, host_facts):
             assert 0 < got["start_ready"] < entry["host_seconds"] * 1000
         else:
             assert 0 < got["footprint_overhead"] < got["footprint_pss"], got
+
+
+def test_density_and_a_network_through_net_argv(tmp_path, host_facts):
+    """The command kind with two instances at once (each its own workdir and {name}), and a
+    NIC from net_argv on the run's tap, {tap} and {mac} filled in."""
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("qemu-system-x86_64 not installed (apt-get install qemu-system-x86)")
+    if os.geteuid() != 0:
+        pytest.skip("a tap device needs root")
+    argv = ", ".join(json.dumps(word) for word in [*QEMU_PC, *SERIAL["stdio"]])
+    nic = ", ".join(json.dumps(word) for word in [
+        "-netdev", "tap,id=n0,ifname={tap},script=no,downscript=no",
+        "-device", "virtio-net-pci,netdev=n0,mac={mac}"])
+    kernel_args = ", ".join(json.dumps(word) for word in ["console=ttyS0", *tcg_args()])
+    plan = tmp_path / "more.toml"
+    plan.write_text(f'[campaign]\nrepeat = 1\ntimeout_s = 120\n\n[[environment]]\n'
+                    f'name = "cmd"\nkind = "command"\nargv = [{argv}]\nnet_argv = [{nic}]\n'
+                    f'kernel_args = [{kernel_args}]\n\n'
+                    '[[workload]]\nname = "density"\ninstances = 2\nsettle_s = 0.2\n\n'
+                    '[[workload]]\nname = "net_rr"\nmin_time_s = 0.05\nvalues = 3\n')
+    for entry in ok_runs(tmp_path, 2, str(plan)):
+        got: dict[str, list[float]] = {}
+        for sample in entry["samples"]:
+            got.setdefault(sample["metric"], []).append(sample["value"])
+        if entry["workload"] == "density":
+            assert got["density_started"] == [2] and len(got["density_start"]) == 2, got
+        else:
+            assert len(got["rr_p50"]) == 3 and all(value > 0 for value in got["rr_p50"]), got

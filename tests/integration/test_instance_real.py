@@ -25,7 +25,8 @@ def ok_runs(folder: Path, count: int, *args: str) -> list[dict]:
     run = guestbench("run", *args, "--quiet", cwd=folder)
     assert run.returncode == 0, run.stderr
     runs = json.loads(guestbench("report", "--format", "json", cwd=folder).stdout)["runs"]
-    assert len(runs) == count and all(entry["status"] == "ok" for entry in runs), runs
+    assert len(runs) == count and all(entry["status"] == "ok" for entry in runs), [
+        (entry["workload"], entry["status"], entry["reason"]) for entry in runs]
     return runs
 
 
@@ -40,13 +41,15 @@ def test_start_times_the_instance_to_its_agent_and_its_teardown(preset, tmp_path
         ms = {sample["metric"]: sample["value"] for sample in entry["samples"]
               if sample["unit"] == "ms"}
         expected = {"start_ready", "start_teardown"} | (
-            {"start_delete"} if preset in ("runc", "crun", "runsc") else set())
+            {"start_create", "start_start", "start_delete"}
+            if preset in ("runc", "crun", "runsc") else set())
         assert set(ms) == expected, ms
         # on the host's clock, within the run's own host time
         assert 0 < ms["start_ready"] < entry["host_seconds"] * 1000
         assert 0 <= ms["start_teardown"] < entry["host_seconds"] * 1000
-        if "start_delete" in ms:
+        if "start_delete" in ms:  # the runtime's steps, one by one, inside the spans
             assert 0 < ms["start_delete"] <= ms["start_teardown"]
+            assert 0 < ms["start_create"] + ms["start_start"] < ms["start_ready"]
 
 
 @pytest.mark.parametrize("preset", PRESETS)

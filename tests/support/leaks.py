@@ -1,9 +1,11 @@
 """What a guest can leave behind on this host: its processes (agents, OCI runtimes and their
-sandboxes, VMMs) and guestbench's folders under /tmp. The integration and faults suites
-check, after each test, that nothing new of either is left."""
+sandboxes, VMMs), guestbench's folders under /tmp, and the network devices and namespaces of
+its network paths. The integration and faults suites check, after each test, that nothing
+new of any is left."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -29,9 +31,23 @@ def guest_processes() -> set[int]:
     return found
 
 
+# guestbench/network/paths.py: a veth's ends, a tap (gbPIDnN, gbPIDnNg); a namespace
+LINK = re.compile(r"gb[0-9]+n[0-9]+g?")
+
+
 def guest_folders() -> set[str]:
-    return {str(path) for path in Path("/tmp").glob("guestbench-*")
-            if not path.name.startswith(NOT_A_GUESTS)}
+    """guestbench's folders under /tmp, and its network devices and namespaces ("link NAME",
+    "netns NAME")."""
+    folders = {str(path) for path in Path("/tmp").glob("guestbench-*")
+               if not path.name.startswith(NOT_A_GUESTS)}
+    return folders | guest_network()
+
+
+def guest_network() -> set[str]:
+    links = {f"link {path.name}" for path in Path("/sys/class/net").glob("gb*")
+             if LINK.fullmatch(path.name)}
+    spaces = {f"netns {path.name}" for path in Path("/run/netns").glob("guestbench-*")}
+    return links | spaces
 
 
 def left_since(processes: set[int], folders: set[str], wait_s: float = 5.0) -> str:
@@ -50,5 +66,6 @@ def left_since(processes: set[int], folders: set[str], wait_s: float = 5.0) -> s
                              f"{Path(f'/proc/{pid}/cmdline').read_bytes()[:160]!r}")
         except OSError:
             pass
-    described += [f"folder {folder}" for folder in sorted(new_folders)]
+    described += [folder if folder.startswith(("link ", "netns ")) else f"folder {folder}"
+                  for folder in sorted(new_folders)]
     return "; ".join(described)

@@ -82,4 +82,5 @@ def test_namespace_records_unshares_version(programs, host) -> None:
 def _bundle_stub():
     class Bundle:
         state = Path("/nonexistent-state")
+        network = "none"
     return Bundle()

@@ -123,3 +123,37 @@ def test_an_instance_without_a_process_tree_fails_footprint_saying_so(host):
     part.on_record(guest, Record(1, "workload", {}, 2))
     failed = part.finish(Outcome(Status.OK), Seen(), guest, 0, 1)
     assert failed.status == Status.FAILED and "memory was not read" in failed.reason
+
+
+def _records_after(marker) -> str:
+    """A shell line that waits for `marker`, then prints an agent's hello and end."""
+    from guestbench.protocol import encode
+    lines = [encode(0, {"type": "hello", "t_ns": 1, "agent": "stub", "version": "0",
+                        "protocol": 1, "tsc": True, "argv": []}),
+             encode(1, {"type": "end", "t_ns": 2, "status": "ok", "records": 1})]
+    printed = "; ".join(f"printf '%s\\n' '{line.decode()}'" for line in lines)
+    return f"while [ ! -e {marker} ]; do sleep 0.01; done; {printed}"
+
+
+def test_a_container_s_create_and_start_are_timed_apart(tmp_path):
+    """create returns while the container holds its output; start lets the agent run."""
+    from guestbench import proc
+    from guestbench.environments.oci import OciGuest
+    marker = tmp_path / "started"
+    guest = OciGuest(["sh", "-c", f"({_records_after(marker)}) & sleep 0.1"], tmp_path / "log",
+                     proc.now_ns() + 20 * 10**9, start_argv=["touch", str(marker)])
+    with guest:
+        types = [record.type for record in guest.records()]
+    assert types == ["hello", "end"]
+    phases = guest.start_phases()
+    assert set(phases) == {"create", "start"} and phases["create"] >= 100
+
+
+def test_a_start_that_fails_ends_the_run_at_once_saying_so(tmp_path):
+    from guestbench import proc
+    from guestbench.environments.oci import OciGuest, StartFailed
+    guest = OciGuest(["sh", "-c", "(sleep 30) & true"], tmp_path / "log",
+                     proc.now_ns() + 20 * 10**9,
+                     start_argv=["sh", "-c", "echo no such container >&2; exit 1"])
+    with guest, pytest.raises(StartFailed, match="start exited with status 1: no such container"):
+        list(guest.records())
