@@ -17,11 +17,12 @@ SUDO=""
 # fio, dbench, bonnie++: the disk workloads; sysbench, stress-ng: exec examples and their tests; e2fsprogs (mkfs.ext4, debugfs), qemu-utils (qemu-img): guest scratch disks.
 # postgresql: the shared store of a host pool; the tests start a private server of their own.
 # linux-source, flex, bison, bc: kernel_build (the tree is configured on the host; bc is
-# one of the programs Kbuild runs).
+# one of the programs Kbuild runs). iproute2 (ip): the network workloads' veth pairs, taps
+# and namespaces; sockperf, iperf3: benchmarks/net_fidelity.py.
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
           busybox-static cpio kmod linux-perf fio dbench bonnie++ e2fsprogs qemu-utils chromium fonts-dejavu-core
-          sysbench stress-ng postgresql linux-source flex bison bc)
+          sysbench stress-ng postgresql linux-source flex bison bc iproute2 sockperf iperf3)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
