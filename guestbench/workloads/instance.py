@@ -8,6 +8,8 @@ docs/workloads-startup.md."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from guestbench.environments.base import JobNeeds
@@ -15,7 +17,12 @@ from guestbench.workloads.base import Params, Workload
 
 
 class StartParams(Params):
-    """No parameters: each repetition is one fresh instance of the environment."""
+    """Each repetition is one fresh instance of the environment."""
+
+    steps: Literal["separate", "one"] = Field("separate", description=(
+        "OCI runtimes: create, start and delete as separate commands, each timed (separate: "
+        "the path containerd's shims take), or one `run` that creates, starts and deletes "
+        "(one); other kinds have one step either way"))
 
 
 class FootprintParams(Params):
@@ -39,7 +46,7 @@ class DensityParams(Params):
 WORKLOADS = [
     Workload("start", "instance", "an instance started to the agent's first record, then stopped",
              StartParams, lambda params: [], quick=False, produces_samples=False,
-             job_needs=lambda params, inputs: JobNeeds(start_steps=True),
+             job_needs=lambda params, inputs: JobNeeds(start_steps=params.steps == "separate"),
              host_part="start", primary_metric="start_ready", title="start-up",
              metric_titles={"start_ready": "to the agent", "start_teardown": "teardown",
                             "start_create": "runtime create", "start_start": "runtime start",

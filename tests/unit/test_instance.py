@@ -74,6 +74,15 @@ def test_start_runs_alone_and_has_no_parameters(host):
     assert "count" in str(error.value)
 
 
+def test_start_takes_a_runtime_s_steps_apart_unless_told(host, tmp_path):
+    separate, one = START.resolve({}, host), START.resolve({"steps": "one"}, host)
+    assert START.job_needs(separate, tmp_path).start_steps
+    assert not START.job_needs(one, tmp_path).start_steps
+    with pytest.raises(ValidationError) as error:
+        START.resolve({"steps": "two"}, host)
+    assert "steps" in str(error.value)
+
+
 def test_every_run_of_start_stores_its_phases(build_plan, run_plan, store):
     plan = build_plan([{"name": "env", "kind": "fake"}], [{"name": "start"}], repeat=3)
     campaign_id = run_plan(plan)
