@@ -30,14 +30,14 @@ class Usage:
     uss_kib: int
     guest_pss_kib: int | None  # the guest's RAM mappings; None: no guest RAM to tell apart
 
-    def samples(self) -> list[tuple[str, str, float]]:
+    def samples(self, prefix: str = "footprint") -> list[tuple[str, str, float]]:
         """The footprint workload's samples, in MiB (processes: a count)."""
-        out = [("footprint_pss", "MiB", self.pss_kib / 1024),
-               ("footprint_uss", "MiB", self.uss_kib / 1024),
-               ("footprint_rss", "MiB", self.rss_kib / 1024),
-               ("footprint_processes", "count", float(self.processes))]
+        out = [(f"{prefix}_pss", "MiB", self.pss_kib / 1024),
+               (f"{prefix}_uss", "MiB", self.uss_kib / 1024),
+               (f"{prefix}_rss", "MiB", self.rss_kib / 1024),
+               (f"{prefix}_processes", "count", float(self.processes))]
         if self.guest_pss_kib is not None:
-            out.append(("footprint_overhead", "MiB", (self.pss_kib - self.guest_pss_kib) / 1024))
+            out.append((f"{prefix}_overhead", "MiB", (self.pss_kib - self.guest_pss_kib) / 1024))
         return out
 
 

@@ -404,7 +404,8 @@ class Runner:
         seen = Seen()
         with guest:
             if workload.uses_agent:
-                outcome = watch(guest, timeout_s, workload.agent_workload,
+                outcome = watch(guest, timeout_s,
+                                host_part.agent_workloads(workload.agent_workload),
                                 workload.produces_samples, seen,
                                 lambda record: host_part.on_record(guest, record))
                 if outcome.status == Status.OK:  # watch() has stopped it

@@ -17,6 +17,7 @@ docs/workloads-startup.md, docs/workloads-network.md."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -28,6 +29,7 @@ from guestbench.environments.base import Environment, Guest, Job
 from guestbench.protocol import Record
 from guestbench.runner.density import memory_refusal, run_density
 from guestbench.runner.outcomes import Outcome, Seen, Status
+from guestbench.workloads.instance import PEAK_INTERVAL_MS
 
 
 class PartFailed(Exception):
@@ -51,6 +53,10 @@ class HostPart:
     def arrange(self, job: Job, stack: ExitStack, logdir: Path) -> Job:
         """What the run needs on the host, set up and its ending pushed on `stack`."""
         return job
+
+    def agent_workloads(self, name: str) -> frozenset[str]:
+        """The agent workloads whose samples the run may have: its own (name)."""
+        return frozenset({name})
 
     def on_record(self, guest: Guest, record: Record) -> None:
         pass
@@ -91,27 +97,65 @@ def start_samples(seen: Seen, launched_ns: int, stopped_ns: int,
 
 
 class Footprint(HostPart):
-    """footprint: at the agent's workload record (the instance is ready), wait settle_s,
-    then read the memory of the instance's whole process tree (PSS, USS, RSS, processes;
-    beyond the guest's RAM where the kind maps one)."""
+    """footprint: at the agent's idle workload record (the instance is ready), wait
+    settle_s, then read the memory of the instance's whole process tree (PSS, USS, RSS,
+    processes; beyond the guest's RAM where the kind maps one). With a load, read it again
+    every PEAK_INTERVAL_MS while the load runs, and keep the reading of the highest PSS
+    (footprint_peak_*); the load's own samples are not the run's."""
 
     def __init__(self, environment: Environment, params: Any) -> None:
         super().__init__(environment, params)
         self.at_rest: list[tuple[str, str, float]] = []
+        self.peak: memory.Usage | None = None
+        self._sampling: threading.Event | None = None
+        self._sampler: threading.Thread | None = None
+
+    def agent_workloads(self, name: str) -> frozenset[str]:
+        return frozenset({name, self.params.load} - {"none"})
 
     def on_record(self, guest: Guest, record: Record) -> None:
         pid = guest.root_pid()
-        if record.type == "workload" and not self.at_rest and pid is not None:
+        if pid is None:
+            return
+        if record.type == "workload" and not self.at_rest:
             time.sleep(self.params.settle_s)
             self.at_rest.extend(memory.usage(pid, self.environment.guest_ram()).samples())
+        elif (record.type == "workload" and self._sampler is None
+              and record.body.get("workload") == self.params.load):
+            self._sampling = threading.Event()
+            self._sampler = threading.Thread(target=self._sample, args=(pid,), daemon=True)
+            self._sampler.start()
+        elif record.type == "end":
+            self._stop_sampling()
+
+    def _sample(self, pid: int) -> None:
+        while not self._sampling.is_set():
+            now = memory.usage(pid, self.environment.guest_ram())
+            if now.processes and (self.peak is None or now.pss_kib > self.peak.pss_kib):
+                self.peak = now
+            self._sampling.wait(PEAK_INTERVAL_MS / 1000)
+
+    def _stop_sampling(self) -> None:
+        if self._sampler is not None:
+            self._sampling.set()
+            self._sampler.join()
 
     def finish(self, outcome: Outcome, seen: Seen, guest: Guest, launched_ns: int,
                stopped_ns: int) -> Outcome:
+        self._stop_sampling()
         if not self.at_rest:
             return Outcome(Status.FAILED, "the instance's memory was not read: no process "
                                           "tree to read, or the agent never said it was ready")
-        return Outcome(outcome.status, outcome.reason, [*outcome.samples, *self.at_rest],
-                       list(outcome.flags))
+        samples = [*outcome.samples, *self.at_rest]
+        if self.params.load != "none":
+            if self.peak is None:
+                return Outcome(Status.FAILED, f"the instance's memory was not read while "
+                                              f"{self.params.load} ran")
+            samples = [sample for sample in samples if sample[0].startswith("footprint_")
+                       or sample[0] == "clock_ratio"]
+            samples += [sample for sample in self.peak.samples("footprint_peak")
+                        if sample[0] != "footprint_peak_processes"]
+        return Outcome(outcome.status, outcome.reason, samples, list(outcome.flags))
 
 
 class Density(HostPart):

@@ -103,21 +103,25 @@ class Seen:
         elif record.type == "clock":
             self.clocks.append(record)
 
-    def problem(self, workload: str, expect_samples: bool) -> str:
-        """Why a complete, well-formed record stream still does not make an ok run."""
+    def problem(self, workload: str | frozenset[str], expect_samples: bool) -> str:
+        """Why a complete, well-formed record stream still does not make an ok run;
+        workload: the agent workload (or workloads) whose samples the run may have."""
         if self.errors or self.unsupported:
             return "; ".join([*self.errors, *self.unsupported])
         if self.end_status != "ok":
             return f"the agent ended with status {self.end_status!r} and no error record"
-        if self.workloads - {workload}:
-            return f"samples for {sorted(self.workloads - {workload})}, expected only {workload!r}"
+        expected = {workload} if isinstance(workload, str) else set(workload)
+        if self.workloads - expected:
+            return (f"samples for {sorted(self.workloads - expected)}, expected only "
+                    f"{' and '.join(repr(name) for name in sorted(expected))}")
         if expect_samples and not self.samples:
             return "the agent reported no samples"
         return ""
 
 
-def watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool = True,
-           seen: Seen | None = None, on_record: Callable[[Record], None] | None = None) -> Outcome:
+def watch(guest: Guest, timeout_s: float, workload: str | frozenset[str],
+          expect_samples: bool = True,
+          seen: Seen | None = None, on_record: Callable[[Record], None] | None = None) -> Outcome:
     """Collect a guest's records and decide the run's status; on_record sees each record
     as it arrives, while the guest runs."""
     seen = seen if seen is not None else Seen()
@@ -130,7 +134,8 @@ def watch(guest: Guest, timeout_s: float, workload: str, expect_samples: bool = 
     return outcome
 
 
-def _watched(guest: Guest, timeout_s: float, workload: str, expect_samples: bool,
+def _watched(guest: Guest, timeout_s: float, workload: str | frozenset[str],
+             expect_samples: bool,
              seen: Seen, on_record: Callable[[Record], None] | None) -> Outcome:
     def take(record: Record) -> None:
         seen.add(record)

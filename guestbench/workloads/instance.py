@@ -25,14 +25,32 @@ class StartParams(Params):
         "(one); other kinds have one step either way"))
 
 
+# the agent sleeps this long beyond settle_s: the host's reading of /proc happens inside it
+FOOTPRINT_MARGIN_S = 1.0
+# how often the host reads an instance's memory while footprint's load runs
+PEAK_INTERVAL_MS = 50
+# STREAM's arrays under footprint's load: 240 MiB in all, which a 512 MiB guest and UML
+# under the default vm.max_map_count hold, whatever cache size the environment shows
+LOAD_ARRAY_MIB = 80
+
+
 class FootprintParams(Params):
     settle_s: float = Field(0.5, ge=0, le=60, description=(
         "how long the instance idles after its agent's first workload record before the host "
         "reads its memory"))
+    load: Literal["none", "stream"] = Field("none", description=(
+        "a workload run after the idle reading, while the host reads the memory every "
+        f"{PEAK_INTERVAL_MS} ms and keeps the peak: stream (STREAM's four kernels over "
+        f"three arrays of {LOAD_ARRAY_MIB} MiB, the same in every kind) or none"))
 
 
-# the agent sleeps this long beyond settle_s: the host's reading of /proc happens inside it
-FOOTPRINT_MARGIN_S = 1.0
+def _footprint_args(params: FootprintParams) -> list[str]:
+    idle = ["--seconds", repr(params.settle_s + FOOTPRINT_MARGIN_S), "idle"]
+    # the load after the idle reading; --enough 1: STREAM's passes stop after a second
+    return idle if params.load == "none" else [
+        "--array-mib", str(LOAD_ARRAY_MIB), "--enough", "1", *idle, params.load]
+
+
 # density's agents idle until the host stops them, once it has read their memory
 DENSITY_IDLE_S = 3600.0
 
@@ -54,12 +72,17 @@ WORKLOADS = [
     Workload("footprint", "instance", "the host memory of an instance's whole process tree, "
              "ready and idle (PSS, USS; beyond the guest's RAM for full-system guests)",
              FootprintParams,
-             lambda params: ["--seconds", repr(params.settle_s + FOOTPRINT_MARGIN_S), "idle"],
+             _footprint_args,
              quick=False, produces_samples=False, agent_name="idle", host_part="footprint",
              primary_metric="footprint_pss",
              metric_titles={"footprint_pss": "PSS", "footprint_uss": "USS",
                             "footprint_rss": "RSS", "footprint_processes": "processes",
-                            "footprint_overhead": "beyond guest RAM (PSS)"}),
+                            "footprint_overhead": "beyond guest RAM (PSS)",
+                            "footprint_peak_pss": "PSS at the load's peak",
+                            "footprint_peak_uss": "USS at the load's peak",
+                            "footprint_peak_rss": "RSS at the load's peak",
+                            "footprint_peak_processes": "processes at the load's peak",
+                            "footprint_peak_overhead": "beyond guest RAM at the load's peak"}),
     Workload("density", "instance", "N instances started together: each one's start to its "
              "agent, and the host memory per instance once all are ready", DensityParams,
              lambda params: ["--seconds", repr(DENSITY_IDLE_S), "idle"],

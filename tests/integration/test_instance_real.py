@@ -68,6 +68,19 @@ def test_footprint_reads_the_whole_tree_at_rest(preset, tmp_path, host_facts):
 
 
 @pytest.mark.parametrize("preset", PRESETS)
+def test_footprint_at_the_peak_of_a_load(preset, tmp_path, host_facts):
+    """STREAM's 240 MiB of arrays run after the idle reading: the peak holds them."""
+    prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
+    plan = tmp_path / "peak.toml"
+    plan.write_text(f'[campaign]\nrepeat = 1\n\n[[environment]]\npreset = "{preset}"\n\n'
+                    '[[workload]]\nname = "footprint"\nload = "stream"\nsettle_s = 0.2\n')
+    for entry in ok_runs(tmp_path, 1, str(plan)):
+        got = {sample["metric"]: sample["value"] for sample in entry["samples"]}
+        assert got["footprint_peak_pss"] > got["footprint_pss"] + 200, got
+        assert not any(metric.endswith("bandwidth") for metric in got), got
+
+
+@pytest.mark.parametrize("preset", PRESETS)
 def test_density_starts_instances_together_and_leaves_none(preset, tmp_path, host_facts):
     prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
     plan = tmp_path / "density.toml"

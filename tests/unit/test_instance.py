@@ -166,3 +166,30 @@ def test_a_start_that_fails_ends_the_run_at_once_saying_so(tmp_path):
                      start_argv=["sh", "-c", "echo no such container >&2; exit 1"])
     with guest, pytest.raises(StartFailed, match="start exited with status 1: no such container"):
         list(guest.records())
+
+
+def test_footprint_under_a_load_keeps_the_peak_and_drops_the_load_s_own_figures(host):
+    import time
+    part = host_parts.part("footprint", _Environment(),
+                           FOOTPRINT.resolve({"settle_s": 0.0, "load": "stream"}, host))
+    guest = _Guest(os.getpid())
+    part.on_record(guest, Record(1, "workload", {"type": "workload", "workload": "idle"}, 2))
+    part.on_record(guest, Record(2, "workload", {"type": "workload", "workload": "stream"}, 3))
+    grown = bytearray(64 << 20)  # the load: 64 MiB touched while the host samples
+    time.sleep(0.3)
+    part.on_record(guest, Record(3, "end", {"type": "end"}, 4))
+    del grown
+    ok = part.finish(Outcome(Status.OK, "", [("copy_bandwidth", "MB/s", 9000.0),
+                                             ("clock_ratio", "ratio", 1.0)]), Seen(), guest, 0, 1)
+    got = {metric: value for metric, _, value in ok.samples}
+    assert "copy_bandwidth" not in got and got["clock_ratio"] == 1.0
+    assert got["footprint_peak_pss"] >= got["footprint_pss"] + 60, got
+    assert "footprint_peak_processes" not in got
+
+
+def test_footprint_s_load_runs_after_the_idle_reading(host):
+    assert FOOTPRINT.agent_args(FOOTPRINT.resolve({"settle_s": 0.5, "load": "stream"}, host)) == [
+        "--array-mib", "80", "--enough", "1", "--seconds", "1.5", "idle", "stream"]
+    with pytest.raises(ValidationError) as error:
+        FOOTPRINT.resolve({"load": "fio"}, host)
+    assert "load" in str(error.value)
