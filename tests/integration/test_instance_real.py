@@ -35,6 +35,16 @@ def _runs(preset: str, workload: str, tmp_path, host_facts) -> list[dict]:
     return ok_runs(tmp_path, 3, "--env", preset, "--workload", workload, "--repeat", "3")
 
 
+def _workload_runs(preset: str, repeat: int, workload: str, tmp_path, host_facts) -> list[dict]:
+    """A plan of the preset and one workload (its TOML lines), run `repeat` times: its runs,
+    every one ok."""
+    prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'[campaign]\nrepeat = {repeat}\n\n[[environment]]\npreset = "{preset}"\n\n'
+                    f'[[workload]]\n{workload}\n')
+    return ok_runs(tmp_path, repeat, str(plan))
+
+
 @pytest.mark.parametrize("preset", PRESETS)
 def test_start_times_the_instance_to_its_agent_and_its_teardown(preset, tmp_path, host_facts):
     for entry in _runs(preset, "start", tmp_path, host_facts):
@@ -70,11 +80,8 @@ def test_footprint_reads_the_whole_tree_at_rest(preset, tmp_path, host_facts):
 @pytest.mark.parametrize("preset", PRESETS)
 def test_footprint_at_the_peak_of_a_load(preset, tmp_path, host_facts):
     """STREAM's 240 MiB of arrays run after the idle reading: the peak holds them."""
-    prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
-    plan = tmp_path / "peak.toml"
-    plan.write_text(f'[campaign]\nrepeat = 1\n\n[[environment]]\npreset = "{preset}"\n\n'
-                    '[[workload]]\nname = "footprint"\nload = "stream"\nsettle_s = 0.2\n')
-    for entry in ok_runs(tmp_path, 1, str(plan)):
+    for entry in _workload_runs(preset, 1, 'name = "footprint"\nload = "stream"\nsettle_s = 0.2',
+                                tmp_path, host_facts):
         got = {sample["metric"]: sample["value"] for sample in entry["samples"]}
         assert got["footprint_peak_pss"] > got["footprint_pss"] + 200, got
         assert not any(metric.endswith("bandwidth") for metric in got), got
@@ -82,11 +89,8 @@ def test_footprint_at_the_peak_of_a_load(preset, tmp_path, host_facts):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_density_starts_instances_together_and_leaves_none(preset, tmp_path, host_facts):
-    prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
-    plan = tmp_path / "density.toml"
-    plan.write_text(f'[campaign]\nrepeat = 2\n\n[[environment]]\npreset = "{preset}"\n\n'
-                    '[[workload]]\nname = "density"\ninstances = 3\nsettle_s = 0.2\n')
-    for entry in ok_runs(tmp_path, 2, str(plan)):
+    for entry in _workload_runs(preset, 2, 'name = "density"\ninstances = 3\nsettle_s = 0.2',
+                                tmp_path, host_facts):
         starts = [s["value"] for s in entry["samples"] if s["metric"] == "density_start"]
         got = {s["metric"]: s["value"] for s in entry["samples"]}
         assert len(starts) == 3 and all(0 < ms < entry["host_seconds"] * 1000 for ms in starts)
