@@ -147,7 +147,8 @@ class Job:
     agent_path: Path
     agent_args: tuple[str, ...]
     needs: JobNeeds = JobNeeds()
-    network: NetPath | None = None  # the path made for it (network workloads), to attach
+    # the path made for it (network workloads), to attach
+    network: NetPath | None = field(default=None, kw_only=True)
 
     def with_agent_options(self, *options: str) -> tuple[str, ...]:
         """The agent's arguments with options put first (before the workload name and exec's

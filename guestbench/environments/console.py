@@ -38,7 +38,7 @@ class AgentNotStarted(ProtocolError):
 class GuestJob(Job):
     """A job as a full-system guest runs it: with the mounts its /init must make first."""
 
-    mounts: tuple[str, ...] = ()
+    mounts: tuple[str, ...] = field(default=(), kw_only=True)
 
 
 def guest_job(job: Job, needs: JobNeeds, mounts: list[str] = (), options: list[str] = ()) -> Job:
@@ -50,7 +50,7 @@ def guest_job(job: Job, needs: JobNeeds, mounts: list[str] = (), options: list[s
     if needs.drop_caches:
         added.append("--drop-caches")
     return GuestJob(job.workload, job.agent_path, job.with_agent_options(*added), needs,
-                    tuple(mounts))
+                    network=job.network, mounts=tuple(mounts))
 
 
 def kernel_arguments(job: Job) -> list[str]:

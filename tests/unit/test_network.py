@@ -204,3 +204,13 @@ def test_network_workloads_run_alone_and_say_what_they_report(host):
         assert workload.host_part == "network" and workload.primary_metric == metric
         assert part_of(WorkloadCase(name, params, name), JobNeeds()) is None
         assert workload.agent_args(params)[-1] == name
+
+
+def test_a_guest_job_keeps_its_mounts_and_its_network_path():
+    from guestbench.environments.base import JobNeeds
+    from guestbench.environments.console import guest_job, kernel_arguments
+    path = paths.NetPath("user", "127.0.0.1", "10.0.2.2", "10.0.2.15/24", mac="02:67:62:00:00:01")
+    job = guest_job(Job("net_rr", Path("/a"), ("net_rr",), JobNeeds(scratch=True), network=path),
+                    JobNeeds(scratch=True), mounts=["gb.mount=ext4:/dev/vda:/scratch:"])
+    assert job.network == path
+    assert kernel_arguments(job)[0] == "gb.mount=ext4:/dev/vda:/scratch:"
