@@ -30,11 +30,6 @@ def ok_runs(folder: Path, count: int, *args: str) -> list[dict]:
     return runs
 
 
-def _runs(preset: str, workload: str, tmp_path, host_facts) -> list[dict]:
-    prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
-    return ok_runs(tmp_path, 3, "--env", preset, "--workload", workload, "--repeat", "3")
-
-
 def _workload_runs(preset: str, repeat: int, workload: str, tmp_path, host_facts) -> list[dict]:
     """A plan of the preset and one workload (its TOML lines), run `repeat` times: its runs,
     every one ok."""
@@ -47,7 +42,7 @@ def _workload_runs(preset: str, repeat: int, workload: str, tmp_path, host_facts
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_start_times_the_instance_to_its_agent_and_its_teardown(preset, tmp_path, host_facts):
-    for entry in _runs(preset, "start", tmp_path, host_facts):
+    for entry in _workload_runs(preset, 2, 'name = "start"', tmp_path, host_facts):
         ms = {sample["metric"]: sample["value"] for sample in entry["samples"]
               if sample["unit"] == "ms"}
         expected = {"start_ready", "start_teardown"} | (
@@ -63,9 +58,12 @@ def test_start_times_the_instance_to_its_agent_and_its_teardown(preset, tmp_path
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-def test_footprint_reads_the_whole_tree_at_rest(preset, tmp_path, host_facts):
+def test_footprint_reads_the_whole_tree_at_rest_then_at_a_load_s_peak(preset, tmp_path,
+                                                                      host_facts):
+    """The tree at rest, then STREAM's 240 MiB of arrays run: the peak holds them."""
     full_system = environments.KINDS[environments.preset_spec(preset).kind].full_system
-    for entry in _runs(preset, "footprint", tmp_path, host_facts):
+    for entry in _workload_runs(preset, 2, 'name = "footprint"\nload = "stream"\nsettle_s = 0.2',
+                                tmp_path, host_facts):
         got = {sample["metric"]: sample["value"] for sample in entry["samples"]}
         assert 0 < got["footprint_uss"] <= got["footprint_pss"] <= got["footprint_rss"], got
         assert got["footprint_processes"] >= 1
@@ -75,21 +73,13 @@ def test_footprint_reads_the_whole_tree_at_rest(preset, tmp_path, host_facts):
             assert 0 < got["footprint_overhead"] < got["footprint_pss"], got
         else:
             assert "footprint_overhead" not in got
-
-
-@pytest.mark.parametrize("preset", PRESETS)
-def test_footprint_at_the_peak_of_a_load(preset, tmp_path, host_facts):
-    """STREAM's 240 MiB of arrays run after the idle reading: the peak holds them."""
-    for entry in _workload_runs(preset, 1, 'name = "footprint"\nload = "stream"\nsettle_s = 0.2',
-                                tmp_path, host_facts):
-        got = {sample["metric"]: sample["value"] for sample in entry["samples"]}
         assert got["footprint_peak_pss"] > got["footprint_pss"] + 200, got
         assert not any(metric.endswith("bandwidth") for metric in got), got
 
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_density_starts_instances_together_and_leaves_none(preset, tmp_path, host_facts):
-    for entry in _workload_runs(preset, 2, 'name = "density"\ninstances = 3\nsettle_s = 0.2',
+    for entry in _workload_runs(preset, 1, 'name = "density"\ninstances = 3\nsettle_s = 0.2',
                                 tmp_path, host_facts):
         starts = [s["value"] for s in entry["samples"] if s["metric"] == "density_start"]
         got = {s["metric"]: s["value"] for s in entry["samples"]}
