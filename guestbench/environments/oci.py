@@ -211,13 +211,13 @@ class Oci(Environment):
         logdir.mkdir(parents=True, exist_ok=True)
         shutil.copy(bundle.directory / "config.json", logdir / "config.json")
         bundle.network = self._network(job)
-        argv = self._run_argv(bundle)
+        # create, then start, each timed (start's figures); else one run
+        argv = self._run_argv(bundle, "create" if job.needs.start_steps else "run")
         if self.spec.runtime == "runsc" and job.network and job.network.netns:
             # runsc takes its sandbox's network from the namespace it runs in (this one
             # skips the spec's path and refuses the host's own namespace)
             argv = ["nsenter", f"--net={job.network.netns_path}", "--", *argv]
-        if job.needs.start_steps:  # create, then start, each timed (start's figures)
-            argv[argv.index("run")] = "create"
+        if job.needs.start_steps:
             return OciGuest(argv, logdir, deadline_ns, cleanup=self._cleanup_argv(bundle),
                             cleanup_phase="delete",
                             scratch=[bundle.directory, *([folder] if folder else [])],
@@ -238,9 +238,10 @@ class Oci(Environment):
                      f"--network={bundle.network}", "--ignore-cgroups"]
         return args + list(self.spec.runtime_args)
 
-    def _run_argv(self, bundle: "_Bundle") -> list[str]:
+    def _run_argv(self, bundle: "_Bundle", verb: str = "run") -> list[str]:
+        """`run`, or `create` (which takes the same arguments) when the steps are timed apart."""
         return [self.spec.runtime, *self._global_args(bundle),
-                "run", "--bundle", str(bundle.directory), bundle.container_id]
+                verb, "--bundle", str(bundle.directory), bundle.container_id]
 
     def _cleanup_argv(self, bundle: "_Bundle") -> list[list[str]]:
         return [[self.spec.runtime, *self._global_args(bundle), "delete", "--force",

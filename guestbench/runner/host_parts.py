@@ -6,6 +6,7 @@ hooks around the run's one instance:
     refusal()        before anything starts: why it cannot run here (unsupported)
     arrange()        before the instance starts: what it needs on the host (the network's
                      peer and path); may change the job (the agent's arguments)
+    agent_workloads() the agent workloads whose samples the run may have (footprint's load)
     on_record()      each record as it arrives, while the instance runs (footprint reads the
                      host's memory accounting when the agent says it is idle)
     finish()         the ok outcome, once the instance has stopped: samples added
@@ -24,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from guestbench import memory
-from guestbench.network import paths, peer
 from guestbench.environments.base import Environment, Guest, Job
+from guestbench.network import paths, peer
 from guestbench.protocol import Record
 from guestbench.runner.density import memory_refusal, run_density
 from guestbench.runner.outcomes import Outcome, Seen, Status
