@@ -5,6 +5,7 @@ the memory, and the log still shows how its output began and how it ended."""
 
 from __future__ import annotations
 
+import io
 import threading
 from collections import deque
 from pathlib import Path
@@ -15,9 +16,13 @@ MARKER = "\n[guestbench: {dropped} bytes dropped here: the log keeps its first a
 
 
 class CappedLog:
-    def __init__(self, path: Path, cap_bytes: int) -> None:
+    """A run's log file (path), or, with path None, the same bound in memory: a short
+    command's captured output (proc.run), read back with value() once closed."""
+
+    def __init__(self, path: Path | None, cap_bytes: int) -> None:
         self.path = path
-        self._file: BinaryIO = open(path, "xb")  # a run's logs are its own
+        # a run's logs are its own
+        self._file: BinaryIO = open(path, "xb") if path is not None else io.BytesIO()
         self._half = max(cap_bytes // 2, 1)
         self._head_left = self._half
         self._tail: deque[bytes] = deque()
@@ -58,7 +63,14 @@ class CappedLog:
             self._file.write(MARKER.format(dropped=self.dropped, half=half).encode())
         for chunk in self._tail:
             self._file.write(chunk)
-        self._file.close()
+        self._tail.clear()
+        if self.path is not None:
+            self._file.close()
+
+    def value(self) -> bytes:
+        """What an in-memory log kept, marker included (after close)."""
+        assert isinstance(self._file, io.BytesIO) and self.closed
+        return self._file.getvalue()
 
 
 def pump(source: BinaryIO, log: CappedLog) -> threading.Thread:
@@ -69,6 +81,7 @@ def pump(source: BinaryIO, log: CappedLog) -> threading.Thread:
                 log.write(chunk)
         except (OSError, ValueError):  # closed under us at teardown
             pass
-    thread = threading.Thread(target=copy, name=f"log {log.path.name}", daemon=True)
+    name = f"log {log.path.name}" if log.path is not None else "capture"
+    thread = threading.Thread(target=copy, name=name, daemon=True)
     thread.start()
     return thread

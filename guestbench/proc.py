@@ -8,6 +8,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -112,31 +113,71 @@ def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
         env: dict[str, str] | None = None, stdin_data: str | None = None) -> Completed:
     """Run a short command to completion and capture its output.
 
-    Raises ProcessError if it cannot start and DeadlineExceeded (after killing
-    its whole process group) if it outlives timeout_s.
+    Each of stdout and stderr keeps at most LOG_CAP_BYTES, head and tail with the run
+    logs' marker between them (logcap.py): a program that prints without end (a probe's
+    `--version` of the wrong binary) costs its timeout, not the host's memory. Output
+    that is not UTF-8 is kept with replacement characters. Raises ProcessError if it
+    cannot start and DeadlineExceeded (after killing its whole process group) if it
+    outlives timeout_s.
     """
     start = time.monotonic()
     child = None
+    pumps: list[threading.Thread] = []
+    out, err = logcap.CappedLog(None, LOG_CAP_BYTES), logcap.CappedLog(None, LOG_CAP_BYTES)
     try:
         with _starting_child():
             try:
                 child = subprocess.Popen(
-                    argv, cwd=cwd, env=env, text=True, start_new_session=True,
+                    argv, cwd=cwd, env=env, start_new_session=True,
                     stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             except OSError as error:
                 raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
-        out, err = child.communicate(stdin_data, timeout=timeout_s)
+        pumps = [logcap.pump(child.stdout, out), logcap.pump(child.stderr, err)]
+        if stdin_data is not None:
+            pumps.append(_feed(child.stdin, stdin_data.encode()))
+        child.wait(timeout=timeout_s)
+        for pump in pumps:  # the pipes end with the group; a daemon keeping them is a hang
+            pump.join(max(start + timeout_s - time.monotonic(), 0))
+            if pump.is_alive():
+                raise subprocess.TimeoutExpired(argv, timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(child.pid)
-        child.communicate()
+        child.wait()
         raise DeadlineExceeded(f"{argv[0]} did not finish within {timeout_s:g} s") from None
     except BaseException:
         if child is not None:
             _kill_group(child.pid)
-            child.communicate()
+            child.wait()
         raise
-    return Completed(tuple(argv), child.returncode, out, err, time.monotonic() - start)
+    finally:
+        if child is not None:  # a pipe still being read (held by a daemon) is left to it
+            for pipe, pump in zip((child.stdout, child.stderr), pumps):
+                if not pump.is_alive():
+                    pipe.close()
+    out.close()
+    err.close()
+    return Completed(tuple(argv), child.returncode, _text(out.value()), _text(err.value()),
+                     time.monotonic() - start)
+
+
+def _feed(pipe, data: bytes) -> threading.Thread:
+    """Write data to a child's stdin and close it, on a thread: a child that does not read
+    it blocks the thread, not the deadline."""
+    def write() -> None:
+        try:
+            pipe.write(data)
+            pipe.close()
+        except (OSError, ValueError):  # it exited or closed its stdin first
+            pass
+    thread = threading.Thread(target=write, name="stdin", daemon=True)
+    thread.start()
+    return thread
+
+
+def _text(data: bytes) -> str:
+    """Captured output as text mode gave it: decoded, line ends made \\n."""
+    return data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def signal_group(pgid: int, signum: int) -> None:
