@@ -115,6 +115,11 @@ def _check_sqlite_path(database: str | None, url: str, create: bool) -> None:
     if not create and not path.exists():
         raise StoreError(f"--db {url!r}: no store at {path} "
                          "(fix: run 'guestbench run' first, or point --db at an existing store)")
+    if path.is_file() and path.stat().st_size == 0:  # SQLite would take it for a new store
+        raise StoreError(f"--db {url!r}: {path} is an empty file (0 bytes), not a store: a "
+                         "store that lost its contents, or a file another program made "
+                         f"(fix: restore it from a copy; or remove it ('rm {path}') and "
+                         "guestbench makes a new store there; or point --db at another file)")
 
 
 DOING = {"run": "store a campaign", "worker": "serve as a pool worker",
@@ -126,11 +131,17 @@ DOING = {"run": "store a campaign", "worker": "serve as a pool worker",
 RETRY_FOR_S = 600.0
 
 
+class Unreachable(Exception):
+    """A write met a lost server after the campaign was told to stop: it is not waited for
+    (a signal wins over retries); what it would have stored is not stored."""
+
+
 def _waits_for_the_server(method: Callable[..., Any]) -> Callable[..., Any]:
     """A write that meets a lost connection is tried again until the server is back (or
     RETRY_FOR_S has passed): _server_gone tells; any other error (a full disk, a
     constraint) stands at once. A transaction whose connection broke
-    was not committed, so trying it again stores it once; add_run checks that too."""
+    was not committed, so trying it again stores it once; add_run checks that too.
+    Once stopping is set (Ctrl-C, SIGTERM), a lost server raises Unreachable at once."""
     @functools.wraps(method)
     def retried(self: "Store", *args: Any, **kwargs: Any) -> Any:
         waited, pause = 0.0, 0.5
@@ -140,18 +151,30 @@ def _waits_for_the_server(method: Callable[..., Any]) -> Callable[..., Any]:
                 self._again = False
                 return result
             except sa.exc.DBAPIError as error:
-                if not _server_gone(error) or waited >= self.retry_for_s:
+                if not _server_gone(error):
+                    self._again = False
+                    raise
+                if self.stopping:
+                    self._again = True  # a later write, if the server returns, checks first
+                    raise Unreachable(_first_line(error)) from None
+                if waited >= self.retry_for_s:
                     self._again = False
                     raise
                 self._again = True  # add_run looks for its run before it writes it again
                 if self.on_wait is not None:
-                    self.on_wait(f"the store is unreachable ({str(error.orig).strip()[:120]}); "
+                    self.on_wait(f"the store is unreachable ({_first_line(error)}); "
                                  f"trying again in {pause:g} s, for up to "
                                  f"{self.retry_for_s - waited:.0f} s more")
-                time.sleep(pause)
+                self._pause(pause)
                 waited += pause
                 pause = min(pause * 2, 10.0)
     return retried
+
+
+def _first_line(error: sa.exc.DBAPIError) -> str:
+    """The driver's message, its first line whole (psycopg adds a hint on the next)."""
+    text = str(error.orig).strip()
+    return text.splitlines()[0].strip() if text else type(error.orig).__name__
 
 
 def _server_gone(error: sa.exc.DBAPIError) -> bool:
@@ -204,12 +227,43 @@ def _version_of(connection: sa.Connection) -> int:
                          "a copy, or point --db at another store)") from None
 
 
+def _reads(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A read of a SQLite store whose bytes are damaged where SQLite's own checks do not
+    look (text that is not UTF-8, a JSON document or a timestamp that does not parse)
+    raises StoreError naming the file and the fix, not the decoder's error."""
+    @functools.wraps(method)
+    def read(self: "Store", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except StoreError:
+            raise
+        except Exception as error:  # noqa: BLE001 - only what damage.explain or decoding names
+            told = damage.explain(error)
+            if told is not None:
+                raise StoreError(told) from None
+            if self.engine.dialect.name == "sqlite" and isinstance(
+                    error, (ValueError, UnicodeDecodeError, OverflowError)):
+                where = str(Path(self.engine.url.database or "").resolve())
+                raise StoreError(damage.damaged(where, f"{type(error).__name__} reading it: "
+                                                       f"{str(error)[:160]}")) from None
+            raise
+    return read
+
+
 class Store:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
         self.retry_for_s = RETRY_FOR_S
         self.on_wait: Callable[[str], None] | None = None
+        self.stopping = False  # set on Ctrl-C or SIGTERM: a lost server is not waited for
         self._again = False  # a write is being tried again after a lost connection
+
+    def _pause(self, seconds: float) -> None:
+        """A retry's pause, in steps, so that a stop (a signal handler that does not
+        raise) ends it within 0.1 s."""
+        end = time.monotonic() + seconds
+        while not self.stopping and (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.1))
 
     # -- schema ---------------------------------------------------------------
     def version(self) -> int:
@@ -247,7 +301,7 @@ class Store:
                                  "store)")
             for version in range(current, SCHEMA_VERSION):
                 schema.MIGRATIONS[version](connection)
-            if 0 < current < schema.PACKED_SINCE:  # an older store's ended campaigns
+            if 0 < current < schema.CHECKSUM_SINCE:  # an older store's ended campaigns
                 packed.pack_ended(connection)
             if current != SCHEMA_VERSION:
                 connection.execute(sa.delete(schema.schema_meta).where(
@@ -289,6 +343,7 @@ class Store:
                 raise StoreError(damage.damaged(
                     str(Path(self.engine.url.database).resolve()),
                     " ".join("; ".join(problems).split())))
+            self._verify_blocks()  # inside a blob, where quick_check does not look
             return
         if self.engine.dialect.name != "postgresql":
             return
@@ -368,10 +423,13 @@ class Store:
 
     @_waits_for_the_server
     def finish_campaign(self, campaign_id: int, status: str,
-                        host_checks: dict[str, Any] | None = None) -> None:
-        """Close the campaign; host_checks, when given, replace those stored at its start.
-        Its samples are packed into one block for readers, in the same transaction."""
-        values: dict[str, Any] = {"status": status, "finished_at": _now()}
+                        host_checks: dict[str, Any] | None = None,
+                        end_reason: str | None = None) -> None:
+        """Close the campaign; host_checks, when given, replace those stored at its start;
+        end_reason: why it ended other than by finishing (a signal, an error). Its samples
+        are packed into one block for readers, in the same transaction."""
+        values: dict[str, Any] = {"status": status, "finished_at": _now(),
+                                  "end_reason": end_reason}
         if host_checks is not None:
             values["host_checks"] = host_checks
         with self.engine.begin() as connection:
@@ -432,6 +490,7 @@ class Store:
         return [row.log_path for row in unfinished if row.log_path]
 
     # -- reading --------------------------------------------------------------
+    @_reads
     def campaign(self, selector: str | None = None) -> dict[str, Any]:
         """A campaign by id or name (the latest of that name); the latest without a selector."""
         table = schema.campaign
@@ -448,6 +507,7 @@ class Store:
                              "(fix: 'guestbench run' first, or 'guestbench report --list')")
         return _utc(dict(row))
 
+    @_reads
     def campaigns(self) -> list[dict[str, Any]]:
         table = schema.campaign
         with self.engine.connect() as connection:
@@ -463,6 +523,7 @@ class Store:
         that needs no more (compare: no timestamps, logs or times to read and convert)."""
         return self._rows_of(schema.run, campaign_id, schema.run.c.id, only)
 
+    @_reads
     def run_mark(self, campaign_id: int) -> tuple[int, int | None]:
         """(how many runs the campaign has, the newest one's id): what a digest is made from."""
         run = schema.run
@@ -485,6 +546,7 @@ class Store:
         """Why each cell stopped, in the order the cells stopped."""
         return self._rows_of(schema.cell_stop, campaign_id, schema.cell_stop.c.id)
 
+    @_reads
     def _rows_of(self, table: sa.Table, campaign_id: int, order: sa.Column,
                  only: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         wanted = [column for column in table.columns
@@ -508,10 +570,16 @@ class Store:
                 _convert_column(rows, key, convert)
         return rows
 
+    @_reads
+    def _verify_blocks(self) -> None:
+        with self.engine.connect() as connection:
+            packed.verify_all(connection)
+
     def _fetch(self, query: sa.Select) -> list[tuple[Any, ...]]:
         with self.engine.connect() as connection:
             return packed.fetch(connection, query)
 
+    @_reads
     def samples(self, campaign_id: int, leave_out: Iterable[str] = ()) -> Samples:
         """The campaign's samples as columns, in the order they were stored; without the
         metrics named in leave_out (what a view does not show need not be read). An ended

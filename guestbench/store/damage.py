@@ -6,7 +6,10 @@ from __future__ import annotations
 import errno
 
 # SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xff)
-SQLITE_CORRUPT, SQLITE_FULL = 11, 13
+SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 11, 13, 26
+# What Python's sqlite3 module says of a text column whose bytes are not UTF-8 (it gives
+# the error no SQLite code: the bytes were read fine, the decoding failed)
+UNDECODABLE = "Could not decode to UTF-8"
 
 
 def explain(error: BaseException) -> str | None:
@@ -16,21 +19,32 @@ def explain(error: BaseException) -> str | None:
         return (f"no space left on the disk of {error.filename or 'a file guestbench writes'}"
                 " (fix: free some space, or give --logs and --db on another disk; the runs "
                 "stored before are kept)")
-    if not type(error).__module__.startswith("sqlalchemy"):
+    driver_error = _sqlite_error(error)
+    if driver_error is None:
         return None
-    import sqlalchemy as sa
-    if not isinstance(error, sa.exc.DBAPIError):
-        return None
-    code = getattr(error.orig, "sqlite_errorcode", None)
-    if code is None:
-        return None
+    code = getattr(driver_error, "sqlite_errorcode", None)
     where = opened.get("sqlite", "(the SQLite store)")
-    if code & 0xFF == SQLITE_CORRUPT:  # (not a database at all: store.migrate says so)
-        return damaged(where, str(error.orig))
-    if code & 0xFF == SQLITE_FULL:
-        return (f"the disk of the store {where} is full ({error.orig}) (fix: free some space, "
+    detail = " ".join(str(driver_error).split())[:200]
+    if UNDECODABLE in str(driver_error) or (code is not None and code & 0xFF == SQLITE_CORRUPT):
+        return damaged(where, detail)
+    if code is not None and code & 0xFF == SQLITE_NOTADB:
+        return (f"{where} is not a guestbench store, or its first page is damaged ({detail}) "
+                "(fix: point --db at a guestbench store or a new file; if it was a store, "
+                "restore it from a copy)")
+    if code is not None and code & 0xFF == SQLITE_FULL:
+        return (f"the disk of the store {where} is full ({detail}) (fix: free some space, "
                 "or point --db at a store on another disk; the runs stored before are kept)")
     return None
+
+
+def _sqlite_error(error: BaseException) -> BaseException | None:
+    """The sqlite3 module's error behind error (SQLAlchemy wraps it; a raw cursor's is
+    itself), or None."""
+    if type(error).__module__.startswith("sqlalchemy"):
+        error = getattr(error, "orig", None)
+    if error is None or type(error).__module__ != "sqlite3":
+        return None
+    return error
 
 
 def damaged(where: str, detail: str) -> str:

@@ -23,8 +23,12 @@ import sqlalchemy as sa
 #   8  campaign_digest: a campaign's summary as report draws it (analysis/digest.py), kept so
 #      that report answers at once; it names the runs it was made from, and a campaign whose
 #      runs changed since is summarised again.
+#   9  sample_block.checksum: a CRC-32 of the block's kinds and columns, checked before a
+#      block is used (store/packed.py); the ended campaigns are packed again when a store
+#      is migrated to it.
 from guestbench.schema_version import SCHEMA_VERSION  # noqa: E402 - after its history
 PACKED_SINCE = 4  # the version that added sample_block
+CHECKSUM_SINCE = 9  # the version that added its checksum: older blocks are packed again
 
 metadata = sa.MetaData()
 
@@ -160,17 +164,27 @@ cell_stop = sa.Table(
 )
 
 
-sample_block = sa.Table(
-    "sample_block", metadata,
-    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaign.id"), primary_key=True,
-              autoincrement=False),
-    sa.Column("layout", sa.Integer, nullable=False),  # packed.LAYOUT when written
-    sa.Column("size", sa.Integer, nullable=False),  # samples in the block
-    sa.Column("kinds", sa.JSON, nullable=False),  # [[metric, unit], ...]: what a code means
-    sa.Column("run_id", sa.LargeBinary, nullable=False),  # little-endian int64 per sample
-    sa.Column("kind", sa.LargeBinary, nullable=False),  # little-endian int32 per sample
-    sa.Column("value", sa.LargeBinary, nullable=False),  # little-endian float64 per sample
-)
+def _sample_block_columns(version: int) -> list[sa.Column]:
+    columns = [
+        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaign.id"), primary_key=True,
+                  autoincrement=False),
+        sa.Column("layout", sa.Integer, nullable=False),  # packed.LAYOUT when written
+        sa.Column("size", sa.Integer, nullable=False),  # samples in the block
+        sa.Column("kinds", sa.JSON, nullable=False),  # [[metric, unit], ...]: what a code means
+        sa.Column("run_id", sa.LargeBinary, nullable=False),  # little-endian int64 per sample
+        sa.Column("kind", sa.LargeBinary, nullable=False),  # little-endian int32 per sample
+        sa.Column("value", sa.LargeBinary, nullable=False),  # little-endian float64 per sample
+    ]
+    if version >= CHECKSUM_SINCE:
+        columns.append(_checksum_column())
+    return columns
+
+
+def _checksum_column() -> sa.Column:
+    return sa.Column("checksum", sa.BigInteger)  # CRC-32 (packed.checksum); None before 9
+
+
+sample_block = sa.Table("sample_block", metadata, *_sample_block_columns(SCHEMA_VERSION))
 
 
 campaign_digest = sa.Table(
@@ -248,7 +262,10 @@ def _add_pool(connection: sa.Connection) -> None:
 
 
 def _add_sample_block(connection: sa.Connection) -> None:
-    sample_block.create(connection)  # the campaigns that had ended: Store.migrate packs them
+    # its version-4 shape; the campaigns that had ended: Store.migrate packs them
+    version_4 = sa.MetaData()
+    campaign.to_metadata(version_4)  # what its foreign key names (not created here)
+    sa.Table("sample_block", version_4, *_sample_block_columns(PACKED_SINCE)).create(connection)
 
 
 def _add_end_reason(connection: sa.Connection) -> None:
@@ -259,6 +276,12 @@ def _add_end_reason(connection: sa.Connection) -> None:
 
 def _add_campaign_digest(connection: sa.Connection) -> None:
     campaign_digest.create(connection)
+
+
+def _add_block_checksum(connection: sa.Connection) -> None:
+    column = _checksum_column()  # the blocks themselves: Store.migrate packs them again
+    column_type = column.type.compile(dialect=connection.dialect)
+    connection.execute(sa.text(f"ALTER TABLE sample_block ADD COLUMN {column.name} {column_type}"))
 
 
 # MIGRATIONS[n] takes a store at version n to n+1; version 0 is an empty database.
@@ -272,4 +295,5 @@ MIGRATIONS = {
     5: _add_pool,
     6: _add_end_reason,
     7: _add_campaign_digest,
+    8: _add_block_checksum,
 }

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -43,13 +45,13 @@ def raw_rows(url: str, sql: str) -> list[tuple]:
         engine.dispose()
 
 
-def test_open_creates_schema_version_8(store_url: str, tmp_path: Path) -> None:
+def test_open_creates_schema_version_9(store_url: str, tmp_path: Path) -> None:
     on_sqlite = store_url.startswith("sqlite")
     assert not (tmp_path / "results.sqlite").exists()
     store = gb_store.open(store_url)
     assert (tmp_path / "results.sqlite").is_file() == on_sqlite
-    assert SCHEMA_VERSION == 8
-    assert store.version() == 8
+    assert SCHEMA_VERSION == 9
+    assert store.version() == 9
     tables = set(sa.inspect(store.engine).get_table_names())
     assert {"schema_meta", "host", "campaign", "environment", "run", "sample",
             "cell_stop", "sample_block", "pool_host", "campaign_group", "campaign_digest"} <= tables
@@ -57,7 +59,9 @@ def test_open_creates_schema_version_8(store_url: str, tmp_path: Path) -> None:
     assert {"host_checks", "owner", "group_id", "pool_host", "end_reason"} <= columns
     columns = {column["name"] for column in sa.inspect(store.engine).get_columns("environment")}
     assert "facts" in columns
-    assert raw_rows(store_url, "select key, value from schema_meta") == [("schema_version", "8")]
+    columns = {column["name"] for column in sa.inspect(store.engine).get_columns("sample_block")}
+    assert "checksum" in columns
+    assert raw_rows(store_url, "select key, value from schema_meta") == [("schema_version", "9")]
     assert store.campaigns() == []
 
 
@@ -437,6 +441,99 @@ def test_an_ended_campaign_is_read_from_its_block_exactly_as_from_its_rows(
     assert [sample["metric"] for sample in left] == ["time_per_op", "tsc_per_op"] * 3
 
 
+def _ended_campaign(store: gb_store.Store) -> int:
+    campaign_id = new_campaign(store)
+    env = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
+    for repetition in range(2):
+        store.add_run(campaign_id, a_run(env, repetition))
+    store.finish_campaign(campaign_id, "finished")
+    return campaign_id
+
+
+def _alter_block(store: gb_store.Store, campaign_id: int, **values) -> None:
+    with store.engine.begin() as connection:
+        connection.execute(sa.update(schema.sample_block).where(
+            schema.sample_block.c.campaign_id == campaign_id).values(**values))
+
+
+@pytest.mark.parametrize("damage", ["a value", "a code", "a run id", "checksum kept"])
+def test_a_damaged_block_is_said_to_be_damage_with_the_file_and_the_fix(store, damage) -> None:
+    """The checks a block passes before it is used: a flipped byte fails the checksum; a
+    code out of range or a run id of another campaign fail on their own, even under a
+    checksum that matches them (a block written wrong, not damaged after)."""
+    campaign_id = _ended_campaign(store)
+    other = _ended_campaign(store)
+    with store.engine.connect() as connection:
+        row = connection.execute(sa.select(schema.sample_block).where(
+            schema.sample_block.c.campaign_id == campaign_id)).one()
+    run_id, kind, value = bytearray(row.run_id), bytearray(row.kind), bytearray(row.value)
+    if damage == "a value":
+        value[3] ^= 0x40
+        _alter_block(store, campaign_id, value=bytes(value))
+        expected = "checksum"
+    else:
+        if damage == "a code" or damage == "checksum kept":
+            kind[0:4] = (7).to_bytes(4, "little")
+            expected = "codes 0 to 7 for 2 kinds"
+        if damage == "a run id":
+            run_id[0:8] = store.runs(other)[0]["id"].to_bytes(8, "little")
+            expected = "run ids that are not the campaign's"
+        _alter_block(store, campaign_id, run_id=bytes(run_id), kind=bytes(kind),
+                     checksum=packed.checksum(row.kinds, bytes(run_id), bytes(kind), bytes(value)))
+    with pytest.raises(StoreError, match=f"packed samples of campaign {campaign_id}: .*{expected}"):
+        store.samples(campaign_id)
+    assert len(store.samples(other)) == 4  # the other campaign's block is whole
+
+
+def test_run_checks_every_block_before_it_writes(tmp_path: Path) -> None:
+    path = tmp_path / "blocks.sqlite"
+    store = gb_store.open(f"sqlite:///{path}")
+    campaign_id = _ended_campaign(store)
+    store.require("run")  # whole: nothing to say
+    _alter_block(store, campaign_id, checksum=1)
+    with pytest.raises(StoreError, match=rf"the store {path} is damaged .*packed samples of "
+                                         rf"campaign {campaign_id}.*fix: restore it"):
+        store.require("run")
+    store.engine.dispose()
+
+
+def test_text_that_is_not_utf8_is_damage_not_a_decoding_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "text.sqlite"
+    store = gb_store.open(f"sqlite:///{path}")
+    campaign_id = _ended_campaign(store)
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("update campaign set status = cast(x'ff00fe' as text)")
+    for read in (store.campaigns, lambda: store.campaign(str(campaign_id))):
+        with pytest.raises(StoreError, match=rf"the store {path} is damaged \(Could not decode"):
+            read()
+    store.engine.dispose()
+
+
+def test_a_version_8_store_has_its_blocks_packed_again_with_their_checksum(
+        store_url: str) -> None:
+    version_2_store(store_url)
+    engine = sa.create_engine(store_url)
+    with engine.begin() as connection:
+        for version in range(3, 9):
+            migrate_to(connection, version)
+        # campaign 1's block as schema 8 wrote it: layout 1, no checksum
+        connection.execute(sa.text(
+            "insert into sample_block (campaign_id, layout, size, kinds, run_id, kind, value) "
+            "values (1, 1, 2, :kinds, :run_id, :kind, :value)"), {
+                "kinds": '[["time_per_op", "ns"]]',
+                "run_id": (1).to_bytes(8, "little") * 2, "kind": bytes(8),
+                "value": b"".join(__import__("struct").pack("<d", v) for v in (61.0, 62.0))})
+    engine.dispose()
+    store = gb_store.open(store_url)
+    assert store.version() == SCHEMA_VERSION
+    with store.engine.connect() as connection:
+        layout, checksum = connection.execute(sa.text(
+            "select layout, checksum from sample_block where campaign_id = 1")).one()
+    assert layout == packed.LAYOUT and checksum is not None
+    assert [sample["value"] for sample in store.samples(1)] == [61.0, 62.0]
+    store.engine.dispose()
+
+
 def test_a_block_that_a_later_write_outdated_is_not_read(store: gb_store.Store) -> None:
     campaign_id = new_campaign(store)
     env = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
@@ -530,9 +627,6 @@ def test_version_4_store_migrates_to_5_with_no_owner_for_old_campaigns(store_url
 
 def test_a_run_written_while_postgresql_restarts_is_stored_once_it_is_back(
         postgres_server, postgres_url) -> None:
-    import threading
-    import time
-
     store = gb_store.open(postgres_url)
     campaign_id = new_campaign(store)
     env = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
@@ -564,4 +658,30 @@ def test_a_write_gives_up_when_the_server_stays_away(postgres_server, postgres_u
             store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
     finally:
         postgres_server.start()
+    store.engine.dispose()
+
+
+def test_a_write_after_a_stop_signal_does_not_wait_for_a_lost_server(postgres_server,
+                                                                    postgres_url) -> None:
+    """A signal wins over retries: once stopping is set, a lost server is Unreachable at
+    once, and a pause already under way ends within its 0.1 s step."""
+    store = gb_store.open(postgres_url)
+    campaign_id = new_campaign(store)
+    waits: list[str] = []
+    store.on_wait = waits.append
+    postgres_server.stop()
+    try:
+        threading.Timer(1.0, setattr, (store, "stopping", True)).start()
+        began = time.monotonic()
+        with pytest.raises(gb_store.Unreachable):
+            store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
+        assert time.monotonic() - began < 3.0  # not the 600 s of RETRY_FOR_S
+        began = time.monotonic()
+        with pytest.raises(gb_store.Unreachable):
+            store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
+        assert time.monotonic() - began < 2.0
+    finally:
+        postgres_server.start()
+    # each retry message names the driver's error whole: its first line, nothing cut
+    assert waits and all(message.count("(") == message.count(")") for message in waits)
     store.engine.dispose()

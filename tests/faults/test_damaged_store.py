@@ -1,0 +1,144 @@
+"""A store damaged where SQLite's own checks do not look, replayed as the fault run of
+2026-11-25 found it: random bytes at the middle of the file (report --list exited 1
+with `Could not decode to UTF-8 column 'status'`, 8 tries of 8), random bytes inside a
+packed sample block (quick_check said ok, run wrote into the file, report --format csv
+ended in an IndexError), and a zero-byte file (taken silently for a new store). Every
+command now exits 0 or 2 with the file and the fix, never a traceback, and run never
+writes into a store it found damaged."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from guestbench import store as gb_store
+from guestbench.store import RunRecord
+
+GUESTBENCH = [sys.executable, "-m", "guestbench"]
+# every command that reads a store, as a user would type it (ids 1 and 2 exist)
+READERS = [["report", "--list"], ["report"], ["report", "1"], ["report", "2", "--format", "csv"],
+           ["report", "2", "--format", "json"], ["report", "2", "--format", "markdown"],
+           ["report", "2", "--format", "html", "--output", "out.html"], ["history"],
+           ["compare", "1", "2"]]
+RUN = ["run", "--env", "native", "--workload", "getpid", "--repeat", "1", "--quiet"]
+
+
+def _guestbench(args: list[str], path: Path, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*GUESTBENCH, *args, "--db", f"sqlite:///{path}"], cwd=cwd,
+                          capture_output=True, text=True, timeout=180)
+
+
+def _synthetic_campaign(opened: gb_store.Store, name: str, samples: int, base: float) -> int:
+    """A campaign of two environments and `samples` samples each, ended (so packed); its
+    values from base up, so that no two campaigns' blocks hold the same bytes."""
+    now = dt.datetime.now(dt.timezone.utc)
+    campaign = opened.create_campaign(name, {"campaign": {"repeat": 1}}, {"cpu": "test"},
+                                      "fingerprint", "native", "logs", "test")
+    for position, env in enumerate(("native", "namespace")):
+        env_id = opened.add_environment(campaign, env, env, {}, True, "yes", position)
+        for repetition in range(2):
+            opened.add_run(campaign, RunRecord(
+                env_id, "getpid", "getpid", {}, repetition, "ok", "", now, 1.0, None,
+                tuple(("getpid", "ns", base + position * 10 + i % 7 + i / 1e4)
+                      for i in range(samples))))
+    opened.finish_campaign(campaign, "finished")
+    return campaign
+
+
+@pytest.fixture(scope="module")
+def store_of_two(tmp_path_factory) -> Path:
+    """Two campaigns of 2 x 2 x 400 samples: each packed block holds 1,600 samples."""
+    path = tmp_path_factory.mktemp("stores") / "two.sqlite"
+    opened = gb_store.open(f"sqlite:///{path}")
+    _synthetic_campaign(opened, "first", 400, 50.0)
+    _synthetic_campaign(opened, "second", 400, 70.0)
+    opened.engine.dispose()
+    return path
+
+
+def _assert_clean(done: subprocess.CompletedProcess, args: list[str], path: Path) -> None:
+    assert "Traceback" not in done.stderr, (args, done.stderr[-2000:])
+    assert done.returncode in (0, 2), (args, done.returncode, done.stderr[-2000:])
+    if done.returncode == 2:
+        assert str(path) in done.stderr and "fix:" in done.stderr, (args, done.stderr)
+
+
+def test_random_bytes_at_the_middle_of_a_store_never_give_a_traceback(store_of_two, tmp_path):
+    """4 KiB of random bytes at the middle, eight seeds; every reader, then run."""
+    told = 0
+    for seed in range(8):
+        path = tmp_path / f"middle{seed}.sqlite"
+        shutil.copy(store_of_two, path)
+        data = bytearray(path.read_bytes())
+        middle = len(data) // 2
+        data[middle:middle + 4096] = random.Random(seed).randbytes(4096)
+        path.write_bytes(bytes(data))
+        for args in READERS:
+            done = _guestbench(args, path, tmp_path)
+            _assert_clean(done, args, path)
+            told += done.returncode == 2
+        before = hashlib.sha256(path.read_bytes()).hexdigest()
+        done = _guestbench(RUN, path, tmp_path)
+        _assert_clean(done, RUN, path)
+        if done.returncode == 2:  # it found damage: it wrote nothing
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+        told += done.returncode == 2
+    # the damage was seen (run's check of the file finds it; a reader that does not read the
+    # damaged pages answers), not only survived
+    assert told >= 8
+
+
+def _block_window(path: Path, campaign_id: int, size: int) -> int:
+    """Where `size` bytes of campaign_id's packed values lie together in the file: inside
+    the blob, clear of the page pointers between its pages."""
+    with sqlite3.connect(path) as connection:
+        value, = connection.execute("SELECT value FROM sample_block WHERE campaign_id = ?",
+                                    (campaign_id,)).fetchone()
+    data = path.read_bytes()
+    for start in range(0, len(value) - size, 256):
+        offset = data.find(value[start:start + size])
+        if offset > 0:
+            return offset
+    raise AssertionError("no window of the block lies together in the file")
+
+
+def test_random_bytes_inside_a_packed_block_are_damage_for_every_command(store_of_two,
+                                                                         tmp_path):
+    path = tmp_path / "block.sqlite"
+    shutil.copy(store_of_two, path)
+    offset = _block_window(path, 2, 2048)
+    data = bytearray(path.read_bytes())
+    data[offset:offset + 2048] = random.Random(7).randbytes(2048)
+    path.write_bytes(bytes(data))
+    with sqlite3.connect(path) as connection:  # SQLite itself finds nothing wrong
+        assert connection.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    done = _guestbench(RUN, path, tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"the store {path} is damaged" in done.stderr
+    assert "packed samples of campaign 2" in done.stderr
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # nothing written
+    for args in (["report", "2", "--format", "csv"], ["report", "2"], ["compare", "1", "2"]):
+        done = _guestbench(args, path, tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert "packed samples of campaign 2" in done.stderr and "fix:" in done.stderr
+    done = _guestbench(["report", "1", "--format", "csv"], path, tmp_path)
+    assert done.returncode == 0, done.stderr  # the campaign that is whole still reads
+
+
+def test_a_zero_byte_file_is_not_taken_for_a_new_store(tmp_path):
+    path = tmp_path / "empty.sqlite"
+    path.write_bytes(b"")
+    for args in [RUN, ["report"], ["report", "--list"], ["history"]]:
+        done = _guestbench(args, path, tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert "is an empty file (0 bytes), not a store" in done.stderr
+        assert path.stat().st_size == 0
