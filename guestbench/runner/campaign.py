@@ -3,6 +3,8 @@ round by round, each run in a fresh guest, and stores every run as it ends."""
 
 from __future__ import annotations
 
+import contextlib
+
 import datetime as dt
 import itertools
 import shutil
@@ -30,6 +32,7 @@ from guestbench.runner.outcomes import (
     Outcome, Seen, Status, agent_span_s, broken, derived, keep_outputs, part_outcome,
     read_to_the_end, watch, watch_own_program)
 from guestbench.runner.schedule import Cell, Column, StopReason, refusal, restore
+from guestbench import store as store_module
 from guestbench.store import RunRecord, Store
 from guestbench.workloads.base import InputError, InputMissing, Workload
 
@@ -37,10 +40,11 @@ from guestbench.workloads.base import InputError, InputMissing, Workload
 class Interrupted(Exception):
     """The campaign was stopped (Ctrl-C, SIGTERM); finished runs are stored."""
 
-    def __init__(self, campaign_id: int, signal_name: str) -> None:
+    def __init__(self, campaign_id: int, signal_name: str, unreachable: str = "") -> None:
         super().__init__(f"campaign {campaign_id} interrupted by {signal_name}")
         self.campaign_id = campaign_id
         self.signal_name = signal_name
+        self.unreachable = unreachable  # the store's lost server, if the teardown met it
 
 
 class Progress:
@@ -125,14 +129,21 @@ class Runner:
         except KeyboardInterrupt as stop:
             self._remove_inputs()
             proc.kill_all()
-            for cell in self._open_cells():
-                self._close(cell, StopReason.INTERRUPTED)
-            self._finish(Status.INTERRUPTED)
-            raise Interrupted(self.campaign_id, str(stop) or "SIGINT") from None
-        except BaseException:
+            unreachable = ""
+            try:  # what can be stored is; a lost server is not waited for (store.stopping)
+                for cell in self._open_cells():
+                    self._close(cell, StopReason.INTERRUPTED)
+                self._finish(Status.INTERRUPTED,
+                             f"stopped by {str(stop) or 'SIGINT'} at "
+                             f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC")
+            except store_module.Unreachable as error:
+                unreachable = str(error)
+            raise Interrupted(self.campaign_id, str(stop) or "SIGINT", unreachable) from None
+        except BaseException as error:
             proc.kill_all()  # a bug must not leave guests running or the campaign 'running'
             self._remove_inputs()
-            self.store.finish_campaign(self.campaign_id, "failed")
+            self.store.finish_campaign(self.campaign_id, "failed", end_reason=(
+                f"guestbench met an error: {type(error).__name__}: {str(error)[:300]}"))
             raise
         self._remove_inputs()
         self._finish("finished")
@@ -161,11 +172,11 @@ class Runner:
             if not column.availability.available:
                 self.progress.unavailable(column.spec.name, column.availability.reason)
 
-    def _finish(self, status: str) -> None:
+    def _finish(self, status: str, end_reason: str | None = None) -> None:
         """Close the campaign with the host checks of its end; warnings never fail it."""
         after = self.snapshot_host(self.host)
         self.store.finish_campaign(self.campaign_id, status,
-                                   host_checks.noise_checks(self.host_before, after))
+                                   host_checks.noise_checks(self.host_before, after), end_reason)
         for message in host_checks.warnings_at_end(self.host_before, after):
             self.progress.host_warning(message)
 
@@ -270,9 +281,10 @@ class Runner:
         except KeyboardInterrupt as stop:
             outcome = Outcome(Status.INTERRUPTED,
                               f"campaign stopped by {str(stop) or 'SIGINT'} during this run")
-            for cell in group:
-                cell.add(outcome, self._store(cell, cell.runs, outcome, started_at, began,
-                                              str(logdir), len(group)))
+            with contextlib.suppress(store_module.Unreachable):  # the teardown says so
+                for cell in group:
+                    cell.add(outcome, self._store(cell, cell.runs, outcome, started_at, began,
+                                                  str(logdir), len(group)))
             raise
         log_path = str(logdir) if logdir.exists() else None
         for cell, part in zip(group, parts):
@@ -331,7 +343,9 @@ class Runner:
         except KeyboardInterrupt as stop:
             outcome = Outcome(Status.INTERRUPTED,
                               f"campaign stopped by {str(stop) or 'SIGINT'} during this run")
-            cell.add(outcome, self._store(cell, repetition, outcome, started_at, began, log_path))
+            with contextlib.suppress(store_module.Unreachable):  # the teardown says so
+                cell.add(outcome, self._store(cell, repetition, outcome, started_at, began,
+                                              log_path))
             raise
         if not logdir.exists():
             log_path = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import shlex
 import signal
 import textwrap
 from collections.abc import Callable
@@ -53,13 +54,19 @@ def run(the_plan, facts, db: str, logs_dir: Path | None, say: Say, quiet: bool =
                 f"{left['reason']}; now marked interrupted (fix: 'guestbench run "
                 f"--resume {left['id']}' completes it)")
     results.on_wait = lambda message: say(f"guestbench: {message}")
-    with _signals_interrupt(say):
+    with _signals_interrupt(say, results):
         try:
             with progress_bar.shown(quiet, say) as progress:
                 runner = Runner(the_plan, results, facts, logs_root, agent_path, progress,
                                 pool=pool)
                 campaign_id = runner.resume(resumed) if resumed else runner.run()
         except Interrupted as stop:
+            if stop.unreachable:
+                resume = f"guestbench run --resume {stop.campaign_id} --db {shlex.quote(db)}"
+                raise Stopped(f"guestbench: {stop}; the store was unreachable ({stop.unreachable})"
+                              f", so the campaign stays 'running' until the next run on it "
+                              f"marks it interrupted (fix: once the server is back, '{resume}')",
+                              stop.signal_name) from None
             raise Stopped(f"guestbench: {stop}; finished runs are stored in {db} "
                           f"(see 'guestbench report {stop.campaign_id}')",
                           stop.signal_name) from None
@@ -120,8 +127,9 @@ class _signals_interrupt:
     runner ends its guests and marks the campaign interrupted, is noted and does not cut
     that short (a campaign left 'running' with its guests alive would be the result)."""
 
-    def __init__(self, say: Say) -> None:
+    def __init__(self, say: Say, results) -> None:
         self.say = say
+        self.results = results  # its writes stop waiting for a lost server
 
     def __enter__(self) -> None:
         self.previous = {number: signal.signal(number, self._first)
@@ -134,6 +142,7 @@ class _signals_interrupt:
     def _first(self, signum, frame) -> None:
         for number in self.previous:
             signal.signal(number, self._again)
+        self.results.stopping = True
         proc.interrupt(KeyboardInterrupt(signal.Signals(signum).name))
 
     def _again(self, signum, frame) -> None:

@@ -258,6 +258,7 @@ def test_sigterm_interrupt_is_named(build_plan, run_plan, store) -> None:
     (run,) = store.runs(stop.campaign_id)
     assert run["status"] == Status.INTERRUPTED
     assert "SIGTERM" in run["reason"]
+    assert store.campaign(str(stop.campaign_id))["end_reason"].startswith("stopped by SIGTERM at ")
 
 
 def test_plain_ctrl_c_reason_names_sigint(build_plan, run_plan, store) -> None:
