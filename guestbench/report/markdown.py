@@ -13,7 +13,11 @@ from guestbench.report.model import Table
 
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text as Markdown shows it literally: a table's pipe escaped, and HTML's three
+    characters as entities, so that a reason quoting a program's output (`<script>` in a
+    VMM's stderr) is shown, never run, where the Markdown becomes HTML."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " "))
 
 
 def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[str, ...] = (),

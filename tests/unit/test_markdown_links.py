@@ -31,3 +31,16 @@ def test_values_link_to_the_cells_log_folders(store, tmp_path: Path) -> None:
     assert "| getpid | time per op (ns) | [" in text
     # links are asked for: a table pasted into a write-up has none by default
     assert "](" not in markdown.render(report, tmp_path)
+
+
+def test_program_output_quoted_in_a_footnote_is_shown_not_run() -> None:
+    """A reason that quotes a VMM's stderr went into the Markdown as raw HTML (fault run of
+    2026-11-25); it is now entities, and a pipe cannot split a table's row."""
+    from guestbench.report.model import Table
+    table = Table("Boot", ["environment", "workload", "ms"], [],
+                  footnotes=["1: qemu said <script>alert(4)</script> & left"])
+    table.add(["qemu <b>", "boot | x", "12"])
+    text = markdown.render_tables([table])
+    assert "<script>" not in text and "<b>" not in text
+    assert "&lt;script&gt;alert(4)&lt;/script&gt; &amp; left" in text
+    assert "| qemu &lt;b&gt; | boot \\| x | 12 |" in text
