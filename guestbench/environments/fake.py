@@ -16,7 +16,10 @@ from guestbench.environments.base import (
 from guestbench.host import Host
 from guestbench.protocol import ProtocolError, Record, RecordStream, encode
 
-Behaviour = Literal["ok", "hang", "garbled", "truncated", "error", "crash", "infra", "unavailable"]
+# hang_midway: a guest shared by several workloads reports the first ones whole, then hangs
+# in its last one until its deadline
+Behaviour = Literal["ok", "hang", "hang_midway", "garbled", "truncated", "error", "crash",
+                    "infra", "unavailable"]
 
 
 class FakeSpec(EnvironmentSpec):
@@ -83,6 +86,8 @@ class FakeGuest(Guest):
             lines[3] = lines[3].replace(b"time_per_op", b"time_per_oq")
         if self.spec.behaviour in ("truncated", "crash"):
             lines = lines[:-1]
+        if self.spec.behaviour == "hang_midway":  # up to the last workload's start record
+            lines = lines[:len(lines) - 3]
         return iter(lines)
 
     def records(self) -> Iterator[Record]:
@@ -94,6 +99,10 @@ class FakeGuest(Guest):
         lines = list(self._lines())
         self.log.write_bytes(b"\n".join(lines) + b"\n")
         yield from stream.feed((proc.now_ns(), line) for line in lines)
+        if self.spec.behaviour == "hang_midway":
+            while proc.now_ns() < self.deadline_ns:
+                time.sleep(0.01)
+            raise proc.DeadlineExceeded("fake guest hung")
         stream.finish()
 
     def stop(self) -> StopInfo:

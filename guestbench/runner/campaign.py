@@ -29,8 +29,8 @@ from guestbench.protocol import ProtocolError
 from guestbench.runner.caches import drop_host_caches
 from guestbench.runner import host_parts
 from guestbench.runner.outcomes import (
-    Outcome, Seen, Status, agent_span_s, broken, derived, keep_outputs, part_outcome,
-    read_to_the_end, watch, watch_own_program)
+    Outcome, Seen, Status, agent_span_s, broken, derived, ended_midway, keep_outputs,
+    part_outcome, read_to_the_end, watch, watch_own_program)
 from guestbench.runner.schedule import Cell, Column, StopReason, refusal, restore
 from guestbench import store as store_module
 from guestbench.store import RunRecord, Store
@@ -299,7 +299,8 @@ class Runner:
         args = job_arguments(parts, repetition)
         job = Job("+".join(names), self.agent_path, run_in(column, args), JobNeeds())
         # the run timeout holds for each workload: the shared guest gets it once per workload
-        timeout_s = self.plan.campaign.timeout_s * len(parts)
+        each_s = self.plan.campaign.timeout_s
+        timeout_s = each_s * len(parts)
         try:
             guest = column.environment.start(job, logdir, proc.now_ns() + int(timeout_s * 1e9))
         except GuestStartError as error:
@@ -307,12 +308,14 @@ class Runner:
         seen = Seen()
         with guest:
             try:
-                ended = read_to_the_end(guest, timeout_s, seen.add)
+                ended = read_to_the_end(guest, timeout_s, seen.add, timeout_said=(
+                    f"the {timeout_s:g} s timeout of a guest shared by {len(parts)} workloads "
+                    f"(the run timeout, {each_s:g} s, for each)"))
             except ProtocolError as error:
                 ended = broken(guest, seen, error)
             stop = guest.stop()
         if ended is not None:
-            return {name: Outcome(ended.status, ended.reason) for name in names}
+            return ended_midway(ended, seen, names, guest)
         outcomes = {name: part_outcome(seen, name, stop.exit_code, guest) for name in names}
         span = agent_span_s(seen)
         for outcome in outcomes.values():

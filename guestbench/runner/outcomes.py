@@ -191,9 +191,11 @@ def watch_own_program(guest: Guest, timeout_s: float) -> Outcome:
     return ended or Outcome(Status.OK)
 
 
-def read_to_the_end(guest: Guest, timeout_s: float, take) -> Outcome | None:
+def read_to_the_end(guest: Guest, timeout_s: float, take,
+                    timeout_said: str | None = None) -> Outcome | None:
     """Every record of the guest given to take(); the outcome of a guest killed on its
-    deadline or crashed (stopped already), else None. ProtocolError passes through."""
+    deadline or crashed (stopped already), else None. ProtocolError passes through.
+    timeout_said: what the deadline was, for the reason (default: the run timeout)."""
     try:
         for record in guest.records():
             take(record)
@@ -201,12 +203,36 @@ def read_to_the_end(guest: Guest, timeout_s: float, take) -> Outcome | None:
         guest.stop()
         if type(error) is not proc.DeadlineExceeded:  # a boot timeout, an exit that never came
             return Outcome(Status.TIMEOUT, f"killed: {error}")
-        return Outcome(Status.TIMEOUT, _with(f"killed after the {timeout_s:g} s run timeout",
-                                             guest.diagnostics()))
+        said = timeout_said or f"the {timeout_s:g} s run timeout"
+        return Outcome(Status.TIMEOUT, _with(f"killed after {said}", guest.diagnostics()))
     except GuestCrashed as error:
         guest.stop()
         return Outcome(Status.CRASHED, str(error))
     return None
+
+
+def started_workloads(seen: Seen) -> list[str]:
+    """The agent workloads whose start record came, in the order they started."""
+    return [record.body["workload"] for record in seen.all if record.type == "workload"]
+
+
+def ended_midway(ended: Outcome, seen: Seen, names: list[str], guest: Guest
+                 ) -> dict[str, Outcome]:
+    """The outcomes of a shared guest that was killed or crashed: a workload that had
+    finished (a later one started after it) keeps its own outcome and samples; the one
+    running then gets the guest's end; one that never started says so."""
+    started = started_workloads(seen)
+    outcomes = {}
+    for name in names:
+        if name in started[:-1]:
+            outcomes[name] = part_outcome(seen, name, None, guest)
+        elif started and name == started[-1]:
+            outcomes[name] = Outcome(ended.status, ended.reason)
+        else:
+            running = f" (during {started[-1]})" if started else ""
+            outcomes[name] = Outcome(ended.status, f"did not start: the guest it shared "
+                                                   f"ended first{running}: {ended.reason}")
+    return outcomes
 
 
 def part_outcome(seen: "Seen", name: str, exit_code: int | None, guest: Guest) -> Outcome:

@@ -97,3 +97,23 @@ def test_a_plan_can_ask_for_one_environment_per_run(build_plan, run_plan):
     run_plan(plan, create=create)
     assert made[0].started == 4
 
+
+
+def test_a_workload_that_times_out_in_a_shared_guest_keeps_the_others_samples(
+        build_plan, run_plan, store):
+    """The fault run of 2026-11-25: the finished workloads of the round were stored as
+    `timeout` with no samples, and the reason named 20 s where the run timeout was 10."""
+    plan = build_plan([{"name": "vm", "kind": "fake", "full_system": True,
+                        "behaviour": "hang_midway"}],
+                      [{"name": "getpid"}, {"name": "sched_yield"}, {"name": "fork_exit"}],
+                      repeat=1, timeout_s=0.2)
+    campaign_id = run_plan(plan)
+    runs = {run["label"]: run for run in store.runs(campaign_id)}
+    order = [run["label"] for run in sorted(runs.values(), key=lambda run: run["id"])]
+    statuses = [runs[label]["status"] for label in order]
+    assert sorted(statuses) == [Status.OK, Status.OK, Status.TIMEOUT]
+    hung = next(run for run in runs.values() if run["status"] == Status.TIMEOUT)
+    assert "killed after the 0.6 s timeout of a guest shared by 3 workloads (the run " \
+           "timeout, 0.2 s, for each)" in hung["reason"]
+    kept = {sample["run_id"] for sample in store.samples(campaign_id)}
+    assert kept == {run["id"] for run in runs.values() if run["status"] == Status.OK}
