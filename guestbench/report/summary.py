@@ -228,19 +228,28 @@ def legend(used: dict[str, None]) -> list[str]:
 
 
 def _not_run_lines(report: CampaignResults, shown: list[str]) -> list[str]:
-    """Environments that gave no value at all, in one line, each with its reason."""
+    """Environments that gave no value at all, in one line, each with its reason; those
+    whose runs were all fine but measure nothing the table shows (hang) apart."""
     missing = [env for env in report.results.environments if env not in shown]
-    if not missing:
-        return []
-    parts = []
+    names = {env["id"]: env["name"] for env in report.environments}
+    ran_ok = {names.get(run.get("environment_id")) for run in report.runs
+              if run.get("status") == "ok"}
+    parts, quiet = [], []
     for env in missing:
         reasons = dict.fromkeys((status, " ".join(reason.split())) for row in
                                 report.results.cells.values() for status, reason in
                                 row[env].problems)
+        if not reasons and env in ran_ok:
+            quiet.append(env)
+            continue
         said = "; ".join(f"{STATUS_MARKS.get(status, '')} {status}: {reason}".strip()
                          for status, reason in list(reasons)[:2]) or "no run"
         parts.append(f"{env} ({said})")
-    return ["Could not run here: " + ", ".join(parts) + "."]
+    lines = ["Could not run here: " + ", ".join(parts) + "."] if parts else []
+    if quiet:
+        lines.append("Ran, with no value to show: " + ", ".join(quiet) +
+                     " (their workloads measure nothing here, as hang).")
+    return lines
 
 
 def _geomean_text(report: CampaignResults, env: str, layout: Layout) -> str:

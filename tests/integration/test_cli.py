@@ -81,3 +81,16 @@ def test_sigterm_keeps_finished_runs_and_leaves_nothing_running(tmp_path, availa
     assert campaign_status == "interrupted" and samples >= 2
     time.sleep(0.2)
     assert not set(agent_processes(agent_path)) - before
+
+
+def test_a_workload_that_measures_nothing_is_not_said_to_have_failed(tmp_path, available):
+    """hang gives no value: the summary said 'Could not run here: native (no run)' of an
+    environment whose runs were all ok."""
+    available("native")
+    (tmp_path / "plan.toml").write_text('[campaign]\nrepeat = 1\n\n[[environment]]\n'
+                                        'preset = "native"\n\n[[workload]]\nname = "hang"\n'
+                                        'seconds = 0.1\n')
+    run = guestbench("run", "plan.toml", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    assert "Ran, with no value to show: native" in text and "Could not run here" not in text
