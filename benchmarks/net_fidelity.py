@@ -2,12 +2,27 @@
 """Side by side, in one run, natively over loopback: guestbench's net_rr against
 `sockperf ping-pong --tcp`, and net_stream against iperf3, both directions.
 
+A pair is one `guestbench run` of both workloads and one run of each reference tool, for
+the same length of time; pairs alternate which side goes first, so drift on the host hits
+both. Each side gives one figure per pair (guestbench: the median of its run's values; a
+tool: its own figure), and the result per figure is the ratio of the two medians over
+pairs, with its 95% interval (guestbench's own: each side's bootstrap interval of the
+median, combined by MOVER) and a permutation test's p-value. The verdict is "within"
+only when the whole interval lies inside the tolerance (±5%); a ratio inside it with a
+wider interval is "not resolved", and needs more pairs, not a claim.
+
 sockperf reports half the round trip ("latency"), so its percentiles are doubled here; its
 messages are 14 bytes at least (its header), guestbench's 1. iperf3's figure is the
-receiver's over the whole test. Rounds alternate the tools so that drift on the host hits
-both; the medians over rounds are compared. Usage:
+receiver's over the whole test. Usage:
 
-    .venv/bin/python benchmarks/net_fidelity.py [ROUNDS]
+    .venv/bin/python benchmarks/net_fidelity.py [PAIRS] [RAW.json]
+
+RAW.json, when given, receives every figure of both sides, in the order they ran.
+
+On a host of few CPUs the scheduler's placement of the two ends (one CPU or two) moves
+a loopback figure by a third or more, and differently from run to run: run the script
+under `taskset -c 0` (every process of both sides then shares one CPU, as it inherits
+the mask) to compare the tools with the placement held the same.
 """
 
 from __future__ import annotations
@@ -25,8 +40,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GUESTBENCH = [sys.executable, "-m", "guestbench"]
-SECONDS = 3  # each tool's test, per direction
+sys.path.insert(0, str(ROOT))
+
+from guestbench.analysis.stats import describe, permutation_pvalues, ratio_interval  # noqa: E402
+
+GUESTBENCH = str(ROOT / ".venv/bin/guestbench")
+SECONDS = 2.0  # each side's test, per figure and direction
+VALUES = 5  # guestbench's values per run: each lasts SECONDS / VALUES
+TOLERANCE = 0.05
+FIGURES = (("rr_p50", "us", "sockperf"), ("rr_p99", "us", "sockperf"),
+           ("to_host", "Gbit/s", "iperf3"), ("to_guest", "Gbit/s", "iperf3 -R"))
 
 
 def free_port() -> int:
@@ -56,7 +79,7 @@ def sockperf_us() -> dict[str, float]:
     port = free_port()
     with Server(["sockperf", "server", "--tcp", "-i", "127.0.0.1", "-p", str(port)]):
         out = subprocess.run(["sockperf", "ping-pong", "--tcp", "-i", "127.0.0.1", "-p", str(port),
-                              "-t", str(SECONDS), "-m", "14"], capture_output=True, text=True,
+                              "-t", str(int(SECONDS)), "-m", "14"], capture_output=True, text=True,
                              check=True).stdout
     got = {}
     for name, percentile in (("rr_p50", "50.000"), ("rr_p99", "99.000")):
@@ -71,49 +94,76 @@ def iperf3_gbps() -> dict[str, float]:
         port = free_port()
         with Server(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)]):
             out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t",
-                                  str(SECONDS), "-J", *reverse], capture_output=True, text=True,
-                                 check=True).stdout
+                                  str(int(SECONDS)), "-J", *reverse], capture_output=True,
+                                 text=True, check=True).stdout
         got[name] = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9
     return got
 
 
-def guestbench_figures(db: str) -> dict[str, float]:
-    """Medians over each run's values: net_rr's p50 and p99 (µs), net_stream's Gbit/s."""
-    plan = Path(db.removeprefix("sqlite:///")).with_suffix(".toml")
+def reference() -> dict[str, float]:
+    return {**sockperf_us(), **iperf3_gbps()}
+
+
+def guestbench(folder: Path, number: int) -> dict[str, float]:
+    """The medians of one run's values: net_rr's p50 and p99 (µs), net_stream's Gbit/s."""
+    plan = folder / f"pair{number}.toml"
+    db = f"sqlite:///{folder}/pair{number}.sqlite"  # a store of its own: this pair's runs
+    each = SECONDS / VALUES
     plan.write_text('[campaign]\nrepeat = 1\n\n[[environment]]\npreset = "native"\n\n'
-                    f'[[workload]]\nname = "net_rr"\nmin_time_s = {SECONDS / 5}\nvalues = 5\n\n'
-                    f'[[workload]]\nname = "net_stream"\nmin_time_s = {SECONDS / 5}\nvalues = 5\n')
-    subprocess.run([*GUESTBENCH, "run", str(plan), "--quiet", "--db", db], check=True,
-                   capture_output=True, cwd=plan.parent)
-    document = json.loads(subprocess.run([*GUESTBENCH, "report", "--format", "json", "--db", db],
+                    f'[[workload]]\nname = "net_rr"\nmin_time_s = {each}\nvalues = {VALUES}\n\n'
+                    f'[[workload]]\nname = "net_stream"\nmin_time_s = {each}\nvalues = {VALUES}\n')
+    subprocess.run([GUESTBENCH, "run", str(plan), "--quiet", "--db", db], check=True,
+                   capture_output=True, cwd=folder)
+    document = json.loads(subprocess.run([GUESTBENCH, "report", "--format", "json", "--db", db],
                                          check=True, capture_output=True, text=True).stdout)
     values: dict[str, list[float]] = {}
-    for run in document["runs"]:  # a store of its own: this round's two runs
+    for run in document["runs"]:
+        if run["status"] != "ok":
+            raise SystemExit(f"guestbench {run['workload']}: {run['status']}: {run['reason']}")
         for sample in run["samples"]:
             values.setdefault(sample["metric"], []).append(sample["value"])
-    return {name: statistics.median(values[name])
-            for name in ("rr_p50", "rr_p99", "to_host", "to_guest")}
+    return {name: statistics.median(values[name]) for name, _, _ in FIGURES}
+
+
+def verdict(low: float | None, high: float | None, value: float) -> str:
+    if low is not None and high is not None and 1 - TOLERANCE <= low and high <= 1 + TOLERANCE:
+        return "within"
+    if abs(value - 1) <= TOLERANCE:
+        return "not resolved"
+    return "outside"
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    theirs: dict[str, list[float]] = {}
-    ours: dict[str, list[float]] = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for number in range(rounds):
-            db = f"sqlite:///{folder}/round{number}.sqlite"
-            for name, value in {**sockperf_us(), **iperf3_gbps()}.items():
-                theirs.setdefault(name, []).append(value)
-            for name, value in guestbench_figures(db).items():
-                ours.setdefault(name, []).append(value)
-    print(f"rounds: {rounds}, {SECONDS} s per tool and direction (medians over rounds)")
-    print(f"{'figure':<22}{'reference':>12}{'guestbench':>12}{'difference':>12}")
-    for name, unit, tool in (("rr_p50", "us", "sockperf"), ("rr_p99", "us", "sockperf"),
-                             ("to_host", "Gbit/s", "iperf3"), ("to_guest", "Gbit/s", "iperf3 -R")):
-        reference, measured = statistics.median(theirs[name]), statistics.median(ours[name])
-        print(f"{name + ' (' + unit + ')':<22}{reference:>12.2f}{measured:>12.2f}"
-              f"{measured / reference - 1:>+12.1%}   ({tool}; rounds: "
-              f"{[round(v, 2) for v in theirs[name]]} vs {[round(v, 2) for v in ours[name]]})")
+    pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 12
+    raw_path = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+    theirs: dict[str, list[float]] = {name: [] for name, _, _ in FIGURES}
+    ours: dict[str, list[float]] = {name: [] for name, _, _ in FIGURES}
+    with tempfile.TemporaryDirectory(prefix="net-fidelity-") as work:
+        for number in range(pairs):
+            sides = [(theirs, reference), (ours, lambda: guestbench(Path(work), number))]
+            for store, measure in sides if number % 2 == 0 else reversed(sides):
+                for name, value in measure().items():
+                    store[name].append(value)
+    cpus = sorted(os.sched_getaffinity(0))
+    print(f"pairs: {pairs}, {SECONDS:g} s per side, figure and direction; CPUs {cpus}; "
+          f"ratio = guestbench / reference, tolerance ±{TOLERANCE:.0%}")
+    print(f"{'figure':<18}{'reference':>11}{'guestbench':>12}{'ratio':>8}{'95% interval':>17}"
+          f"{'p':>7}  verdict       reference tool; spread (min-max) guestbench | reference")
+    for name, unit, tool in FIGURES:
+        reference_stats, our_stats = describe([theirs[name], ours[name]])
+        ratio = ratio_interval(reference_stats, our_stats)
+        pvalue = permutation_pvalues([(theirs[name], ours[name])])[0]
+        low, high = (ratio.low, ratio.high) if ratio else (None, None)
+        interval = f"[{low:.3f}-{high:.3f}]" if low is not None and high is not None else "[-]"
+        value = ratio.value if ratio else float("nan")
+        print(f"{name + ' (' + unit + ')':<18}{reference_stats.median:>11.2f}"
+              f"{our_stats.median:>12.2f}{value:>8.3f}{interval:>17}"
+              f"{pvalue if pvalue is not None else float('nan'):>7.3f}  "
+              f"{verdict(low, high, value):<13} {tool}; "
+              f"{min(ours[name]):.1f}-{max(ours[name]):.1f} | "
+              f"{min(theirs[name]):.1f}-{max(theirs[name]):.1f}", flush=True)
+    if raw_path:
+        raw_path.write_text(json.dumps({"guestbench": ours, "reference": theirs}, indent=1))
 
 
 if __name__ == "__main__":
