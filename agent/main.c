@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +18,16 @@ static const struct workload *const families[] = { micro_workloads, stream_workl
 						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads,
 						     net_workloads };
 
-/* IPV4*: strings that net.c checks the form of. */
+/* Where a value goes in struct options, by kind: SECONDS a double, COUNT an unsigned,
+ * PLACEMENT an enum placement, STRING and IPV4* (strings that net.c checks the form of) a
+ * const char *. */
 enum value_kind { SECONDS, COUNT, PLACEMENT, STRING, IPV4, IPV4_PORT, IPV4_PREFIX };
 
-/* One option taking a value: its bounds and the wording of its error line. */
+/* One option taking a value: where it goes, its bounds and the wording of its error line. */
 struct option_spec {
 	const char *name;
 	enum value_kind kind;
+	size_t offset; /* of its field in struct options */
 	double min;
 	int min_inclusive;
 	double max;
@@ -31,30 +35,32 @@ struct option_spec {
 	const char *example;  /* completes "(try ...)" */
 };
 
+#define AT(field) offsetof(struct options, field)
+
 static const struct option_spec option_specs[] = {
-	{ "--min-time", SECONDS, 0, 0, 3600, "a number of seconds > 0 and <= 3600", "--min-time 0.1" },
-	{ "--values", COUNT, 1, 1, 1000, "a whole number from 1 to 1000", "--values 3" },
-	{ "--array-mib", COUNT, 1, 1, 65536, "a whole number of MiB from 1 to 65536", "--array-mib 80" },
-	{ "--ntimes", COUNT, 2, 1, 1000000, "a whole number from 2 to 1000000", "--ntimes 10" },
-	{ "--enough", SECONDS, 0, 1, 3600, "a number of seconds from 0 to 3600 (0: always --ntimes passes)", "--enough 1" },
-	{ "--pages", COUNT, 1, 1, 1048576, "a whole number of pages from 1 to 1048576", "--pages 4096" },
-	{ "--seconds", SECONDS, 0, 1, 31536000, "a number of seconds >= 0", "--seconds 30, or 0 to sleep forever" },
-	{ "--placement", PLACEMENT, 0, 1, PLACEMENT_COUNT - 1, "one of same, disjoint, free", "--placement same" },
-	{ "--count", COUNT, 1, 1, 1000000, "a whole number from 1 to 1000000", "--count 30" },
-	{ "--size-mib", COUNT, 1, 1, 1048576, "a whole number of MiB from 1 to 1048576", "--size-mib 256" },
-	{ "--warmup-runs", COUNT, 0, 1, 10, "a whole number from 0 to 10", "--warmup-runs 1" },
-	{ "--cwd", STRING, 0, 1, 0, "a folder path", "--cwd /scratch" },
-	{ "--wrapper", STRING, 0, 1, 0, "a program path", "--wrapper /usr/bin/qemu-x86_64" },
-	{ "--device", STRING, 0, 1, 0, "a device path", "--device /dev/vdb" },
-	{ "--source", STRING, 0, 1, 0, "a path", "--source /dev/hvc1" },
-	{ "--dest", STRING, 0, 1, 0, "a path", "--dest /scratch/upload" },
-	{ "--mode", STRING, 0, 1, 0, "a mode name", "--mode write" },
-	{ "--clock-marks-ms", COUNT, 0, 1, 10000, "a whole number of ms from 0 to 10000", "--clock-marks-ms 300" },
-	{ "--run-in-ms", COUNT, 0, 1, 10000, "a whole number of ms from 0 to 10000", "--run-in-ms 100" },
-	{ "--peer", IPV4_PORT, 0, 1, 0, "an IPv4 address and port A.B.C.D:PORT", "--peer 10.0.2.2:40123" },
-	{ "--net-if", STRING, 0, 1, 0, "a network interface name, or auto", "--net-if eth0" },
-	{ "--net-addr", IPV4_PREFIX, 0, 1, 0, "an IPv4 address and prefix length A.B.C.D/PREFIX", "--net-addr 10.0.2.15/24" },
-	{ "--listen", IPV4, 0, 1, 0, "an IPv4 address A.B.C.D", "--listen 127.0.0.1" },
+	{ "--min-time", SECONDS, AT(min_time_s), 0, 0, 3600, "a number of seconds > 0 and <= 3600", "--min-time 0.1" },
+	{ "--values", COUNT, AT(values), 1, 1, 1000, "a whole number from 1 to 1000", "--values 3" },
+	{ "--array-mib", COUNT, AT(array_mib), 1, 1, 65536, "a whole number of MiB from 1 to 65536", "--array-mib 80" },
+	{ "--ntimes", COUNT, AT(ntimes), 2, 1, 1000000, "a whole number from 2 to 1000000", "--ntimes 10" },
+	{ "--enough", SECONDS, AT(enough_s), 0, 1, 3600, "a number of seconds from 0 to 3600 (0: always --ntimes passes)", "--enough 1" },
+	{ "--pages", COUNT, AT(pages), 1, 1, 1048576, "a whole number of pages from 1 to 1048576", "--pages 4096" },
+	{ "--seconds", SECONDS, AT(seconds), 0, 1, 31536000, "a number of seconds >= 0", "--seconds 30, or 0 to sleep forever" },
+	{ "--placement", PLACEMENT, AT(placement), 0, 1, PLACEMENT_COUNT - 1, "one of same, disjoint, free", "--placement same" },
+	{ "--count", COUNT, AT(count), 1, 1, 1000000, "a whole number from 1 to 1000000", "--count 30" },
+	{ "--size-mib", COUNT, AT(size_mib), 1, 1, 1048576, "a whole number of MiB from 1 to 1048576", "--size-mib 256" },
+	{ "--warmup-runs", COUNT, AT(warmup_runs), 0, 1, 10, "a whole number from 0 to 10", "--warmup-runs 1" },
+	{ "--cwd", STRING, AT(cwd), 0, 1, 0, "a folder path", "--cwd /scratch" },
+	{ "--wrapper", STRING, AT(wrapper), 0, 1, 0, "a program path", "--wrapper /usr/bin/qemu-x86_64" },
+	{ "--device", STRING, AT(device), 0, 1, 0, "a device path", "--device /dev/vdb" },
+	{ "--source", STRING, AT(source), 0, 1, 0, "a path", "--source /dev/hvc1" },
+	{ "--dest", STRING, AT(dest), 0, 1, 0, "a path", "--dest /scratch/upload" },
+	{ "--mode", STRING, AT(mode), 0, 1, 0, "a mode name", "--mode write" },
+	{ "--clock-marks-ms", COUNT, AT(clock_marks_ms), 0, 1, 10000, "a whole number of ms from 0 to 10000", "--clock-marks-ms 300" },
+	{ "--run-in-ms", COUNT, AT(run_in_ms), 0, 1, 10000, "a whole number of ms from 0 to 10000", "--run-in-ms 100" },
+	{ "--peer", IPV4_PORT, AT(peer), 0, 1, 0, "an IPv4 address and port A.B.C.D:PORT", "--peer 10.0.2.2:40123" },
+	{ "--net-if", STRING, AT(net_if), 0, 1, 0, "a network interface name, or auto", "--net-if eth0" },
+	{ "--net-addr", IPV4_PREFIX, AT(net_addr), 0, 1, 0, "an IPv4 address and prefix length A.B.C.D/PREFIX", "--net-addr 10.0.2.15/24" },
+	{ "--listen", IPV4, AT(listen), 0, 1, 0, "an IPv4 address A.B.C.D", "--listen 127.0.0.1" },
 };
 
 #define OPTION_COUNT (sizeof option_specs / sizeof option_specs[0])
@@ -160,58 +166,34 @@ static int parse_value(const struct option_spec *spec, const char *text, double 
 	return 0;
 }
 
-static void store_string(struct options *opt, const char *name, const char *value)
+static void store(struct options *opt, const struct option_spec *spec, const char *text, double number)
 {
-	if (strcmp(name, "--cwd") == 0)
-		opt->cwd = value;
-	else if (strcmp(name, "--wrapper") == 0)
-		opt->wrapper = value;
-	else if (strcmp(name, "--device") == 0)
-		opt->device = value;
-	else if (strcmp(name, "--source") == 0)
-		opt->source = value;
-	else if (strcmp(name, "--dest") == 0)
-		opt->dest = value;
-	else if (strcmp(name, "--peer") == 0)
-		opt->peer = value;
-	else if (strcmp(name, "--net-if") == 0)
-		opt->net_if = value;
-	else if (strcmp(name, "--net-addr") == 0)
-		opt->net_addr = value;
-	else if (strcmp(name, "--listen") == 0)
-		opt->listen = value;
-	else
-		opt->mode = value;
+	char *field = (char *)opt + spec->offset;
+
+	switch (spec->kind) {
+	case SECONDS:
+		*(double *)field = number;
+		break;
+	case COUNT:
+		*(unsigned *)field = (unsigned)number;
+		break;
+	case PLACEMENT:
+		*(enum placement *)field = (enum placement)number;
+		break;
+	default: /* STRING, IPV4* */
+		*(const char **)field = text;
+	}
 }
 
-static void store_value(struct options *opt, const char *name, double value)
+/* Every option, for the line that says an option is unknown. */
+static void known_options(char *out, size_t size)
 {
-	if (strcmp(name, "--count") == 0)
-		opt->count = (unsigned)value;
-	else if (strcmp(name, "--warmup-runs") == 0)
-		opt->warmup_runs = (unsigned)value;
-	else if (strcmp(name, "--size-mib") == 0)
-		opt->size_mib = (unsigned)value;
-	else if (strcmp(name, "--values") == 0)
-		opt->values = (unsigned)value;
-	else if (strcmp(name, "--min-time") == 0)
-		opt->min_time_s = value;
-	else if (strcmp(name, "--array-mib") == 0)
-		opt->array_mib = (unsigned)value;
-	else if (strcmp(name, "--ntimes") == 0)
-		opt->ntimes = (unsigned)value;
-	else if (strcmp(name, "--enough") == 0)
-		opt->enough_s = value;
-	else if (strcmp(name, "--pages") == 0)
-		opt->pages = (unsigned)value;
-	else if (strcmp(name, "--placement") == 0)
-		opt->placement = (enum placement)value;
-	else if (strcmp(name, "--clock-marks-ms") == 0)
-		opt->clock_marks_ms = (unsigned)value;
-	else if (strcmp(name, "--run-in-ms") == 0)
-		opt->run_in_ms = (unsigned)value;
-	else
-		opt->seconds = value;
+	size_t used = (size_t)snprintf(out, size, "options:");
+
+	for (size_t i = 0; i < OPTION_COUNT && used < size; i++)
+		used += (size_t)snprintf(out + used, size - used, " %s,", option_specs[i].name);
+	if (used < size)
+		snprintf(out + used, size - used, " --drop-caches, --list, --version");
 }
 
 /* Matches "--name" (value in the next argument) or "--name=value". */
@@ -241,9 +223,12 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	double number;
 	int used = 1;
 
-	if (!spec)
-		bad_usage("unknown option '%s' (options: --min-time, --values, --array-mib, --ntimes, --enough, --pages, --seconds, --placement, --count, --size-mib, --warmup-runs, --cwd, --wrapper, --device, --source, --dest, --mode, --clock-marks-ms, --run-in-ms, --peer, --net-if, --net-addr, --listen, --drop-caches, --list, --version)",
-			  argv[i]);
+	if (!spec) {
+		char known[1024];
+
+		known_options(known, sizeof known);
+		bad_usage("unknown option '%s' (%s)", argv[i], known);
+	}
 	if (!value) {
 		if (i + 1 >= argc)
 			bad_usage("%s needs a value (try %s)", spec->name, spec->example);
@@ -253,19 +238,19 @@ static int take_option(struct options *opt, int argc, char **argv, int i)
 	if (spec->kind == STRING) {
 		if (value[0] == '\0')
 			bad_usage("%s: needs %s, not an empty string (try %s)", spec->name, spec->expected, spec->example);
-		store_string(opt, spec->name, value);
+		store(opt, spec, value, 0);
 		return used;
 	}
 	if (spec->kind == IPV4 || spec->kind == IPV4_PORT || spec->kind == IPV4_PREFIX) {
 		enum net_text form = spec->kind == IPV4 ? NET_ADDR : spec->kind == IPV4_PORT ? NET_ADDR_PORT : NET_ADDR_PREFIX;
 		if (!net_text_valid(value, form))
 			bad_usage("%s: '%s' is not %s (try %s)", spec->name, value, spec->expected, spec->example);
-		store_string(opt, spec->name, value);
+		store(opt, spec, value, 0);
 		return used;
 	}
 	if (parse_value(spec, value, &number) != 0)
 		bad_usage("%s: '%s' is not %s (try %s)", spec->name, value, spec->expected, spec->example);
-	store_value(opt, spec->name, number);
+	store(opt, spec, NULL, number);
 	return used;
 }
 
