@@ -121,7 +121,12 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     env_name = {env["id"]: env["name"] for env in environments}
     runs = store.runs(campaign["id"])
     for run in runs:
-        run["environment"] = env_name[run["environment_id"]]
+        try:
+            run["environment"] = env_name[run["environment_id"]]
+        except KeyError:  # stored runs name their campaign's environments: the store is damaged
+            raise StoreError(store.damaged(
+                f"run {run['id']} of campaign {campaign['id']} names environment "
+                f"{run['environment_id']!r}, not one of the campaign's")) from None
     samples = store.samples(campaign["id"], () if context_samples or all_metrics
                             else CONTEXT_METRICS)
     results = summarise(names, runs, samples, include_context=all_metrics)

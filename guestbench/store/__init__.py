@@ -250,6 +250,41 @@ def _reads(method: Callable[..., Any]) -> Callable[..., Any]:
     return read
 
 
+def _sqlite_types(column: sa.Column) -> tuple[str, ...]:
+    """What SQLite's typeof() may say of a value of this column as guestbench writes it.
+    SQLite keeps any value in any column, so damage can leave an integer column holding
+    text ('' where a run's environment id was): a reader checks before it uses the rows."""
+    kind = column.type
+    if isinstance(kind, (sa.Integer, sa.Boolean)):
+        allowed: tuple[str, ...] = ("integer",)
+    elif isinstance(kind, sa.Float):
+        allowed = ("real", "integer")
+    elif isinstance(kind, sa.LargeBinary):
+        allowed = ("blob",)
+    else:  # String, Text, JSON, DateTime: text in SQLite
+        allowed = ("text",)
+    return allowed + (("null",) if column.nullable and not column.primary_key else ())
+
+
+def _wrong_types(connection: sa.Connection, table: sa.Table, where: str) -> str | None:
+    """The first row of table (SQLite) matching the SQL condition `where` whose value in
+    some column has a type guestbench never writes there, said in a few words; None if none."""
+    columns = list(table.columns)
+    tests = [f"typeof({column.name}) NOT IN ({', '.join(repr(t) for t in _sqlite_types(column))})"
+             for column in columns]
+    types = ", ".join(f"typeof({column.name})" for column in columns)
+    row = connection.exec_driver_sql(
+        f"SELECT rowid, {types} FROM {table.name} WHERE ({where}) AND ({' OR '.join(tests)}) "
+        "LIMIT 1").first()
+    if row is None:
+        return None
+    for column, found in zip(columns, row[1:]):
+        if found not in _sqlite_types(column):
+            return (f"row {row[0]} of table {table.name}: {column.name} holds a {found} value, "
+                    f"not {' or '.join(_sqlite_types(column))}")
+    return None
+
+
 class Store:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
@@ -500,6 +535,7 @@ class Store:
             by_id = table.c.id == as_id if 0 < as_id < 2**63 else sa.false()
             query = query.where(sa.or_(by_id, table.c.name == selector))
         with self.engine.connect() as connection:
+            self._check_types(connection, table, "1")
             row = connection.execute(query).mappings().first()
         if row is None:
             what = f"no campaign {selector!r}" if selector else "no campaign yet"
@@ -511,6 +547,7 @@ class Store:
     def campaigns(self) -> list[dict[str, Any]]:
         table = schema.campaign
         with self.engine.connect() as connection:
+            self._check_types(connection, table, "1")
             return [_utc(dict(row)) for row in connection.execute(
                 sa.select(table.c.id, table.c.name, table.c.created_at, table.c.status, table.c.log_dir)
                 .order_by(table.c.id)).mappings()]
@@ -528,6 +565,7 @@ class Store:
         """(how many runs the campaign has, the newest one's id): what a digest is made from."""
         run = schema.run
         with self.engine.connect() as connection:
+            self._check_types(connection, run, f"campaign_id = {int(campaign_id)}")
             count, last = connection.execute(sa.select(sa.func.count(run.c.id), sa.func.max(
                 run.c.id)).where(run.c.campaign_id == campaign_id)).one()
         return int(count), last
@@ -564,11 +602,29 @@ class Store:
         query = sa.select(*columns).where(table.c.campaign_id == campaign_id).order_by(order)
         converters = {**{key: _timestamp for key in stamps}, **{key: _truth for key in truths},
                       **{key: _document for key in documents}}
+        with self.engine.connect() as connection:
+            self._check_types(connection, table, f"campaign_id = {int(campaign_id)}")
         with _no_cycle_collection():
             rows = [dict(zip(keys, row)) for row in self._fetch(query)]
             for key, convert in converters.items():  # only timestamp, boolean and JSON columns
                 _convert_column(rows, key, convert)
         return rows
+
+    def damaged(self, detail: str) -> str:
+        """The message for damage found by a reader above the store (analysis/results.py)."""
+        where = (str(Path(self.engine.url.database or "").resolve())
+                 if self.engine.dialect.name == "sqlite" else self.engine.url.render_as_string())
+        return damage.damaged(where, detail)
+
+    def _check_types(self, connection: sa.Connection, table: sa.Table, where: str) -> None:
+        """On SQLite, StoreError (damaged) if a row of table matching where holds a value of
+        a type guestbench never writes in its column (_wrong_types)."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        problem = _wrong_types(connection, table, where)
+        if problem:
+            raise StoreError(damage.damaged(str(Path(self.engine.url.database or "").resolve()),
+                                            problem))
 
     @_reads
     def _verify_blocks(self) -> None:
@@ -589,6 +645,8 @@ class Store:
             block = packed.unpack(connection, campaign_id)
             if block is not None:
                 return block.without_metrics(leave_out)
+            self._check_types(connection, schema.sample, "run_id IN (SELECT id FROM run WHERE "
+                                                         f"campaign_id = {int(campaign_id)})")
             return Samples.from_tuples(packed.fetch(connection,
                                                     packed.rows_query(campaign_id, leave_out)))
 

@@ -685,3 +685,35 @@ def test_a_write_after_a_stop_signal_does_not_wait_for_a_lost_server(postgres_se
     # each retry message names the driver's error whole: its first line, nothing cut
     assert waits and all(message.count("(") == message.count(")") for message in waits)
     store.engine.dispose()
+
+
+def _a_run_naming(tmp_path: Path, environment_id: str):
+    """A store with an ended campaign whose first run's environment_id is set to the SQL
+    literal given: (its path, the store, the campaign's id, the run's id)."""
+    path = tmp_path / "damaged.sqlite"
+    store = gb_store.open(f"sqlite:///{path}")
+    campaign_id = _ended_campaign(store)
+    run_id = store.runs(campaign_id)[0]["id"]
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql(
+            f"update run set environment_id = {environment_id} where id = {run_id}")
+    return path, store, campaign_id, run_id
+
+
+def test_a_value_of_a_type_never_written_there_is_damage(tmp_path: Path) -> None:
+    """SQLite keeps any value in any column: one flipped bit of the fault run of
+    2026-11-26 left a run's environment id the text '' (report ended in a KeyError)."""
+    path, store, campaign_id, run_id = _a_run_naming(tmp_path, "''")
+    with pytest.raises(StoreError, match=rf"the store {path} is damaged \(row {run_id} of table "
+                                         r"run: environment_id holds a text value, not integer\)"):
+        store.runs(campaign_id)
+    store.engine.dispose()
+
+
+def test_a_run_that_names_another_campaigns_environment_is_damage(tmp_path: Path) -> None:
+    from guestbench.analysis import results
+    _path, store, campaign_id, run_id = _a_run_naming(tmp_path, "999")
+    with pytest.raises(StoreError, match=rf"damaged \(run {run_id} of campaign {campaign_id} "
+                                         r"names environment 999, not one of the campaign's\)"):
+        results.load(store, str(campaign_id))
+    store.engine.dispose()
