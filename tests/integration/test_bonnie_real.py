@@ -35,15 +35,15 @@ preset = "uml"
 
 [[workload]]
 name = "bonnie"
-size_mib = 32
-ram_mib = 16
+size_mib = 16
+ram_mib = 8
 files = 1
 environments = ["native", "runc"]
 
 [[workload]]
 name = "bonnie"
-size_mib = 32
-ram_mib = 16
+size_mib = 16
+ram_mib = 8
 files = 1
 per_char = false
 environments = ["qemu-tcg", "uml"]
@@ -71,7 +71,7 @@ def test_bonnie_everywhere_it_can_run(tmp_path, monkeypatch):
         ok.append(entry["environment"])
     print(f"\nok bonnie++ runs: {sorted(ok)}; unavailable: {sorted({'native', 'runc', 'qemu-tcg', 'uml'} - available)}")
     markdown = guestbench("report", "--format", "markdown", cwd=tmp_path).stdout
-    assert "### bonnie++ Sequential Output (file 32 MiB, 1k small files): bonnie" in markdown
+    assert "### bonnie++ Sequential Output (file 16 MiB, 1k small files): bonnie" in markdown
     assert "| environment | per chr KB/s | %CPU | block KB/s | %CPU | rewrite KB/s | %CPU |" in markdown
-    assert "+++++" in markdown  # 32 MiB: some phase was too fast somewhere
+    assert "+++++" in markdown  # 16 MiB: some phase was too fast somewhere
     assert not list(base.iterdir()), "scratch folders left behind"
