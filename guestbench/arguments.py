@@ -47,6 +47,10 @@ class Commands(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit):  # Exit: --help, --version
             raise
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM outside a campaign's own handling
+            name = str(stop) or "SIGINT"
+            click.echo(f"guestbench: stopped by {name}", err=True)
+            raise click.exceptions.Exit(143 if name == "SIGTERM" else 130) from None
         except Exception as error:  # noqa: BLE001 - only the errors named here; others go on
             kinds = {(kind.__module__, kind.__qualname__) for kind in type(error).__mro__}
             if STOPPED in kinds:

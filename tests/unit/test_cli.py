@@ -270,3 +270,20 @@ def test_ctrl_c_before_any_run_names_sigint(tmp_path, fake_agent, monkeypatch):
                                     f"sqlite:///{tmp_path / 'x.sqlite'}", "--quiet"], fake_agent)
     assert result.exit_code == 130
     assert "stopped by SIGINT before any run" in result.stderr
+
+
+@pytest.mark.parametrize("signal_text, code", [("SIGTERM", 143), ("", 130)])
+def test_a_signal_while_a_command_prepares_is_one_line_and_the_shells_code(
+        tmp_path, fake_agent, monkeypatch, signal_text, code):
+    """Before the campaign's own handling (here: while the host's facts are read), a stop
+    was click's 'Aborted!' with exit 1 (SIGINT), or a death by the signal (SIGTERM)."""
+    from guestbench import host
+
+    def collect():
+        raise KeyboardInterrupt(signal_text)
+
+    monkeypatch.setattr(host, "collect", collect)
+    result = invoke_expecting_stop(["run", "--env", "native", "--db",
+                                    f"sqlite:///{tmp_path / 'x.sqlite'}"], fake_agent)
+    assert result.exit_code == code
+    assert result.stderr.strip() == f"guestbench: stopped by {signal_text or 'SIGINT'}"
