@@ -72,7 +72,9 @@ def _assert_clean(done: subprocess.CompletedProcess, args: list[str], path: Path
 
 
 def test_random_bytes_at_the_middle_of_a_store_never_give_a_traceback(store_of_two, tmp_path):
-    """4 KiB of random bytes at the middle, eight seeds; every reader, then run."""
+    """4 KiB of random bytes at the middle, eight seeds; every reader on the first, the
+    listing and a CSV report on the others (the fault run reads every one with every
+    command), then run."""
     told = 0
     for seed in range(8):
         path = tmp_path / f"middle{seed}.sqlite"
@@ -81,7 +83,7 @@ def test_random_bytes_at_the_middle_of_a_store_never_give_a_traceback(store_of_t
         middle = len(data) // 2
         data[middle:middle + 4096] = random.Random(seed).randbytes(4096)
         path.write_bytes(bytes(data))
-        for args in READERS:
+        for args in READERS if seed == 0 else READERS[:1] + READERS[3:4]:
             done = _guestbench(args, path, tmp_path)
             _assert_clean(done, args, path)
             told += done.returncode == 2

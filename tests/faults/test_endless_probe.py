@@ -56,7 +56,7 @@ PROBE = textwrap.dedent("""
 def test_a_qemu_user_binary_that_prints_forever_is_unavailable_within_bounded_memory(tmp_path):
     """The fault as found: a plan whose qemu-user `binary` prints without end, under a
     3 GB address-space limit; the probe's 5 s timeout ends it."""
-    for body in (ENDLESS_NO_NEWLINE, ENDLESS_LINES):
+    for body in (ENDLESS_NO_NEWLINE,):  # lines: the test above, in proc.run itself
         program = _endless(tmp_path, body)
         plan = tmp_path / "plan.toml"
         plan.write_text(f'[campaign]\nrepeat = 1\n\n[[environment]]\nname = "endless"\n'

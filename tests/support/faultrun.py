@@ -1,0 +1,380 @@
+"""A randomized fault run: campaigns over the kinds installed here, each hit by one fault at
+a random moment (SIGKILL, SIGTERM or SIGINT to guestbench, its PostgreSQL store's server
+stopped, its disk filled), then resumed; and stores damaged at random offsets and sizes,
+then read by every command. It counts what a user would lose or have to clean up:
+campaigns not completed after resume, runs lost, runs stored twice, processes and folders
+left behind, tracebacks, exit codes other than 0, 2, 130 and 143.
+
+benchmarks/fault_run.py runs it at full size and prints the table; tests/faults/
+test_fault_run.py runs a short one. Every guestbench here is a separate process, as a user
+starts it; guestbench is never killed by name, only by the pid this module started.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from tests.support import postgres
+from tests.support.leaks import guest_folders, guest_processes, left_since
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+GUESTBENCH = [sys.executable, "-m", "guestbench"]
+KINDS = ("native", "namespace", "runc", "runsc", "qemu-user", "qemu-tcg", "uml")
+FAULTS = ("SIGKILL", "SIGTERM", "SIGINT", "server", "disk")
+# How long a campaign of PLAN takes here, roughly (s): the fault comes at a uniform moment
+# within 1.2 times of it, so some land before the first run and a few after the last
+TYPICAL_S = {"native": 4, "namespace": 4, "qemu-user": 5, "runc": 6, "uml": 9, "runsc": 14,
+             "qemu-tcg": 20}
+WORKLOADS = ("getpid", "sched_yield")
+REPEAT = 3
+PLAN = """[campaign]
+name = "faults"
+repeat = {repeat}
+timeout_s = 60
+
+[[environment]]
+preset = "{kind}"
+
+[[workload]]
+name = "getpid"
+min_time_s = 0.05
+values = 3
+
+[[workload]]
+name = "sched_yield"
+min_time_s = 0.05
+values = 3
+"""
+GOOD_EXITS = (0, 2, 130, 143)
+# every command that reads a store, as a user types them (campaigns 1 and 2 exist)
+READERS = (("report", "--list"), ("report",), ("report", "1"), ("report", "2", "--format", "csv"),
+           ("report", "2", "--format", "json"), ("report", "1", "--format", "markdown"),
+           ("report", "2", "--format", "html", "--output", "out.html"), ("history",),
+           ("compare", "1", "2"))
+RUN = ("run", "--env", "native", "--workload", "getpid", "--repeat", "1", "--quiet")
+
+
+@dataclass
+class Tally:
+    """The counts the fault run reports; problems holds one line per thing counted."""
+
+    campaigns: int = 0
+    faults: Counter = field(default_factory=Counter)
+    before_fault: int = 0  # campaigns that finished before their fault came
+    before_start: int = 0  # faults that came before the store held the campaign
+    completed: int = 0  # finished, by themselves or after resume
+    lost: int = 0
+    twice: int = 0
+    left_behind: int = 0
+    tracebacks: int = 0
+    bad_exits: int = 0
+    stores: int = 0
+    damage_told: int = 0  # commands that exited 2 naming the damage
+    wrote_into_damaged: int = 0
+    commands: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def row(self) -> dict[str, int]:
+        return {"campaigns": self.campaigns, "ended before their campaign was stored":
+                self.before_start, "completed after resume": self.completed,
+                "runs lost": self.lost, "runs stored twice": self.twice,
+                "left behind": self.left_behind, "damaged stores": self.stores,
+                "commands run": self.commands, "damage told (exit 2)": self.damage_told,
+                "written into a damaged store": self.wrote_into_damaged,
+                "tracebacks": self.tracebacks, "other exit codes": self.bad_exits}
+
+
+def _check_output(tally: Tally, what: str, done: subprocess.CompletedProcess | tuple,
+                  allowed: tuple[int, ...] = GOOD_EXITS) -> None:
+    code, out, err = (done.returncode, done.stdout, done.stderr) \
+        if isinstance(done, subprocess.CompletedProcess) else done
+    tally.commands += 1
+    if "Traceback" in out or "Traceback" in err:
+        tally.tracebacks += 1
+        tally.problems.append(f"{what}: traceback: {err[-600:]!r}")
+    if code not in allowed:
+        tally.bad_exits += 1
+        tally.problems.append(f"{what}: exit {code}: {err[-400:]!r}")
+
+
+def guestbench(args, cwd: Path, timeout_s: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([*GUESTBENCH, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout_s)
+
+
+# -- campaigns hit by a fault ------------------------------------------------------------
+
+class Disk:
+    """A small tmpfs for the store and the logs, that a filler file fills at once."""
+
+    def __init__(self, folder: Path, mib: int = 64) -> None:
+        self.mount = folder / "disk"
+        self.mount.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mib}m", "tmpfs", str(self.mount)],
+                       check=True, capture_output=True)
+        self.filler = self.mount / "filler"
+
+    def fill(self) -> None:
+        with open(self.filler, "wb") as file:
+            try:
+                while True:
+                    file.write(b"\0" * (1 << 20))
+                    file.flush()
+            except OSError:
+                pass
+
+    def free(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+    def remove(self) -> None:
+        subprocess.run(["umount", "-l", str(self.mount)], check=False, capture_output=True)
+
+
+def _expected_runs(kind: str) -> set[tuple[str, str, int]]:
+    return {(kind, label, repetition) for label in WORKLOADS for repetition in range(REPEAT)}
+
+
+def _stored(url: str) -> tuple[str | None, Counter]:
+    """The campaign's status and how many times each (environment, label, repetition) is
+    stored (runs cut off by the fault, status 'interrupted', are what resume replaces)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            status = connection.execute(sa.text("select status from campaign")).scalar()
+            rows = connection.execute(sa.text(
+                "select e.name, r.label, r.repetition from run r join environment e on "
+                "e.id = r.environment_id where r.status != 'interrupted'")).all()
+    except sa.exc.DBAPIError:
+        return None, Counter()
+    finally:
+        engine.dispose()
+    return status, Counter(tuple(row) for row in rows)
+
+
+def one_campaign(tally: Tally, rng: random.Random, kind: str, fault: str, folder: Path,
+                 server: postgres.Server | None, number: int) -> None:
+    """One campaign of kind with its fault at a random moment, then resumed; counted."""
+    tally.campaigns += 1
+    tally.faults[fault] += 1
+    work = folder / f"c{number}"
+    work.mkdir()
+    disk = Disk(work) if fault == "disk" else None
+    where = disk.mount if disk else work
+    if fault == "server":
+        schema = f"faults_{number}"
+        server.execute(f'CREATE SCHEMA "{schema}"', database="guestbench_tests")
+        url = server.url("guestbench_tests", search_path=schema)
+    else:
+        url = f"sqlite:///{where}/store.sqlite"
+    (work / "plan.toml").write_text(PLAN.format(kind=kind, repeat=REPEAT))
+    processes, folders = guest_processes(), guest_folders()
+    command = [*GUESTBENCH, "run", "plan.toml", "--quiet", "--db", url, "--logs",
+               str(where / "logs")]
+    child = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    at = rng.uniform(0.3, 1.2 * TYPICAL_S[kind])
+    what = f"campaign {number} ({kind}, {fault} at {at:.1f} s)"
+    try:
+        try:
+            out, err = child.communicate(timeout=at)
+            tally.before_fault += 1
+        except subprocess.TimeoutExpired:
+            try:
+                out, err = _hit(child, fault, disk, server, rng)
+            except subprocess.TimeoutExpired:
+                tally.problems.append(f"{what}: guestbench did not end after the fault")
+                tally.bad_exits += 1
+                return
+        allowed = GOOD_EXITS + ((-signal.SIGKILL,) if fault == "SIGKILL" else ())
+        _check_output(tally, what, (child.returncode, out, err), allowed)
+        left = left_since(processes, folders)
+        if left:
+            tally.left_behind += 1
+            tally.problems.append(f"{what}: left behind: {left}")
+        status, _ = _stored(url)
+        if status is not None and status != "finished":
+            resumed = guestbench(["run", "--resume", "1", "--quiet", "--db", url, "--logs",
+                                  str(where / "logs")], work)
+            _check_output(tally, f"{what}, resumed", resumed, (0,))
+            left = left_since(processes, folders)
+            if left:
+                tally.left_behind += 1
+                tally.problems.append(f"{what}, resumed: left behind: {left}")
+        status, counts = _stored(url)
+        if status is None and not counts:
+            tally.before_start += 1  # nothing stored, nothing to resume: run it again
+        elif status == "finished":
+            tally.completed += 1
+        else:
+            tally.problems.append(f"{what}: the campaign is {status!r} after resume")
+        if status is not None:
+            expected = _expected_runs(kind)
+            lost = expected - set(counts)
+            twice = [key for key, count in counts.items() if count > 1]
+            tally.lost += len(lost)
+            tally.twice += len(twice)
+            if lost or twice:
+                tally.problems.append(f"{what}: lost {sorted(lost)}, twice {sorted(twice)}")
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        if server is not None and server.process is None:
+            server.start()
+        if disk is not None:
+            disk.remove()
+
+
+def _hit(child: subprocess.Popen, fault: str, disk: Disk | None,
+         server: postgres.Server | None, rng: random.Random) -> tuple[str, str]:
+    """Deliver the fault; the output of guestbench once it has ended."""
+    if fault in ("SIGKILL", "SIGTERM", "SIGINT"):
+        os.kill(child.pid, getattr(signal, fault))
+        return child.communicate(timeout=120)
+    if fault == "disk":
+        disk.fill()
+        try:
+            return child.communicate(timeout=120)
+        finally:
+            disk.free()
+    # the store's server stops; either it comes back (the campaign waits for it and goes
+    # on) or guestbench gets SIGTERM while it waits
+    server.stop()
+    try:
+        time.sleep(rng.uniform(1.0, 4.0))
+        if rng.random() < 0.5:
+            os.kill(child.pid, signal.SIGTERM)
+            return child.communicate(timeout=60)
+    finally:
+        server.start()
+    return child.communicate(timeout=300)
+
+
+def available_kinds() -> list[str]:
+    """The presets of KINDS that answer their probe here."""
+    from guestbench import environments, host
+    facts = host.collect()
+    found = []
+    for name in KINDS:
+        environment = environments.create(environments.preset_spec(name))
+        if environment.probe(facts).available:
+            found.append(name)
+    return found
+
+
+def campaigns(tally: Tally, count: int, seed: int, folder: Path,
+              kinds: list[str] | None = None, say=print) -> None:
+    """count campaigns, each of a random installed kind and a random fault."""
+    rng = random.Random(seed)
+    kinds = kinds or available_kinds()
+    server = None
+    try:
+        for number in range(count):
+            kind = kinds[number % len(kinds)] if number < len(kinds) else rng.choice(kinds)
+            fault = FAULTS[number % len(FAULTS)] if number < len(FAULTS) else rng.choice(FAULTS)
+            if fault == "server" and server is None:
+                try:
+                    server = postgres.start()
+                    server.create_database("guestbench_tests")
+                except postgres.Unavailable as error:
+                    say(f"no PostgreSQL here ({error}): a disk fault instead")
+                    fault = "disk"
+            one_campaign(tally, rng, kind, fault, folder, server, number)
+            say(f"campaign {number + 1}/{count}: {kind}, {fault}; problems so far: "
+                f"{len(tally.problems)}")
+    finally:
+        if server is not None:
+            server.remove()
+
+
+# -- stores damaged at random ------------------------------------------------------------
+
+def base_store(folder: Path) -> Path:
+    """Two real campaigns (native and namespace, two workloads, three runs each)."""
+    path = folder / "base.sqlite"
+    for _ in range(2):
+        made = guestbench(["run", "--env", "native,namespace", "--workload", "getpid,sched_yield",
+                           "--repeat", "3", "--quiet", "--db", f"sqlite:///{path}"], folder)
+        if made.returncode != 0:
+            raise RuntimeError(f"the base store could not be made: {made.stderr[-400:]}")
+    return path
+
+
+def damage(path: Path, rng: random.Random) -> str:
+    """One random damage of the file in place; what was done."""
+    data = bytearray(path.read_bytes())
+    how = rng.choice(("random", "random", "zeros", "flip", "truncate", "page"))
+    offset = rng.randrange(len(data))
+    if how == "truncate":
+        path.write_bytes(bytes(data[:offset]))
+        return f"truncated to {offset} bytes"
+    if how == "flip":
+        data[offset] ^= 1 << rng.randrange(8)
+        path.write_bytes(bytes(data))
+        return f"one bit flipped at {offset}"
+    if how == "page":  # a whole page of 4 KiB (SQLite's default) of random bytes
+        offset -= offset % 4096
+        size = 4096
+    else:
+        size = int(2 ** rng.uniform(4, 14))  # 16 B to 16 KiB
+    end = min(offset + size, len(data))
+    data[offset:end] = rng.randbytes(end - offset) if how != "zeros" else bytes(end - offset)
+    path.write_bytes(bytes(data))
+    return f"{size} {'zero' if how == 'zeros' else 'random'} bytes at {offset}"
+
+
+def one_store(tally: Tally, rng: random.Random, base: Path, folder: Path, number: int) -> None:
+    tally.stores += 1
+    work = folder / f"s{number}"
+    work.mkdir()
+    path = work / "store.sqlite"
+    shutil.copy(base, path)
+    done_to = damage(path, rng)
+    url = f"sqlite:///{path}"
+    for args in READERS:
+        done = guestbench([*args, "--db", url], work, timeout_s=120)
+        _check_output(tally, f"store {number} ({done_to}): {' '.join(args)}", done)
+        tally.damage_told += done.returncode == 2 and "fix:" in done.stderr
+    before = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+    done = guestbench([*RUN, "--db", url], work, timeout_s=300)
+    _check_output(tally, f"store {number} ({done_to}): run", done)
+    tally.damage_told += done.returncode == 2 and "fix:" in done.stderr
+    after = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+    if done.returncode == 2 and after != before:
+        tally.wrote_into_damaged += 1
+        tally.problems.append(f"store {number} ({done_to}): run said exit 2 yet wrote")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def stores(tally: Tally, count: int, seed: int, folder: Path, say=print) -> None:
+    rng = random.Random(seed + 1)
+    base = base_store(folder)
+    with sqlite3.connect(base) as connection:  # the base itself is sound
+        assert connection.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    for number in range(count):
+        one_store(tally, rng, base, folder, number)
+        if (number + 1) % 10 == 0 or number + 1 == count:
+            say(f"store {number + 1}/{count}; problems so far: {len(tally.problems)}")
+
+
+def run(campaign_count: int, store_count: int, seed: int, say=print,
+        kinds: list[str] | None = None) -> Tally:
+    tally = Tally()
+    with tempfile.TemporaryDirectory(prefix="fault-run-") as folder:
+        campaigns(tally, campaign_count, seed, Path(folder), kinds, say)
+        stores(tally, store_count, seed, Path(folder), say)
+    return tally
