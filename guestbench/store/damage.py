@@ -13,8 +13,20 @@ UNDECODABLE = "Could not decode to UTF-8"
 
 
 def explain(error: BaseException) -> str | None:
-    """The message for an error that says the store or its disk is unusable; None for any
-    other error."""
+    """The message for an error that says the store or its disk is unusable, or that was
+    raised while handling one (a full disk rolls SQLite's whole transaction back, and the
+    savepoint's own rollback then fails with 'no such savepoint'); None for any other."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        told = _explain_one(error)
+        if told is not None:
+            return told
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _explain_one(error: BaseException) -> str | None:
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
         return (f"no space left on the disk of {error.filename or 'a file guestbench writes'}"
                 " (fix: free some space, or give --logs and --db on another disk; the runs "

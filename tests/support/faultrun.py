@@ -35,10 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 GUESTBENCH = [sys.executable, "-m", "guestbench"]
 KINDS = ("native", "namespace", "runc", "runsc", "qemu-user", "qemu-tcg", "uml")
 FAULTS = ("SIGKILL", "SIGTERM", "SIGINT", "server", "disk")
-# How long a campaign of PLAN takes here, roughly (s): the fault comes at a uniform moment
-# within 1.2 times of it, so some land before the first run and a few after the last
-TYPICAL_S = {"native": 4, "namespace": 4, "qemu-user": 5, "runc": 6, "uml": 9, "runsc": 14,
-             "qemu-tcg": 20}
+# The fault comes at a uniform moment within this share of the kind's campaign, timed
+# once without a fault (calibrate): a few land before the first run, most during the runs
+FAULT_WINDOW = (0.1, 0.95)
 WORKLOADS = ("getpid", "sched_yield")
 REPEAT = 3
 PLAN = """[campaign]
@@ -165,8 +164,20 @@ def _stored(url: str) -> tuple[str | None, Counter]:
     return status, Counter(tuple(row) for row in rows)
 
 
+def calibrate(kind: str, folder: Path) -> float:
+    """Seconds a campaign of PLAN takes under kind here, with no fault."""
+    work = Path(tempfile.mkdtemp(prefix=f"calibrate-{kind}-", dir=folder))
+    (work / "plan.toml").write_text(PLAN.format(kind=kind, repeat=REPEAT))
+    began = time.monotonic()
+    done = guestbench(["run", "plan.toml", "--quiet", "--db", f"sqlite:///{work}/store.sqlite"],
+                      work)
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind}: a campaign without a fault failed: {done.stderr[-400:]}")
+    return time.monotonic() - began
+
+
 def one_campaign(tally: Tally, rng: random.Random, kind: str, fault: str, folder: Path,
-                 server: postgres.Server | None, number: int) -> None:
+                 server: postgres.Server | None, number: int, length_s: float) -> None:
     """One campaign of kind with its fault at a random moment, then resumed; counted."""
     tally.campaigns += 1
     tally.faults[fault] += 1
@@ -186,7 +197,7 @@ def one_campaign(tally: Tally, rng: random.Random, kind: str, fault: str, folder
                str(where / "logs")]
     child = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, start_new_session=True)
-    at = rng.uniform(0.3, 1.2 * TYPICAL_S[kind])
+    at = rng.uniform(*FAULT_WINDOW) * length_s
     what = f"campaign {number} ({kind}, {fault} at {at:.1f} s)"
     try:
         try:
@@ -281,6 +292,10 @@ def campaigns(tally: Tally, count: int, seed: int, folder: Path,
     """count campaigns, each of a random installed kind and a random fault."""
     rng = random.Random(seed)
     kinds = kinds or available_kinds()
+    lengths = {kind: calibrate(kind, folder) for kind in kinds} if count else {}
+    if lengths:
+        say("a campaign without a fault: " + ", ".join(f"{kind} {seconds:.1f} s"
+                                                      for kind, seconds in lengths.items()))
     server = None
     try:
         for number in range(count):
@@ -293,7 +308,7 @@ def campaigns(tally: Tally, count: int, seed: int, folder: Path,
                 except postgres.Unavailable as error:
                     say(f"no PostgreSQL here ({error}): a disk fault instead")
                     fault = "disk"
-            one_campaign(tally, rng, kind, fault, folder, server, number)
+            one_campaign(tally, rng, kind, fault, folder, server, number, lengths[kind])
             say(f"campaign {number + 1}/{count}: {kind}, {fault}; problems so far: "
                 f"{len(tally.problems)}")
     finally:

@@ -717,3 +717,32 @@ def test_a_run_that_names_another_campaigns_environment_is_damage(tmp_path: Path
                                          r"names environment 999, not one of the campaign's\)"):
         results.load(store, str(campaign_id))
     store.engine.dispose()
+
+
+def test_an_error_raised_while_handling_a_full_disk_is_told_as_the_full_disk(
+        tmp_path: Path) -> None:
+    """The fault run of 2026-11-26: a disk filled while a savepoint was open; SQLite rolled
+    the whole transaction back, so the savepoint's own rollback failed ('no such
+    savepoint'), and that error, not the full disk, reached the command line."""
+    import sqlite3
+
+    from guestbench.store import damage
+    path = tmp_path / "full.sqlite"
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("PRAGMA max_page_count = 2")  # a disk that is full at once
+        connection.execute("create table t (x blob)")
+        with pytest.raises(sqlite3.OperationalError) as full:
+            connection.execute("insert into t values (zeroblob(100000))")
+    finally:
+        connection.close()
+    try:
+        try:
+            raise sa.exc.OperationalError("INSERT", {}, full.value)
+        except sa.exc.OperationalError:
+            raise sa.exc.OperationalError("ROLLBACK TO SAVEPOINT sa_savepoint_1", {},
+                                          sqlite3.OperationalError("no such savepoint"))
+    except sa.exc.OperationalError as outer:
+        told = damage.explain(outer)
+    assert told is not None and "is full" in told and "fix: free some space" in told
+    assert damage.explain(ValueError("not the store's")) is None
