@@ -60,6 +60,7 @@ class CellStop:
 def open(url: str = DEFAULT_URL, create: bool = True) -> "Store":  # noqa: A001 - the store's documented entry point
     """Open the store at a SQLAlchemy URL, migrating it; with create=False it must exist."""
     store = Store(check(url, create))
+    store.found_empty = _zero_bytes(store.engine)
     try:
         store.migrate(create)
     except sa.exc.OperationalError as error:
@@ -92,6 +93,28 @@ def check(url: str, create: bool = True) -> sa.Engine:
     return engine
 
 
+# An empty file this recent may be a store that a guestbench started at the same time is
+# making this moment: SQLite makes the file some milliseconds before it writes the schema.
+BEING_MADE_S = 2.0
+
+
+def _zero_bytes(engine: sa.Engine) -> str | None:
+    """The SQLite file's path if it is empty (0 bytes) and was last changed more than
+    BEING_MADE_S ago, else None. SQLite would take it for a new store; one being made
+    now by another guestbench is found made under Store.migrate's lock."""
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:":
+        return None
+    path = Path(database).resolve()
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    if found.st_size or not path.is_file() or found.st_mtime > time.time() - BEING_MADE_S:
+        return None
+    return str(path)
+
+
 def _with_driver(url: str) -> str | sa.URL:
     """postgresql://... through psycopg 3, which guestbench installs (SQLAlchemy's default
     for a URL without a driver is psycopg2); any URL that names its driver is left alone."""
@@ -115,11 +138,6 @@ def _check_sqlite_path(database: str | None, url: str, create: bool) -> None:
     if not create and not path.exists():
         raise StoreError(f"--db {url!r}: no store at {path} "
                          "(fix: run 'guestbench run' first, or point --db at an existing store)")
-    if path.is_file() and path.stat().st_size == 0:  # SQLite would take it for a new store
-        raise StoreError(f"--db {url!r}: {path} is an empty file (0 bytes), not a store: a "
-                         "store that lost its contents, or a file another program made "
-                         f"(fix: restore it from a copy; or remove it ('rm {path}') and "
-                         "guestbench makes a new store there; or point --db at another file)")
 
 
 DOING = {"run": "store a campaign", "worker": "serve as a pool worker",
@@ -291,6 +309,7 @@ class Store:
         self.retry_for_s = RETRY_FOR_S
         self.on_wait: Callable[[str], None] | None = None
         self.stopping = False  # set on Ctrl-C or SIGTERM: a lost server is not waited for
+        self.found_empty: str | None = None  # the SQLite file was 0 bytes when opened (open())
         self._again = False  # a write is being tried again after a lost connection
 
     def _pause(self, seconds: float) -> None:
@@ -326,6 +345,12 @@ class Store:
         # transaction; the others wait for the lock, then find the version it left.
         with self._migration_lock() as connection:
             current = _version_of(connection)
+            if current == 0 and self.found_empty:  # and nobody made a store in it meanwhile
+                raise StoreError(
+                    f"--db {self.engine.url}: {self.found_empty} is an empty file (0 bytes), "
+                    "not a store: a store that lost its contents, or a file another program "
+                    f"made (fix: restore it from a copy; or remove it ('rm {self.found_empty}')"
+                    " and guestbench makes a new store there; or point --db at another file)")
             if current == 0 and _foreign_tables(connection):
                 raise StoreError(f"{self.engine.url}: holds tables but no guestbench schema "
                                  "version; not a guestbench store (fix: point --db at a "

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import random
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -139,6 +141,8 @@ def test_random_bytes_inside_a_packed_block_are_damage_for_every_command(store_o
 def test_a_zero_byte_file_is_not_taken_for_a_new_store(tmp_path):
     path = tmp_path / "empty.sqlite"
     path.write_bytes(b"")
+    an_hour_ago = time.time() - 3600  # a file left empty, not one a guestbench is making now
+    os.utime(path, (an_hour_ago, an_hour_ago))
     for args in [RUN, ["report"], ["report", "--list"], ["history"]]:
         done = _guestbench(args, path, tmp_path)
         assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
