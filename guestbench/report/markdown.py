@@ -13,11 +13,10 @@ from guestbench.report.model import Table
 
 
 def _escape(text: str) -> str:
-    """Text as Markdown shows it literally: a table's pipe escaped, and HTML's three
-    characters as entities, so that a reason quoting a program's output (`<script>` in a
-    VMM's stderr) is shown, never run, where the Markdown becomes HTML."""
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("|", "\\|").replace("\n", " "))
+    """Text as Markdown shows it literally: a table's pipe escaped, and `<` as an entity, so
+    that a reason quoting a program's output (`<script>` in a VMM's stderr) is shown, never
+    run, where the Markdown becomes HTML. (No tag opens without `<`; `->` stays readable.)"""
+    return text.replace("<", "&lt;").replace("|", "\\|").replace("\n", " ")
 
 
 def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[str, ...] = (),

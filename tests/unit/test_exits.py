@@ -8,7 +8,7 @@ from pathlib import Path
 
 import guestbench
 
-COMMAND_LINE = {"cli.py", "arguments.py"}  # guestbench/cli.py and what its commands share
+COMMAND_LINE = {"__main__.py", "cli.py", "arguments.py"}  # the entry point, cli.py and what its commands share
 
 
 def exits(path: Path) -> list[int]:
