@@ -39,6 +39,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -387,10 +388,32 @@ static uint32_t get_le32(const unsigned char *p)
 
 /* Set before connect: Linux applies SO_SNDTIMEO to connect too, so a peer address that
  * drops SYNs fails in SILENCE_S rather than after the kernel's two minutes of retries. */
-static int set_options(int fd, const char *what, char op)
+/* The kernel's list, for an error line: "reno cubic bbr", or why it could not be read. */
+static const char *offered_congestion(char *out, size_t size)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_congestion_control", "r");
+
+	if (!f || !fgets(out, (int)size, f))
+		snprintf(out, size, "unknown: no /proc/sys/net/ipv4/tcp_available_congestion_control");
+	if (f)
+		fclose(f);
+	out[strcspn(out, "\n")] = '\0';
+	return out;
+}
+
+static int set_options(int fd, const struct options *opt, const char *what, char op)
 {
 	int one = 1;
 	struct timeval silence = { SILENCE_S, 0 };
+	char offered[256];
+
+	if (opt->congestion &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, opt->congestion, (socklen_t)strlen(opt->congestion)) != 0) {
+		int err = errno;
+		/* Offered, yet refused: the environment (qemu-user, gVisor) did not pass the option on. */
+		return workload_unsupported("congestion %s: setsockopt TCP_CONGESTION: %s (this kernel offers: %s)",
+					    opt->congestion, strerror(err), offered_congestion(offered, sizeof offered));
+	}
 
 	/* Round trips: without it, a 1-byte write waits for the ACK of the one before (Nagle).
 	 * Streams keep Nagle, as iperf3 does by default: a write's tail shorter than a segment
@@ -422,7 +445,7 @@ static int connect_peer(const struct options *opt, const char *what, char op, ui
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return workload_fail("%s: socket(AF_INET, SOCK_STREAM): %s", what, strerror(errno));
-		if (set_options(fd, what, op) != 0) {
+		if (set_options(fd, opt, what, op) != 0) {
 			close(fd);
 			return -1;
 		}
@@ -465,9 +488,18 @@ static void announce(const char *name, const struct options *opt)
 		PARAM_STR("peer", opt->peer ? opt->peer : ""),
 		PARAM_STR("net_if", opt->net_if ? opt->net_if : (opt->net_addr ? "auto" : "")),
 		PARAM_STR("net_addr", opt->net_addr ? opt->net_addr : ""),
+		/* the settings a run may leave out; each only when given */
+		PARAM_NUM("agent_cpu", opt->cpu), PARAM_STR("congestion", opt->congestion ? opt->congestion : ""),
 	};
+	struct param given[sizeof params / sizeof params[0]];
+	size_t count = 0;
 
-	proto_workload(name, params, sizeof params / sizeof params[0]);
+	for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+		if ((strcmp(params[i].key, "agent_cpu") != 0 || opt->cpu != NO_CPU) &&
+		    (strcmp(params[i].key, "congestion") != 0 || opt->congestion))
+			given[count++] = params[i];
+	}
+	proto_workload(name, given, count);
 }
 
 /* The checks every client workload makes before it connects. */
@@ -477,6 +509,64 @@ static int client_ready(const char *name, const struct options *opt)
 		return workload_fail("%s needs --peer A.B.C.D:PORT, where the host's gbagent net_peer listens"
 				     " (try --peer 10.0.2.2:40123)", name);
 	return network_ready(opt);
+}
+
+/* --cpu: the agent measures on that one CPU of its environment, as iperf3's -A pins its
+ * client (the host pins the peer). The mask before is restored for the workloads after. */
+struct pin {
+	cpu_set_t saved;
+	int pinned;
+};
+
+/* "0-3,6": the CPUs of a mask, in ranges. */
+static void cpu_ranges(const cpu_set_t *set, char *out, size_t size)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int cpu = 0; cpu < CPU_SETSIZE && used < size; cpu++) {
+		if (!CPU_ISSET(cpu, set) || (cpu > 0 && CPU_ISSET(cpu - 1, set)))
+			continue;
+		int last = cpu;
+		while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+			last++;
+		int n = last > cpu ? snprintf(out + used, size - used, "%s%d-%d", used ? "," : "", cpu, last)
+				   : snprintf(out + used, size - used, "%s%d", used ? "," : "", cpu);
+		used += n > 0 ? (size_t)n : 0;
+	}
+}
+
+static int pin_agent(const struct options *opt, struct pin *pin)
+{
+	cpu_set_t one;
+	char allowed[160];
+
+	pin->pinned = 0;
+	if (opt->cpu == NO_CPU)
+		return 0;
+	if (sched_getaffinity(0, sizeof pin->saved, &pin->saved) != 0)
+		return workload_fail("sched_getaffinity failed: %s", strerror(errno));
+	if (opt->cpu >= CPU_SETSIZE || !CPU_ISSET(opt->cpu, &pin->saved)) {
+		cpu_ranges(&pin->saved, allowed, sizeof allowed);
+		return workload_unsupported("agent_cpu %u: the agent may run on CPUs %s in this environment",
+					    opt->cpu, allowed);
+	}
+	CPU_ZERO(&one);
+	CPU_SET(opt->cpu, &one);
+	if (sched_setaffinity(0, sizeof one, &one) != 0)
+		return workload_fail("sched_setaffinity (agent to CPU %u) failed: %s", opt->cpu, strerror(errno));
+	pin->pinned = 1;
+	return 0;
+}
+
+/* The first failure is the one reported; a failed restore is one too, as it would skew later workloads. */
+static int unpin_agent(const struct pin *pin, int result)
+{
+	if (!pin->pinned || sched_setaffinity(0, sizeof pin->saved, &pin->saved) == 0)
+		return result;
+	if (result != 0)
+		return result;
+	return workload_fail("sched_setaffinity (restoring the agent's CPUs) failed: %s", strerror(errno));
 }
 
 /* ---- net_rr ---- */
@@ -586,14 +676,17 @@ static int rr_measure(const char *name, struct rr *rr, const struct options *opt
 static int run_net_rr(const char *name, const struct options *opt)
 {
 	struct rr rr = { .c = { .fd = -1 } };
+	struct pin pin;
+	int result = -1;
 
 	announce(name, opt);
-	if (client_ready(name, opt) != 0 || connect_peer(opt, "round trips", 'R', 0, &rr.c) != 0)
+	if (client_ready(name, opt) != 0 || pin_agent(opt, &pin) != 0)
 		return -1;
-	int result = rr_measure(name, &rr, opt);
+	if (connect_peer(opt, "round trips", 'R', 0, &rr.c) == 0)
+		result = rr_measure(name, &rr, opt);
 	close_conn(&rr.c);
 	free(rr.trips);
-	return result;
+	return unpin_agent(&pin, result);
 }
 
 /* ---- net_stream ---- */
@@ -709,10 +802,11 @@ static int stream_measure(const char *name, struct stream *s, const struct optio
 static int run_net_stream(const char *name, const struct options *opt)
 {
 	struct stream s = { .up = { .fd = -1 }, .down = { .fd = -1 } };
+	struct pin pin;
 	int result = -1;
 
 	announce(name, opt);
-	if (client_ready(name, opt) != 0)
+	if (client_ready(name, opt) != 0 || pin_agent(opt, &pin) != 0)
 		return -1;
 	s.out = malloc(IO_BYTES);
 	s.in = malloc(IO_BYTES);
@@ -732,7 +826,7 @@ out:
 	close_conn(&s.down);
 	free(s.out);
 	free(s.in);
-	return result;
+	return unpin_agent(&pin, result);
 }
 
 /* ---- net_peer: the host side ---- */
@@ -835,6 +929,14 @@ int net_peer(const struct options *opt)
 		return peer_error("socket for", opt->listen);
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
 		return peer_error("setsockopt SO_REUSEADDR on", opt->listen);
+	/* Set on the listener, every accepted connection has it. */
+	if (opt->congestion &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, opt->congestion, (socklen_t)strlen(opt->congestion)) != 0) {
+		char offered[256];
+		fprintf(stderr, "gbagent: net_peer: congestion %s: %s (this kernel offers: %s)\n", opt->congestion,
+			strerror(errno), offered_congestion(offered, sizeof offered));
+		return 2;
+	}
 	/* Port 0: the kernel picks a free one, and the line below tells it. */
 	if (bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0)
 		return peer_error("bind", opt->listen);

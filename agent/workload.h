@@ -35,9 +35,13 @@ struct options {
 	const char *net_if;   /* net_*: the guest interface to configure, or auto */
 	const char *net_addr; /* net_*: its address, A.B.C.D/PREFIX */
 	const char *listen;   /* net_peer: the IPv4 address to listen on */
+	unsigned cpu;         /* net_*: the CPU the agent measures on (iperf3's -A); NO_CPU: the scheduler's choice */
+	const char *congestion; /* net_*, net_peer: TCP congestion control of every connection (iperf3's -C) */
 	/* exec: the command (everything after the word exec), NULL-terminated */
 	char **command;
 };
+
+#define NO_CPU 0xffffffffu
 
 struct workload {
 	const char *name;

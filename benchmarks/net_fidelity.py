@@ -4,25 +4,35 @@
 
 A pair is one `guestbench run` of both workloads and one run of each reference tool, for
 the same length of time; pairs alternate which side goes first, so drift on the host hits
-both. Each side gives one figure per pair (guestbench: the median of its run's values; a
-tool: its own figure), and the result per figure is the ratio of the two medians over
-pairs, with its 95% interval (guestbench's own: each side's bootstrap interval of the
-median, combined by MOVER) and a permutation test's p-value. The verdict is "within"
-only when the whole interval lies inside the tolerance (±5%); a ratio inside it with a
-wider interval is "not resolved", and needs more pairs, not a claim.
+both. Each side gives one figure per pair, the same statistic on both sides:
 
-sockperf reports half the round trip ("latency"), so its percentiles are doubled here; its
-messages are 14 bytes at least (its header), guestbench's 1. iperf3's figure is the
-receiver's over the whole test. Usage:
+- guestbench: the median of its run's values (each value SECONDS / VALUES long, after a
+  warm-up);
+- iperf3: the median of its intervals of the same length (`-i`), after its first second
+  (`-O 1`, its warm-up); its whole-test figure is printed beside it for reference;
+- sockperf: its p50 and p99 over the test; it reports half the round trip ("latency"), so
+  they are doubled here. Its messages are 14 bytes at least (its header), guestbench's 1.
 
-    .venv/bin/python benchmarks/net_fidelity.py [PAIRS] [RAW.json]
+The result per figure is the ratio of the two medians over pairs, with its 95% interval
+(guestbench's own: each side's bootstrap interval of the median, combined by MOVER) and a
+permutation test's p-value. The verdict is "within" only when the whole interval lies
+inside the tolerance (±5%); a ratio inside it with a wider interval is "not resolved",
+and needs more pairs, not a claim.
+
+Placement. On a host of few CPUs where the two ends run moves a loopback figure by a
+third or more, and differently from run to run, so both sides pin them alike: the client
+(guestbench's agent, iperf3's and sockperf's client) on the first CPU this script may use,
+the server (guestbench's peer, iperf3's and sockperf's server) on the second, through
+guestbench's agent_cpu and peer_cpu, iperf3's -A and taskset. With one CPU both go on it.
+`--free` leaves placement to the scheduler on both sides.
+
+Congestion control. Both sides use the kernel's default unless `--congestion NAME` gives
+one to both (guestbench's `congestion`, iperf3's -C); sockperf's round trips of one byte
+never fill a congestion window, and it has no such option. Usage:
+
+    .venv/bin/python benchmarks/net_fidelity.py [--free] [--congestion NAME] [PAIRS] [RAW.json]
 
 RAW.json, when given, receives every figure of both sides, in the order they ran.
-
-On a host of few CPUs the scheduler's placement of the two ends (one CPU or two) moves
-a loopback figure by a third or more, and differently from run to run: run the script
-under `taskset -c 0` (every process of both sides then shares one CPU, as it inherits
-the mask) to compare the tools with the placement held the same.
 """
 
 from __future__ import annotations
@@ -58,6 +68,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def pinned_cpus(free: bool) -> tuple[int, int] | None:
+    """(the client's CPU, the server's), or None when the scheduler places both."""
+    if free:
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    return (cpus[0], cpus[1] if len(cpus) > 1 else cpus[0])
+
+
+def on_cpu(cpu: int | None) -> list[str]:
+    return [] if cpu is None else ["taskset", "-c", str(cpu)]
+
+
 class Server:
     """A server in its own process group, ended by that group."""
 
@@ -74,44 +96,54 @@ class Server:
         self.process.wait()
 
 
-def sockperf_us() -> dict[str, float]:
+def sockperf_us(cpus: tuple[int, int] | None) -> dict[str, float]:
     """p50 and p99 round trips, µs: sockperf's half round trips doubled."""
+    client, server = cpus or (None, None)
     port = free_port()
-    with Server(["sockperf", "server", "--tcp", "-i", "127.0.0.1", "-p", str(port)]):
-        out = subprocess.run(["sockperf", "ping-pong", "--tcp", "-i", "127.0.0.1", "-p", str(port),
-                              "-t", str(int(SECONDS)), "-m", "14"], capture_output=True, text=True,
-                             check=True).stdout
+    with Server([*on_cpu(server), "sockperf", "server", "--tcp", "-i", "127.0.0.1",
+                 "-p", str(port)]):
+        out = subprocess.run([*on_cpu(client), "sockperf", "ping-pong", "--tcp", "-i",
+                              "127.0.0.1", "-p", str(port), "-t", str(int(SECONDS)), "-m", "14"],
+                             capture_output=True, text=True, check=True).stdout
     got = {}
     for name, percentile in (("rr_p50", "50.000"), ("rr_p99", "99.000")):
         got[name] = 2 * float(re.search(rf"percentile {percentile} =\s*([\d.]+)", out).group(1))
     return got
 
 
-def iperf3_gbps() -> dict[str, float]:
-    """to_host (the client sends) and to_guest (-R: the server sends), Gbit/s."""
-    got = {}
+def iperf3_gbps(cpus: tuple[int, int] | None,
+                congestion: str | None) -> tuple[dict[str, float], dict[str, float]]:
+    """to_host (the client sends) and to_guest (-R: the server sends), Gbit/s: the median of
+    the intervals after the first second, and the whole test's figure."""
+    medians, whole = {}, {}
+    pin = [] if cpus is None else ["-A", f"{cpus[0]},{cpus[1]}"]
+    pin += [] if congestion is None else ["-C", congestion]
     for name, reverse in (("to_host", []), ("to_guest", ["-R"])):
         port = free_port()
         with Server(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)]):
             out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t",
-                                  str(int(SECONDS)), "-J", *reverse], capture_output=True,
-                                 text=True, check=True).stdout
-        got[name] = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9
-    return got
+                                  str(int(SECONDS)), "-O", "1", "-i", str(SECONDS / VALUES), "-J",
+                                  *pin, *reverse], capture_output=True, text=True,
+                                 check=True).stdout
+        document = json.loads(out)
+        intervals = [each["sum"]["bits_per_second"] / 1e9 for each in document["intervals"]
+                     if not each["sum"].get("omitted")]
+        medians[name] = statistics.median(intervals)
+        whole[name] = document["end"]["sum_received"]["bits_per_second"] / 1e9
+    return medians, whole
 
 
-def reference() -> dict[str, float]:
-    return {**sockperf_us(), **iperf3_gbps()}
-
-
-def guestbench(folder: Path, number: int) -> dict[str, float]:
+def guestbench(folder: Path, number: int, cpus: tuple[int, int] | None,
+               congestion: str | None) -> dict[str, float]:
     """The medians of one run's values: net_rr's p50 and p99 (µs), net_stream's Gbit/s."""
     plan = folder / f"pair{number}.toml"
     db = f"sqlite:///{folder}/pair{number}.sqlite"  # a store of its own: this pair's runs
     each = SECONDS / VALUES
+    pin = "" if cpus is None else f"agent_cpu = {cpus[0]}\npeer_cpu = {cpus[1]}\n"
+    pin += "" if congestion is None else f'congestion = "{congestion}"\n'
     plan.write_text('[campaign]\nrepeat = 1\n\n[[environment]]\npreset = "native"\n\n'
-                    f'[[workload]]\nname = "net_rr"\nmin_time_s = {each}\nvalues = {VALUES}\n\n'
-                    f'[[workload]]\nname = "net_stream"\nmin_time_s = {each}\nvalues = {VALUES}\n')
+                    f'[[workload]]\nname = "net_rr"\nmin_time_s = {each}\nvalues = {VALUES}\n{pin}\n'
+                    f'[[workload]]\nname = "net_stream"\nmin_time_s = {each}\nvalues = {VALUES}\n{pin}')
     subprocess.run([GUESTBENCH, "run", str(plan), "--quiet", "--db", db], check=True,
                    capture_output=True, cwd=folder)
     document = json.loads(subprocess.run([GUESTBENCH, "report", "--format", "json", "--db", db],
@@ -134,18 +166,39 @@ def verdict(low: float | None, high: float | None, value: float) -> str:
 
 
 def main() -> None:
-    pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 12
-    raw_path = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+    args = sys.argv[1:]
+    free = "--free" in args
+    args = [arg for arg in args if arg != "--free"]
+    congestion = None
+    if "--congestion" in args:
+        at = args.index("--congestion")
+        congestion = args[at + 1]
+        del args[at:at + 2]
+    pairs = int(args[0]) if args else 12
+    raw_path = Path(args[1]) if len(args) > 1 else None
+    cpus = pinned_cpus(free)
     theirs: dict[str, list[float]] = {name: [] for name, _, _ in FIGURES}
     ours: dict[str, list[float]] = {name: [] for name, _, _ in FIGURES}
+    whole: dict[str, list[float]] = {"to_host": [], "to_guest": []}
+
+    def reference() -> dict[str, float]:
+        medians, whole_test = iperf3_gbps(cpus, congestion)
+        for name, value in whole_test.items():
+            whole[name].append(value)
+        return {**sockperf_us(cpus), **medians}
+
     with tempfile.TemporaryDirectory(prefix="net-fidelity-") as work:
         for number in range(pairs):
-            sides = [(theirs, reference), (ours, lambda: guestbench(Path(work), number))]
+            sides = [(theirs, reference), (ours, lambda: guestbench(Path(work), number, cpus, congestion))]
             for store, measure in sides if number % 2 == 0 else reversed(sides):
                 for name, value in measure().items():
                     store[name].append(value)
-    cpus = sorted(os.sched_getaffinity(0))
-    print(f"pairs: {pairs}, {SECONDS:g} s per side, figure and direction; CPUs {cpus}; "
+    placed = ("where the scheduler puts them" if cpus is None
+              else f"clients on CPU {cpus[0]}, servers on CPU {cpus[1]}")
+    with open("/proc/sys/net/ipv4/tcp_congestion_control") as default:
+        control = congestion or f"the kernel's default, {default.read().strip()}"
+    print(f"pairs: {pairs}, {SECONDS:g} s per side, figure and direction; {placed}; "
+          f"congestion control: {control}; "
           f"ratio = guestbench / reference, tolerance ±{TOLERANCE:.0%}")
     print(f"{'figure':<18}{'reference':>11}{'guestbench':>12}{'ratio':>8}{'95% interval':>17}"
           f"{'p':>7}  verdict       reference tool; spread (min-max) guestbench | reference")
@@ -162,8 +215,13 @@ def main() -> None:
               f"{verdict(low, high, value):<13} {tool}; "
               f"{min(ours[name]):.1f}-{max(ours[name]):.1f} | "
               f"{min(theirs[name]):.1f}-{max(theirs[name]):.1f}", flush=True)
+    for name, values in whole.items():
+        print(f"iperf3's whole-test figure, {name}: median {statistics.median(values):.2f} Gbit/s "
+              f"(guestbench / it: {statistics.median(ours[name]) / statistics.median(values):.3f})")
     if raw_path:
-        raw_path.write_text(json.dumps({"guestbench": ours, "reference": theirs}, indent=1))
+        raw_path.write_text(json.dumps({"guestbench": ours, "reference": theirs,
+                                        "iperf3_whole_test": whole, "cpus": cpus,
+                                        "congestion": control}, indent=1))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ docs/workloads-startup.md, docs/workloads-network.md."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from contextlib import ExitStack
@@ -176,7 +177,11 @@ class Network(HostPart):
     (and, in a full-system guest, which address to give its NIC); all of it ended after."""
 
     def refusal(self) -> str | None:
-        return self.environment.network_refusal()
+        cpu, allowed = self.params.peer_cpu, os.sched_getaffinity(0)
+        if cpu is not None and cpu not in allowed:
+            return f"peer_cpu {cpu}: guestbench may run on host CPUs {peer.cpu_ranges(allowed)} here"
+        return (self.environment.network_refusal()
+                or peer.congestion_refusal(self.params.congestion))
 
     def arrange(self, job: Job, stack: ExitStack, logdir: Path) -> Job:
         try:
@@ -184,14 +189,16 @@ class Network(HostPart):
         except paths.PathError as error:
             raise PartFailed(Status.UNSUPPORTED, f"network path: {error}") from None
         try:
-            port = peer.start(job.agent_path, path.listen, logdir, stack)
+            listening = peer.start(job.agent_path, path.listen, logdir, stack,
+                                   self.params.peer_cpu, self.params.congestion)
         except peer.PeerError as error:
             raise PartFailed(Status.INFRA, str(error)) from None
-        options = ["--peer", f"{path.dial}:{port}"]
+        options = ["--peer", f"{path.dial}:{listening.port}"]
         if path.guest_cidr:
             options += ["--net-if", "auto", "--net-addr", path.guest_cidr]
+        facts = {**path.facts(), "peer's host CPUs": listening.cpus}
         (logdir / "network.txt").write_text(
-            "".join(f"{key}: {value}\n" for key, value in path.facts().items()))
+            "".join(f"{key}: {value}\n" for key, value in facts.items()))
         return dataclasses.replace(job, network=path,
                                    agent_args=job.with_agent_options(*options))
 

@@ -11,13 +11,28 @@ from guestbench.environments.base import Capability
 from guestbench.workloads.base import Params, Workload
 
 
-class RrParams(Params):
+class Ends(Params):
+    """How both ends run, iperf3's -A and -C. Where each end runs moves a loopback figure by
+    a third or more on a host of few CPUs; unset, the scheduler decides. The congestion
+    control decides how fast a sender may go; unset, each kernel's default."""
+
+    agent_cpu: int | None = Field(None, ge=0, le=4095, description=(
+        "the CPU the agent measures on, numbered as its environment sees them (a vCPU in a "
+        "full-system guest), as iperf3's -A pins its client; unset: the scheduler's choice"))
+    peer_cpu: int | None = Field(None, ge=0, le=4095, description=(
+        "the host CPU the peer runs on; unset: the scheduler's choice"))
+    congestion: str | None = Field(None, pattern=r"^[a-z][a-z0-9_]{0,14}$", description=(
+        "the TCP congestion control of both ends' connections (cubic, bbr, reno: the kernel's "
+        "tcp_available_congestion_control); unset: each kernel's default"))
+
+
+class RrParams(Ends):
     min_time_s: float = Field(0.2, ge=0.01, le=3600, description=(
         "each value's round trips last about this long (its p50 and p99 come from them)"))
     values: int = Field(5, ge=1, le=1000, description="values per run, after a warm-up")
 
 
-class StreamParams(Params):
+class StreamParams(Ends):
     min_time_s: float = Field(0.5, ge=0.05, le=3600, description=(
         "each value's transfer, in each direction, lasts about this long"))
     values: int = Field(5, ge=1, le=1000, description=(
@@ -25,7 +40,10 @@ class StreamParams(Params):
 
 
 def _args(params: RrParams | StreamParams) -> list[str]:
-    return ["--min-time", repr(params.min_time_s), "--values", str(params.values)]
+    cpu = [] if params.agent_cpu is None else ["--cpu", str(params.agent_cpu)]
+    congestion = [] if params.congestion is None else ["--congestion", params.congestion]
+    return ["--min-time", repr(params.min_time_s), "--values", str(params.values), *cpu,
+            *congestion]
 
 
 WORKLOADS = [

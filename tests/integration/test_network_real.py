@@ -87,3 +87,58 @@ def test_vhost_is_unsupported_with_the_reason_where_the_host_has_none(tmp_path, 
     runs = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)["runs"]
     assert {entry["status"] for entry in runs} == {"unsupported"}
     assert all("vhost-net" in entry["reason"] for entry in runs), runs
+
+
+def _offered() -> list[str]:
+    return open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+
+
+def test_each_end_runs_on_the_cpu_and_with_the_congestion_control_the_plan_gives(tmp_path):
+    """agent_cpu, peer_cpu and congestion, natively (iperf3's -A and -C): both ends pinned,
+    the agent's CPU and congestion control in its run's parameters, the peer's CPU read back
+    from the kernel into network.txt."""
+    import os
+    cpus = sorted(os.sched_getaffinity(0))
+    agent, peer = cpus[0], cpus[-1]
+    congestion = _offered()[-1]
+    pins = f'agent_cpu = {agent}\npeer_cpu = {peer}\ncongestion = "{congestion}"\n'
+    plan = tmp_path / "net.toml"
+    plan.write_text('[campaign]\nrepeat = 1\n\n[[environment]]\npreset = "native"\n\n'
+                    f'{RR}{pins}\n{STREAM}{pins}')
+    runs = ok_runs(tmp_path, 2, str(plan))
+    _check(runs)
+    assert all(entry["params"]["agent_cpu"] == agent for entry in runs), runs
+    assert all(entry["params"]["congestion"] == congestion for entry in runs), runs
+    facts = sorted(tmp_path.glob("guestbench-logs/*/native/*/rep0/network.txt"))
+    assert len(facts) == 2 and all(f"peer's host CPUs: {peer}\n" in path.read_text()
+                                   for path in facts), [path.read_text() for path in facts]
+
+
+def test_a_cpu_or_congestion_control_the_host_lacks_is_unsupported_with_the_reason(tmp_path):
+    plan = tmp_path / "net.toml"
+    missing = next(name for name in ("vegas", "westwood", "illinois", "htcp", "nosuch")
+                   if name not in _offered())
+    plan.write_text('[campaign]\nrepeat = 1\n\n[[environment]]\npreset = "native"\n\n'
+                    f'{RR}agent_cpu = 4095\n\n{STREAM}peer_cpu = 4095\n\n'
+                    f'{STREAM}label = "other_congestion"\ncongestion = "{missing}"\n')
+    run = guestbench("run", str(plan), "--quiet", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    runs = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)["runs"]
+    assert [entry["status"] for entry in runs] == ["unsupported"] * 3, runs
+    reasons = {entry["label"]: entry["reason"] for entry in runs}
+    assert reasons["net_rr"].startswith(
+        "net_rr: agent_cpu 4095: the agent may run on CPUs "), reasons
+    assert reasons["net_stream"].startswith(
+        "peer_cpu 4095: guestbench may run on host CPUs "), reasons
+    assert reasons["other_congestion"].startswith(
+        f"congestion {missing}: this host's kernel offers "), reasons
+
+
+def test_the_agent_refuses_a_congestion_control_its_kernel_lacks(agent_path):
+    """The agent's own check, for a guest whose kernel lacks what the host's has: the run
+    is unsupported, with the guest kernel's list."""
+    from guestbench import proc
+    result = proc.run([str(agent_path), "--peer", "127.0.0.1:9", "--congestion", "nosuch",
+                       "net_rr"], timeout_s=30)
+    assert '"unsupported":true' in result.stdout, result.stdout
+    assert "congestion nosuch: " in result.stdout and "this kernel offers: " in result.stdout

@@ -187,6 +187,10 @@ def test_bad_network_settings_are_plan_errors_naming_the_field(lines, field, wor
 @pytest.mark.parametrize("name, given", [
     ("net_rr", {"min_time_s": 0}), ("net_rr", {"values": 0}), ("net_rr", {"values": "3"}),
     ("net_stream", {"min_time_s": 0.01}), ("net_stream", {"bytes": 3}),
+    ("net_rr", {"agent_cpu": -1}), ("net_stream", {"agent_cpu": 4096}),
+    ("net_stream", {"peer_cpu": "1"}), ("net_rr", {"peer_cpu": True}),
+    ("net_stream", {"congestion": "Cubic"}), ("net_rr", {"congestion": ""}),
+    ("net_stream", {"congestion": "a" * 16}), ("net_stream", {"congestion": "bbr;rm"}),
 ])
 def test_network_workloads_reject_nonsense_naming_the_field(name, given, host):
     with pytest.raises(ValidationError) as error:
@@ -204,6 +208,38 @@ def test_network_workloads_run_alone_and_say_what_they_report(host):
         assert workload.host_part == "network" and workload.primary_metric == metric
         assert part_of(WorkloadCase(name, params, name), JobNeeds()) is None
         assert workload.agent_args(params)[-1] == name
+
+
+def test_the_agent_s_cpu_goes_to_the_agent_and_the_peer_s_stays_on_the_host(host):
+    for name in ("net_rr", "net_stream"):
+        workload = CATALOGUE[name]
+        plain = workload.agent_args(workload.resolve({}, host))
+        assert "--cpu" not in plain and "--congestion" not in plain, plain
+        args = workload.agent_args(workload.resolve(
+            {"agent_cpu": 3, "peer_cpu": 1, "congestion": "cubic"}, host))
+        assert args[args.index("--cpu") + 1] == "3" and "1" not in args, args
+        assert args[args.index("--congestion") + 1] == "cubic", args
+
+
+def test_a_congestion_control_the_host_lacks_is_refused_with_what_it_offers(monkeypatch,
+                                                                            tmp_path):
+    from guestbench.network import peer
+    offered = tmp_path / "tcp_available_congestion_control"
+    offered.write_text("reno cubic\n")
+    monkeypatch.setattr(peer, "OFFERED", offered)
+    assert peer.congestion_refusal(None) is None
+    assert peer.congestion_refusal("cubic") is None
+    said = peer.congestion_refusal("bbr")
+    assert said.startswith("congestion bbr: this host's kernel offers reno cubic"), said
+    assert "modprobe tcp_bbr" in said
+    offered.unlink()
+    assert "cannot read" in peer.congestion_refusal("cubic")
+
+
+def test_cpu_ranges_are_written_short():
+    from guestbench.network.peer import cpu_ranges
+    assert cpu_ranges({0}) == "0"
+    assert cpu_ranges({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8"
 
 
 def test_a_guest_job_keeps_its_mounts_and_its_network_path():
