@@ -261,9 +261,8 @@ def _reads(method: Callable[..., Any]) -> Callable[..., Any]:
                 raise StoreError(told) from None
             if self.engine.dialect.name == "sqlite" and isinstance(
                     error, (ValueError, UnicodeDecodeError, OverflowError)):
-                where = str(Path(self.engine.url.database or "").resolve())
-                raise StoreError(damage.damaged(where, f"{type(error).__name__} reading it: "
-                                                       f"{str(error)[:160]}")) from None
+                raise StoreError(self.damaged(f"{type(error).__name__} reading it: "
+                                              f"{str(error)[:160]}")) from None
             raise
     return read
 
@@ -400,9 +399,7 @@ class Store:
                 problems = [row[0] for row in connection.exec_driver_sql(
                     "PRAGMA quick_check(3)")]
             if problems != ["ok"]:
-                raise StoreError(damage.damaged(
-                    str(Path(self.engine.url.database).resolve()),
-                    " ".join("; ".join(problems).split())))
+                raise StoreError(self.damaged(" ".join("; ".join(problems).split())))
             self._verify_blocks()  # inside a blob, where quick_check does not look
             return
         if self.engine.dialect.name != "postgresql":
@@ -636,7 +633,8 @@ class Store:
         return rows
 
     def damaged(self, detail: str) -> str:
-        """The message for damage found by a reader above the store (analysis/results.py)."""
+        """The message for damage found here or by a reader above the store
+        (analysis/results.py): the file (on SQLite) or the URL, the detail, the fix."""
         where = (str(Path(self.engine.url.database or "").resolve())
                  if self.engine.dialect.name == "sqlite" else self.engine.url.render_as_string())
         return damage.damaged(where, detail)
@@ -648,8 +646,7 @@ class Store:
             return
         problem = _wrong_types(connection, table, where)
         if problem:
-            raise StoreError(damage.damaged(str(Path(self.engine.url.database or "").resolve()),
-                                            problem))
+            raise StoreError(self.damaged(problem))
 
     @_reads
     def _verify_blocks(self) -> None:
