@@ -2,16 +2,23 @@
 """Side by side, in one run, natively over loopback: guestbench's net_rr against
 `sockperf ping-pong --tcp`, and net_stream against iperf3, both directions.
 
-A pair is one `guestbench run` of both workloads and one run of each reference tool, for
-the same length of time; pairs alternate which side goes first, so drift on the host hits
-both. Each side gives one figure per pair, the same statistic on both sides:
+A pair is one `guestbench run` of both workloads and one run of each reference tool;
+pairs alternate which side goes first, so drift on the host hits both. Each side gives one
+figure per pair, the same statistic over windows of the same length and spacing, because
+this host has slow phases of a second or more at random, and a figure of one window
+spread over more time is less often caught by one:
 
-- guestbench: the median of its run's values (each value SECONDS / VALUES long, after a
-  warm-up);
-- iperf3: the median of its intervals of the same length (`-i`), after its first second
-  (`-O 1`, its warm-up); its whole-test figure is printed beside it for reference;
-- sockperf: its p50 and p99 over the test; it reports half the round trip ("latency"), so
-  they are doubled here. Its messages are 14 bytes at least (its header), guestbench's 1.
+- guestbench: the median of its run's values, VALUES of SECONDS / VALUES each, after a
+  warm-up (a stream's directions alternate, so values of one direction lie one value
+  apart);
+- sockperf: its every round trip, from its full log, cut into the same VALUES windows from
+  its first after its own warm-up; each window's p50 and p99 (nearest rank, as the agent);
+  their medians. It times full round trips of 14-byte messages at least (its header),
+  guestbench 1-byte ones;
+- iperf3: intervals of SECONDS / VALUES after a first second it omits; the first interval
+  after that second is left out (it reads low in every run here), and every second one of
+  the rest kept: VALUES intervals, one interval apart, as guestbench's; their median. Its
+  whole-test figure is printed beside it for reference.
 
 The result per figure is the ratio of the two medians over pairs, with its 95% interval
 (guestbench's own: each side's bootstrap interval of the median, combined by MOVER) and a
@@ -39,7 +46,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import statistics
@@ -96,25 +102,51 @@ class Server:
         self.process.wait()
 
 
-def sockperf_us(cpus: tuple[int, int] | None) -> dict[str, float]:
-    """p50 and p99 round trips, µs: sockperf's half round trips doubled."""
+def percentile(ordered: list[float], pct: int) -> float:
+    """The nearest-rank percentile of sorted values, as the agent computes its own."""
+    rank = (len(ordered) * pct + 99) // 100
+    return ordered[max(rank, 1) - 1]
+
+
+def sockperf_us(cpus: tuple[int, int] | None, folder: Path) -> dict[str, float]:
+    """p50 and p99 round trips, µs, as guestbench's: sockperf's every round trip (its full
+    log: send and receive times) cut into VALUES windows of SECONDS / VALUES from its first
+    after its warm-up; each window's percentiles; their medians."""
     client, server = cpus or (None, None)
     port = free_port()
+    log = folder / "sockperf.csv"
     with Server([*on_cpu(server), "sockperf", "server", "--tcp", "-i", "127.0.0.1",
                  "-p", str(port)]):
-        out = subprocess.run([*on_cpu(client), "sockperf", "ping-pong", "--tcp", "-i",
-                              "127.0.0.1", "-p", str(port), "-t", str(int(SECONDS)), "-m", "14"],
-                             capture_output=True, text=True, check=True).stdout
-    got = {}
-    for name, percentile in (("rr_p50", "50.000"), ("rr_p99", "99.000")):
-        got[name] = 2 * float(re.search(rf"percentile {percentile} =\s*([\d.]+)", out).group(1))
-    return got
+        subprocess.run([*on_cpu(client), "sockperf", "ping-pong", "--tcp", "-i", "127.0.0.1",
+                        "-p", str(port), "-t", str(int(SECONDS) + 1), "-m", "14",
+                        "--full-log", str(log)], capture_output=True, text=True, check=True)
+    trips = []  # (sent at, round trip in µs)
+    for line in log.read_text().splitlines():
+        fields = line.split(",")
+        if len(fields) == 4 and fields[0].strip().isdigit():
+            sent, received = float(fields[1]), float(fields[2])
+            trips.append((sent, (received - sent) * 1e6))
+    each = SECONDS / VALUES
+    windows: list[list[float]] = [[] for _ in range(VALUES)]
+    for sent, trip in trips:
+        at = int((sent - trips[0][0]) / each)
+        if at < VALUES:
+            windows[at].append(trip)
+    for window in windows:
+        window.sort()
+    return {"rr_p50": statistics.median(percentile(window, 50) for window in windows),
+            "rr_p99": statistics.median(percentile(window, 99) for window in windows)}
 
 
 def iperf3_gbps(cpus: tuple[int, int] | None,
                 congestion: str | None) -> tuple[dict[str, float], dict[str, float]]:
-    """to_host (the client sends) and to_guest (-R: the server sends), Gbit/s: the median of
-    the intervals after the first second, and the whole test's figure."""
+    """to_host (the client sends) and to_guest (-R: the server sends), Gbit/s, as
+    guestbench's: iperf3 runs 2 x SECONDS after a first second it omits, in intervals of
+    SECONDS / VALUES; the first interval after the omitted second is left out (it reads low
+    in every run here: iperf3's reset at the end of its omitting), and of the rest every
+    second one is kept: VALUES intervals, one interval apart, as guestbench's values of one
+    direction are (the other direction's lie between). The figure is their median; the
+    whole test's figure is returned beside it."""
     medians, whole = {}, {}
     pin = [] if cpus is None else ["-A", f"{cpus[0]},{cpus[1]}"]
     pin += [] if congestion is None else ["-C", congestion]
@@ -122,13 +154,13 @@ def iperf3_gbps(cpus: tuple[int, int] | None,
         port = free_port()
         with Server(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)]):
             out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t",
-                                  str(int(SECONDS)), "-O", "1", "-i", str(SECONDS / VALUES), "-J",
-                                  *pin, *reverse], capture_output=True, text=True,
+                                  str(int(2 * SECONDS)), "-O", "1", "-i", str(SECONDS / VALUES),
+                                  "-J", *pin, *reverse], capture_output=True, text=True,
                                  check=True).stdout
         document = json.loads(out)
         intervals = [each["sum"]["bits_per_second"] / 1e9 for each in document["intervals"]
                      if not each["sum"].get("omitted")]
-        medians[name] = statistics.median(intervals)
+        medians[name] = statistics.median(intervals[1::2][:VALUES])
         whole[name] = document["end"]["sum_received"]["bits_per_second"] / 1e9
     return medians, whole
 
@@ -185,7 +217,7 @@ def main() -> None:
         medians, whole_test = iperf3_gbps(cpus, congestion)
         for name, value in whole_test.items():
             whole[name].append(value)
-        return {**sockperf_us(cpus), **medians}
+        return {**sockperf_us(cpus, Path(work)), **medians}
 
     with tempfile.TemporaryDirectory(prefix="net-fidelity-") as work:
         for number in range(pairs):
