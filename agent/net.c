@@ -393,8 +393,6 @@ static uint32_t get_le32(const unsigned char *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Set before connect: Linux applies SO_SNDTIMEO to connect too, so a peer address that
- * drops SYNs fails in SILENCE_S rather than after the kernel's two minutes of retries. */
 /* The kernel's list, for an error line: "reno cubic bbr", or why it could not be read. */
 static const char *offered_congestion(char *out, size_t size)
 {
@@ -408,6 +406,9 @@ static const char *offered_congestion(char *out, size_t size)
 	return out;
 }
 
+/* Set before connect: Linux applies SO_SNDTIMEO to connect too, so a peer address that
+ * drops SYNs fails in SILENCE_S rather than after the kernel's two minutes of retries.
+ * --congestion comes first: an environment that refuses it makes the run unsupported. */
 static int set_options(int fd, const struct options *opt, const char *what, char op)
 {
 	int one = 1;
