@@ -491,23 +491,20 @@ static void close_conn(struct conn *c)
 /* The parameters every network workload records. */
 static void announce(const char *name, const struct options *opt)
 {
-	const struct param params[] = {
+	struct param params[7] = {
 		PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values),
 		PARAM_STR("peer", opt->peer ? opt->peer : ""),
 		PARAM_STR("net_if", opt->net_if ? opt->net_if : (opt->net_addr ? "auto" : "")),
 		PARAM_STR("net_addr", opt->net_addr ? opt->net_addr : ""),
-		/* the settings a run may leave out; each only when given */
-		PARAM_NUM("agent_cpu", opt->cpu), PARAM_STR("congestion", opt->congestion ? opt->congestion : ""),
 	};
-	struct param given[sizeof params / sizeof params[0]];
-	size_t count = 0;
+	size_t count = 5;
 
-	for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
-		if ((strcmp(params[i].key, "agent_cpu") != 0 || opt->cpu != NO_CPU) &&
-		    (strcmp(params[i].key, "congestion") != 0 || opt->congestion))
-			given[count++] = params[i];
-	}
-	proto_workload(name, given, count);
+	/* the settings a run may leave out: each only when given */
+	if (opt->cpu != NO_CPU)
+		params[count++] = (struct param)PARAM_NUM("agent_cpu", opt->cpu);
+	if (opt->congestion)
+		params[count++] = (struct param)PARAM_STR("congestion", opt->congestion);
+	proto_workload(name, params, count);
 }
 
 /* The checks every client workload makes before it connects. */

@@ -614,8 +614,10 @@ def _explain(source: str, error: ValidationError, prefix: str = "", flag: bool =
     errors = sorted(error.errors(), key=lambda item: item["type"] != "extra_forbidden")
     first = errors[0]
     # a validator's own error (a metric's regex) may carry its fix in its context
-    fix = (first.get("ctx") or {}).get("fix") or _FIXES.get(
-        first["type"], "see docs/plan-format.md for this field")
+    context = first.get("ctx") or {}
+    fix = context.get("fix") or _FIXES.get(first["type"], "see docs/plan-format.md for this field")
+    if first["type"] == "string_pattern_mismatch" and context.get("pattern") != IDENTIFIER:
+        fix = f"write it in the form {context.get('pattern')} (docs/plan-format.md)"
     if first["type"] == "extra_forbidden" and model is not None:
         allowed = _allowed_keys(model, first["loc"])
         fix = f"{fix}; allowed here: {allowed}" if allowed else fix

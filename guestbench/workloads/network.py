@@ -5,7 +5,10 @@ the agent in the instance measures. docs/workloads-network.md."""
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from guestbench.environments.base import Capability
 from guestbench.workloads.base import Params, Workload
@@ -21,9 +24,21 @@ class Ends(Params):
         "full-system guest), as iperf3's -A pins its client; unset: the scheduler's choice"))
     peer_cpu: int | None = Field(None, ge=0, le=4095, description=(
         "the host CPU the peer runs on; unset: the scheduler's choice"))
-    congestion: str | None = Field(None, pattern=r"^[a-z][a-z0-9_]{0,14}$", description=(
+    congestion: str | None = Field(None, description=(
         "the TCP congestion control of both ends' connections (cubic, bbr, reno: the kernel's "
         "tcp_available_congestion_control); unset: each kernel's default"))
+
+
+    @field_validator("congestion")
+    @classmethod
+    def _a_kernel_name(cls, name: str | None) -> str | None:
+        if name is not None and not re.fullmatch(r"[a-z][a-z0-9_]{0,14}", name):
+            raise PydanticCustomError(
+                "congestion_name", "'{name}' is not a congestion control's name",
+                {"name": name, "fix": "give a name the kernel lists in /proc/sys/net/ipv4/"
+                                      "tcp_available_congestion_control, e.g. \"cubic\": "
+                                      "lower case, at most 15 characters"})
+        return name
 
 
 class RrParams(Ends):

@@ -250,3 +250,29 @@ def test_a_guest_job_keeps_its_mounts_and_its_network_path():
                     JobNeeds(scratch=True), mounts=["gb.mount=ext4:/dev/vda:/scratch:"])
     assert job.network == path
     assert kernel_arguments(job)[0] == "gb.mount=ext4:/dev/vda:/scratch:"
+
+
+@pytest.mark.parametrize("line, words", [
+    ('congestion = "Cubic"', "'Cubic' is not a congestion control's name"),
+    ('agent_cpu = -1', "greater than or equal to 0"),
+    ('peer_cpu = "1"', "valid integer"),
+])
+def test_bad_ends_are_plan_errors_naming_the_field_with_their_own_fix(line, words, write_plan,
+                                                                       host):
+    field = line.split(" =")[0]
+    with pytest.raises(PlanError) as caught:
+        load(write_plan(f'[[environment]]\nname = "e"\nkind = "native"\n'
+                        f'[[workload]]\nname = "net_stream"\n{line}\n'), host)
+    message = str(caught.value)
+    assert f"workload[0].{field}:" in message and words in message, message
+    assert "plain identifier" not in message and "(fix:" in message, message
+
+
+def test_a_pattern_other_than_an_identifier_is_not_told_to_be_one(write_plan, host):
+    with pytest.raises(PlanError) as caught:
+        load(write_plan('[[environment]]\nname = "c"\nkind = "command"\ndisk_device = "vda"\n'
+                        'argv = ["x", "{initrd}", "{cmdline}"]\n[[workload]]\nname = "getpid"\n'),
+             host)
+    message = str(caught.value)
+    assert "environment[0].disk_device:" in message and "plain identifier" not in message, message
+    assert "write it in the form ^/dev/" in message, message
