@@ -2,11 +2,13 @@
 """Side by side, in one run, natively over loopback: guestbench's net_rr against
 `sockperf ping-pong --tcp`, and net_stream against iperf3, both directions.
 
-A pair is one `guestbench run` of both workloads and one run of each reference tool;
-pairs alternate which side goes first, so drift on the host hits both. Each side gives one
-figure per pair, the same statistic over windows of the same length and spacing, because
-this host has slow phases of a second or more at random, and a figure of one window
-spread over more time is less often caught by one:
+A pair is one run of each tool per figure family. The two runs of a family lie next to
+each other, which goes first alternating from pair to pair: round trips (sockperf, then
+guestbench's net_rr, or the other way round), then throughput (iperf3 both ways, then
+guestbench's net_stream, or the other way round). This host's round-trip level drifts by a
+third from one minute to the next, and it has slow phases of a second or more at random, so
+each side gives one figure per pair, the same statistic over windows of the same length and
+spacing, and a figure of one window spread over more time is less often caught by one:
 
 - guestbench: the median of its run's values, VALUES of SECONDS / VALUES each, after a
   warm-up (a stream's directions alternate, so values of one direction lie one value
@@ -20,11 +22,13 @@ spread over more time is less often caught by one:
   the rest kept: VALUES intervals, one interval apart, as guestbench's; their median. Its
   whole-test figure is printed beside it for reference.
 
-The result per figure is the ratio of the two medians over pairs, with its 95% interval
-(guestbench's own: each side's bootstrap interval of the median, combined by MOVER) and a
-permutation test's p-value. The verdict is "within" only when the whole interval lies
-inside the tolerance (±5%); a ratio inside it with a wider interval is "not resolved",
-and needs more pairs, not a claim.
+The result per figure is the median over pairs of the ratio within each pair (guestbench /
+the reference), with its 95% percentile-bootstrap interval over pairs and a Wilcoxon
+signed-rank test's p-value on the ratios' logarithms. Within a pair both sides meet the same
+drift, so the pair's ratio cancels most of it; a ratio of two medians over all pairs would
+carry both sides' drift into its interval. The verdict is "within" only when the whole
+interval lies inside the tolerance (±5%); a ratio inside it with a wider interval is "not
+resolved", and needs more pairs, not a claim.
 
 Placement. On a host of few CPUs where the two ends run moves a loopback figure by a
 third or more, and differently from run to run, so both sides pin them alike: the client
@@ -33,17 +37,24 @@ the server (guestbench's peer, iperf3's and sockperf's server) on the second, th
 guestbench's agent_cpu and peer_cpu, iperf3's -A and taskset. With one CPU both go on it.
 `--free` leaves placement to the scheduler on both sides.
 
-Congestion control. Both sides use the kernel's default unless `--congestion NAME` gives
-one to both (guestbench's `congestion`, iperf3's -C); sockperf's round trips of one byte
-never fill a congestion window, and it has no such option. Usage:
+Congestion control. Every side uses the kernel's default unless `--congestion NAME` gives
+one to all (guestbench's `congestion`, iperf3's -C, the plain pair's sockets); sockperf's
+round trips of one byte never fill a congestion window, and it has no such option. Usage:
 
-    .venv/bin/python benchmarks/net_fidelity.py [--free] [--congestion NAME] [PAIRS] [RAW.json]
+    .venv/bin/python benchmarks/net_fidelity.py [--free] [--congestion NAME] [--only rr|stream]
+                                                [--plain] [PAIRS] [RAW.json]
+
+`--only` runs one family of figures: round trips (rr) or throughput (stream). `--plain`
+adds a third opinion on throughput: a plain pair of blocking sockets in Python (this
+script's `plain_end`), 128 KiB per call, pinned and windowed as the others, and prints it
+against guestbench and against iperf3; the three take turns going first.
 
 RAW.json, when given, receives every figure of both sides, in the order they ran.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -58,14 +69,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from guestbench.analysis.stats import describe, permutation_pvalues, ratio_interval  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy.stats import wilcoxon  # noqa: E402
+
+from guestbench.analysis.stats import median_ci  # noqa: E402
 
 GUESTBENCH = str(ROOT / ".venv/bin/guestbench")
 SECONDS = 2.0  # each side's test, per figure and direction
 VALUES = 5  # guestbench's values per run: each lasts SECONDS / VALUES
 TOLERANCE = 0.05
-FIGURES = (("rr_p50", "us", "sockperf"), ("rr_p99", "us", "sockperf"),
-           ("to_host", "Gbit/s", "iperf3"), ("to_guest", "Gbit/s", "iperf3 -R"))
+FIGURES = (("rr_p50", "us"), ("rr_p99", "us"), ("to_host", "Gbit/s"), ("to_guest", "Gbit/s"))
+# (A, B) for each figure both have: guestbench against each reference; the plain pair
+# against iperf3, to tell a difference of guestbench's from one of iperf3's.
+COMPARISONS = (("guestbench", "sockperf"), ("guestbench", "iperf3"), ("guestbench", "plain"),
+               ("plain", "iperf3"))
 
 
 def free_port() -> int:
@@ -165,17 +182,83 @@ def iperf3_gbps(cpus: tuple[int, int] | None,
     return medians, whole
 
 
-def guestbench(folder: Path, number: int, cpus: tuple[int, int] | None,
+PLAIN_BYTES = 128 * 1024  # each write and read of the plain pair, as iperf3's and the agent's
+
+
+def plain_end(role: str, port: int, cpu: int | None, congestion: str | None,
+              seconds: float) -> None:
+    """One end of the plain pair, in its own process: "send" connects and writes PLAIN_BYTES
+    at a time for `seconds`; "receive" accepts one connection, reads until it ends, and
+    prints the times (s) at which each byte count was reached, one window apart."""
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    if role == "send":
+        data = memoryview(os.urandom(PLAIN_BYTES))
+        with socket.socket() as connection:
+            if congestion:
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
+                                      congestion.encode())
+            connection.connect(("127.0.0.1", port))
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                connection.sendall(data)
+        return
+    with socket.create_server(("127.0.0.1", port)) as server:
+        if congestion:  # its connection inherits it
+            server.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion.encode())
+        print("listening", flush=True)
+        connection, _ = server.accept()
+        buffer = bytearray(PLAIN_BYTES)
+        moved, start, marks = 0, time.monotonic(), [(0.0, 0)]
+        with connection:
+            while (count := connection.recv_into(buffer)) > 0:
+                moved += count
+                at = time.monotonic() - start
+                if at - marks[-1][0] >= SECONDS / VALUES:
+                    marks.append((at, moved))
+        print(json.dumps(marks))
+
+
+def plain_gbps(cpus: tuple[int, int] | None, congestion: str | None) -> dict[str, float]:
+    """to_host (the client on the first CPU sends) and to_guest (the server on the second
+    sends), Gbit/s, by a plain pair of blocking sockets in Python: the third opinion on
+    throughput, with no loop of iperf3's or guestbench's. The receiver's windows of
+    SECONDS / VALUES after a first second, every second one, VALUES of them; their median,
+    as iperf3's."""
+    client, server = cpus or (None, None)
+    medians = {}
+    for name, (sender_cpu, receiver_cpu) in (("to_host", (client, server)),
+                                             ("to_guest", (server, client))):
+        port = free_port()
+        command = [sys.executable, __file__, "--plain-end"]
+        receiver = subprocess.Popen([*command, "receive", str(port), str(receiver_cpu),
+                                     str(congestion)], stdout=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+        try:
+            receiver.stdout.readline()  # "listening"
+            subprocess.run([*command, "send", str(port), str(sender_cpu), str(congestion)],
+                           check=True)
+            marks = json.loads(receiver.communicate(timeout=30)[0])
+        finally:
+            if receiver.poll() is None:
+                os.killpg(receiver.pid, signal.SIGKILL)
+                receiver.wait()
+        rates = [(moved - before) * 8 / (at - since) / 1e9
+                 for (since, before), (at, moved) in zip(marks, marks[1:]) if since >= 1]
+        medians[name] = statistics.median(rates[1::2][:VALUES])
+    return medians
+
+
+def guestbench(folder: Path, number: int, workload: str, cpus: tuple[int, int] | None,
                congestion: str | None) -> dict[str, float]:
-    """The medians of one run's values: net_rr's p50 and p99 (µs), net_stream's Gbit/s."""
-    plan = folder / f"pair{number}.toml"
-    db = f"sqlite:///{folder}/pair{number}.sqlite"  # a store of its own: this pair's runs
+    """The medians of one run's values: net_rr's p50 and p99 (µs), or net_stream's Gbit/s."""
+    plan = folder / f"pair{number}-{workload}.toml"
+    db = f"sqlite:///{folder}/pair{number}-{workload}.sqlite"  # a store of its own: this run
     each = SECONDS / VALUES
     pin = "" if cpus is None else f"agent_cpu = {cpus[0]}\npeer_cpu = {cpus[1]}\n"
     pin += "" if congestion is None else f'congestion = "{congestion}"\n'
     plan.write_text('[campaign]\nrepeat = 1\n\n[[environment]]\npreset = "native"\n\n'
-                    f'[[workload]]\nname = "net_rr"\nmin_time_s = {each}\nvalues = {VALUES}\n{pin}\n'
-                    f'[[workload]]\nname = "net_stream"\nmin_time_s = {each}\nvalues = {VALUES}\n{pin}')
+                    f'[[workload]]\nname = "{workload}"\nmin_time_s = {each}\nvalues = {VALUES}\n{pin}')
     subprocess.run([GUESTBENCH, "run", str(plan), "--quiet", "--db", db], check=True,
                    capture_output=True, cwd=folder)
     document = json.loads(subprocess.run([GUESTBENCH, "report", "--format", "json", "--db", db],
@@ -186,7 +269,7 @@ def guestbench(folder: Path, number: int, cpus: tuple[int, int] | None,
             raise SystemExit(f"guestbench {run['workload']}: {run['status']}: {run['reason']}")
         for sample in run["samples"]:
             values.setdefault(sample["metric"], []).append(sample["value"])
-    return {name: statistics.median(values[name]) for name, _, _ in FIGURES}
+    return {name: statistics.median(values[name]) for name, _ in FIGURES if name in values}
 
 
 def verdict(low: float | None, high: float | None, value: float) -> str:
@@ -199,60 +282,90 @@ def verdict(low: float | None, high: float | None, value: float) -> str:
 
 def main() -> None:
     args = sys.argv[1:]
-    free = "--free" in args
-    args = [arg for arg in args if arg != "--free"]
-    congestion = None
-    if "--congestion" in args:
-        at = args.index("--congestion")
-        congestion = args[at + 1]
-        del args[at:at + 2]
-    pairs = int(args[0]) if args else 12
-    raw_path = Path(args[1]) if len(args) > 1 else None
+    if args[:1] == ["--plain-end"]:
+        role, port = args[1], int(args[2])
+        cpu, congestion = (None if arg == "None" else arg for arg in args[3:5])
+        plain_end(role, port, None if cpu is None else int(cpu), congestion,
+                  1 + 2 * SECONDS + SECONDS / VALUES)
+        return
+    parser = argparse.ArgumentParser(
+        prog="net_fidelity.py", description="guestbench's network workloads against sockperf "
+        "and iperf3, natively, side by side (this file's docstring says how).")
+    parser.add_argument("--free", action="store_true",
+                        help="leave placement to the scheduler on every side")
+    parser.add_argument("--congestion", metavar="NAME",
+                        help="this congestion control for every side (default: the kernel's)")
+    parser.add_argument("--only", choices=("rr", "stream"), help="one family of figures")
+    parser.add_argument("--plain", action="store_true",
+                        help="a plain pair of blocking sockets as a third opinion on throughput")
+    parser.add_argument("pairs", nargs="?", type=int, default=12, help="pairs (default: 12)")
+    parser.add_argument("raw", nargs="?", type=Path, help="a JSON file for every figure")
+    options = parser.parse_args(args)
+    if options.pairs < 1:
+        parser.error(f"pairs {options.pairs}: give 1 or more")
+    free, congestion, only, plain = options.free, options.congestion, options.only, options.plain
+    pairs, raw_path = options.pairs, options.raw
     cpus = pinned_cpus(free)
-    theirs: dict[str, list[float]] = {name: [] for name, _, _ in FIGURES}
-    ours: dict[str, list[float]] = {name: [] for name, _, _ in FIGURES}
+    figures: dict[str, dict[str, list[float]]] = {
+        tool: {name: [] for name, _ in FIGURES}
+        for tool in ("guestbench", "sockperf", "iperf3", "plain")}
     whole: dict[str, list[float]] = {"to_host": [], "to_guest": []}
 
-    def reference() -> dict[str, float]:
+    def iperf3() -> dict[str, float]:
         medians, whole_test = iperf3_gbps(cpus, congestion)
         for name, value in whole_test.items():
             whole[name].append(value)
-        return {**sockperf_us(cpus, Path(work)), **medians}
+        return medians
 
     with tempfile.TemporaryDirectory(prefix="net-fidelity-") as work:
+        folder = Path(work)
         for number in range(pairs):
-            sides = [(theirs, reference), (ours, lambda: guestbench(Path(work), number, cpus, congestion))]
-            for store, measure in sides if number % 2 == 0 else reversed(sides):
-                for name, value in measure().items():
-                    store[name].append(value)
+            def ours(workload: str) -> dict[str, float]:
+                return guestbench(folder, number, workload, cpus, congestion)
+
+            round_trips = [("sockperf", lambda: sockperf_us(cpus, folder)),
+                           ("guestbench", lambda: ours("net_rr"))]
+            streams = [("iperf3", iperf3), ("guestbench", lambda: ours("net_stream"))]
+            streams += [("plain", lambda: plain_gbps(cpus, congestion))] if plain else []
+            families = {"rr": [round_trips], "stream": [streams]}.get(only, [round_trips, streams])
+            for family in families:
+                turn = number % len(family)  # who goes first turns from pair to pair
+                for tool, measure in family[turn:] + family[:turn]:
+                    for name, value in measure().items():
+                        figures[tool][name].append(value)
     placed = ("where the scheduler puts them" if cpus is None
               else f"clients on CPU {cpus[0]}, servers on CPU {cpus[1]}")
     with open("/proc/sys/net/ipv4/tcp_congestion_control") as default:
         control = congestion or f"the kernel's default, {default.read().strip()}"
     print(f"pairs: {pairs}, {SECONDS:g} s per side, figure and direction; {placed}; "
-          f"congestion control: {control}; "
-          f"ratio = guestbench / reference, tolerance ±{TOLERANCE:.0%}")
-    print(f"{'figure':<18}{'reference':>11}{'guestbench':>12}{'ratio':>8}{'95% interval':>17}"
-          f"{'p':>7}  verdict       reference tool; spread (min-max) guestbench | reference")
-    for name, unit, tool in FIGURES:
-        reference_stats, our_stats = describe([theirs[name], ours[name]])
-        ratio = ratio_interval(reference_stats, our_stats)
-        pvalue = permutation_pvalues([(theirs[name], ours[name])])[0]
-        low, high = (ratio.low, ratio.high) if ratio else (None, None)
-        interval = f"[{low:.3f}-{high:.3f}]" if low is not None and high is not None else "[-]"
-        value = ratio.value if ratio else float("nan")
-        print(f"{name + ' (' + unit + ')':<18}{reference_stats.median:>11.2f}"
-              f"{our_stats.median:>12.2f}{value:>8.3f}{interval:>17}"
-              f"{pvalue if pvalue is not None else float('nan'):>7.3f}  "
-              f"{verdict(low, high, value):<13} {tool}; "
-              f"{min(ours[name]):.1f}-{max(ours[name]):.1f} | "
-              f"{min(theirs[name]):.1f}-{max(theirs[name]):.1f}", flush=True)
+          f"congestion control: {control}; ratio = median of A / B within each pair, "
+          f"tolerance ±{TOLERANCE:.0%}")
+    print(f"{'figure':<18}{'A / B':<22}{'B':>8}{'A':>8}{'ratio':>8}{'95% interval':>15}"
+          f"{'p':>7}  verdict       spread (min-max) A | B")
+    for name, unit in FIGURES:
+        for mine, reference in COMPARISONS:
+            a, b = figures[mine][name], figures[reference][name]
+            if not a or not b:
+                continue
+            ratios = [x / y for x, y in zip(a, b)]
+            value = statistics.median(ratios)
+            bounds = median_ci(ratios)
+            low, high = bounds if bounds else (None, None)
+            interval = f"[{low:.3f}-{high:.3f}]" if bounds else "[-]"
+            pvalue = float(wilcoxon(np.log(ratios)).pvalue) if len(ratios) > 1 else float("nan")
+            other = reference + (" -R" if reference == "iperf3" and name == "to_guest" else "")
+            print(f"{name + ' (' + unit + ')':<18}{mine + ' / ' + other:<22}"
+                  f"{statistics.median(b):>8.2f}{statistics.median(a):>8.2f}{value:>8.3f}"
+                  f"{interval:>15}{pvalue:>7.3f}  {verdict(low, high, value):<13} "
+                  f"{min(a):.1f}-{max(a):.1f} | {min(b):.1f}-{max(b):.1f}", flush=True)
     for name, values in whole.items():
+        if not values:
+            continue
+        ours = statistics.median(figures["guestbench"][name])
         print(f"iperf3's whole-test figure, {name}: median {statistics.median(values):.2f} Gbit/s "
-              f"(guestbench / it: {statistics.median(ours[name]) / statistics.median(values):.3f})")
+              f"(guestbench / it: {ours / statistics.median(values):.3f})")
     if raw_path:
-        raw_path.write_text(json.dumps({"guestbench": ours, "reference": theirs,
-                                        "iperf3_whole_test": whole, "cpus": cpus,
+        raw_path.write_text(json.dumps({**figures, "iperf3_whole_test": whole, "cpus": cpus,
                                         "congestion": control}, indent=1))
 
 
