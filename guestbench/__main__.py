@@ -4,18 +4,19 @@ made frozen, so that the interpreter's last collection at exit does not walk the
 
 SIGTERM is taken as Ctrl-C is, from the first line: while the command line's modules load,
 either ends guestbench with one line and the shell's code (143, 130), not a traceback or
-a death by the signal (arguments.Commands says the same once a command runs)."""
+a death by the signal (arguments.Commands says the same once a command runs). Both raise
+stopping.Signalled, not a plain KeyboardInterrupt (stopping.py says why); a Ctrl-C that the
+parent left ignored (a shell's background job) stays ignored, as Python leaves it."""
 
 import gc
 import signal
 import sys
 
+from guestbench import stopping
 
-def _stop(signum, frame) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-signal.signal(signal.SIGTERM, _stop)
+signal.signal(signal.SIGTERM, stopping.raise_it)
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored by our parent
+    signal.signal(signal.SIGINT, stopping.raise_it)
 
 
 def entry() -> None:
@@ -24,8 +25,14 @@ def entry() -> None:
         main()
     except KeyboardInterrupt as stop:  # before a command ran (it says so itself after)
         name = str(stop) or "SIGINT"
-        print(f"guestbench: stopped by {name} while starting", file=sys.stderr)
-        raise SystemExit(143 if name == "SIGTERM" else 130) from None
+        print(stopping.stopped_line(name, when=" while starting"), file=sys.stderr)
+        raise SystemExit(stopping.exit_code(name)) from None
+    except Exception as error:  # a signal that came out as another error (stopping.py)
+        if stopping.received is None:
+            raise
+        print(stopping.stopped_line(stopping.received, error, " while starting"),
+              file=sys.stderr)
+        raise SystemExit(stopping.exit_code(stopping.received)) from None
     finally:
         gc.freeze()
 

@@ -40,22 +40,26 @@ class Commands(click.Group):
     """Every command ends on the typed errors from below as the shell expects: bad input
     with one message and exit 2 (a store that is damaged or a disk that is full too,
     wherever it is met: guestbench/store/damage.py); a campaign stopped by Ctrl-C or
-    SIGTERM with 130 or 143."""
+    SIGTERM with 130 or 143, and so an error the signal came out as (stopping.py)."""
 
     def invoke(self, ctx: click.Context):
+        from guestbench import stopping
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit):  # Exit: --help, --version
             raise
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM outside a campaign's own handling
             name = str(stop) or "SIGINT"
-            click.echo(f"guestbench: stopped by {name}", err=True)
-            raise click.exceptions.Exit(143 if name == "SIGTERM" else 130) from None
+            click.echo(stopping.stopped_line(name), err=True)
+            raise click.exceptions.Exit(stopping.exit_code(name)) from None
         except Exception as error:  # noqa: BLE001 - only the errors named here; others go on
             kinds = {(kind.__module__, kind.__qualname__) for kind in type(error).__mro__}
             if STOPPED in kinds:
                 click.echo(str(error), err=True)
                 raise SystemExit(error.exit_code) from None
+            if stopping.received is not None:  # the signal came out as this (stopping.py)
+                click.echo(stopping.stopped_line(stopping.received, error), err=True)
+                raise click.exceptions.Exit(stopping.exit_code(stopping.received)) from None
             from guestbench.store import damage
             message = str(error) if kinds & BAD_INPUT_ERRORS else damage.explain(error)
             if message is None:

@@ -1,5 +1,5 @@
 """Fixtures of the whole suite: a private PostgreSQL server, started once when a test asks
-for it (tests/support/postgres.py) and removed at the end."""
+for it (tests/support/postgres.py) and removed at the end; no signal noted as received."""
 
 from __future__ import annotations
 
@@ -11,6 +11,16 @@ from tests.support import postgres
 
 _databases = itertools.count(1)
 _SHARED = "guestbench_tests"  # the database that holds each test's schema
+
+
+@pytest.fixture(autouse=True)
+def no_signal_received():
+    """Each test starts as a fresh guestbench does: no Ctrl-C or SIGTERM has come
+    (guestbench/stopping.py); a test whose handler noted one does not stop the next."""
+    from guestbench import stopping
+    stopping.received = None
+    yield
+    stopping.received = None
 
 
 @pytest.fixture(scope="session")

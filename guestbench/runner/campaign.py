@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from guestbench import __version__, environments, proc, reaper
+from guestbench import __version__, environments, proc, reaper, stopping
 from guestbench import host as host_checks
 from guestbench.analysis import efficiency
 from guestbench.batching import Part, job_arguments, part_of
@@ -225,6 +225,7 @@ class Runner:
             if self.plan.interleave and round_number % 2:  # A/B: A B, then B A, ...
                 open_cells.reverse()
             for group, parts in self._groups(open_cells):
+                stopping.check()  # a Ctrl-C or SIGTERM whose exception was lost
                 if parts:
                     self._shared(group, parts, round_number)
                 else:

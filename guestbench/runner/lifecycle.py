@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guestbench import agent, plan, proc, reaper, resume, store
+from guestbench import agent, plan, proc, reaper, resume, stopping, store
 from guestbench.runner import progress_bar
 from guestbench.runner.campaign import Interrupted, Runner
 
@@ -56,6 +56,7 @@ def run(the_plan, facts, db: str, logs_dir: Path | None, say: Say, quiet: bool =
     results.on_wait = lambda message: say(f"guestbench: {message}")
     with _signals_interrupt(say, results):
         try:
+            stopping.check()  # a signal whose exception was lost while guestbench started
             with progress_bar.shown(quiet, say) as progress:
                 runner = Runner(the_plan, results, facts, logs_root, agent_path, progress,
                                 pool=pool)
@@ -143,7 +144,7 @@ class _signals_interrupt:
         for number in self.previous:
             signal.signal(number, self._again)
         self.results.stopping = True
-        proc.interrupt(KeyboardInterrupt(signal.Signals(signum).name))
+        proc.interrupt(stopping.of(signum))
 
     def _again(self, signum, frame) -> None:
         self.say(f"guestbench: {signal.Signals(signum).name} again: finishing the teardown "

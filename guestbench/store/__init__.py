@@ -385,7 +385,12 @@ class Store:
             try:
                 yield connection
             except BaseException:
-                connection.exec_driver_sql("ROLLBACK")
+                try:
+                    connection.exec_driver_sql("ROLLBACK")
+                except sa.exc.SQLAlchemyError:
+                    # a Ctrl-C or SIGTERM within a statement left the connection invalid;
+                    # closing it, as the with block does, rolls the transaction back
+                    pass
                 raise
             connection.exec_driver_sql("COMMIT")
 

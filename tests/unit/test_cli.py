@@ -3,6 +3,7 @@ nothing written. And one happy path on the fake environment."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -287,3 +288,85 @@ def test_a_signal_while_a_command_prepares_is_one_line_and_the_shells_code(
                                     f"sqlite:///{tmp_path / 'x.sqlite'}"], fake_agent)
     assert result.exit_code == code
     assert result.stderr.strip() == f"guestbench: stopped by {signal_text or 'SIGINT'}"
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_that_comes_out_as_another_error_is_still_the_stop(
+        tmp_path, fake_agent, monkeypatch, signum, code):
+    """An extension module that is loading turns the handler's exception into an ImportError
+    (numpy does): once a signal came, that error is the stop, said in one line with what it
+    came out as, not a traceback with exit 1."""
+    from guestbench import host, stopping
+
+    def collect():
+        try:
+            raise stopping.of(signum)
+        except KeyboardInterrupt:
+            raise ImportError("numpy._core.multiarray failed to import") from None
+
+    monkeypatch.setattr(host, "collect", collect)
+    result = invoke_expecting_stop(["run", "--env", "native", "--db",
+                                    f"sqlite:///{tmp_path / 'x.sqlite'}"], fake_agent)
+    assert result.exit_code == code
+    assert result.stderr.strip() == (
+        f"guestbench: stopped by {signal.Signals(signum).name} (it came out as ImportError: "
+        "numpy._core.multiarray failed to import)")
+
+
+def test_an_error_with_no_signal_before_it_is_not_called_a_stop(tmp_path, fake_agent,
+                                                                 monkeypatch):
+    from guestbench import host
+
+    def collect():
+        raise ImportError("a real bug")
+
+    monkeypatch.setattr(host, "collect", collect)
+    with pytest.raises(ImportError, match="a real bug"):
+        CliRunner().invoke(main, ["run", "--env", "native", "--db",
+                                  f"sqlite:///{tmp_path / 'x.sqlite'}"],
+                           catch_exceptions=False, env={"GUESTBENCH_AGENT": str(fake_agent)})
+
+
+def test_a_signal_whose_exception_was_lost_stops_the_run_before_its_campaign(
+        tmp_path, fake_agent, monkeypatch):
+    """A handler that runs in a weakref callback (importlib's module locks) raises into code
+    whose errors Python prints and drops: the run goes on, and stops where it checks."""
+    from guestbench import host, stopping
+    real = host.collect
+
+    def collect():
+        try:
+            raise stopping.of(signal.SIGTERM)
+        except KeyboardInterrupt:
+            pass  # as Python drops it
+        return real()
+
+    monkeypatch.setattr(host, "collect", collect)
+    db_file = tmp_path / "x.sqlite"
+    plan_file = tmp_path / "good.toml"
+    plan_file.write_text(GOOD_FAKE_PLAN)
+    result = invoke_expecting_stop(["run", str(plan_file), "--db", f"sqlite:///{db_file}",
+                                    "--quiet"], fake_agent)
+    assert result.exit_code == 143
+    assert "stopped by SIGTERM before any run" in result.stderr
+    assert campaigns_in(db_file) == []
+
+
+def test_a_plan_error_after_a_signal_is_the_stop(tmp_path, fake_agent, monkeypatch):
+    """A handler's exception dropped inside the plan's validation left a pattern
+    '<unprintable str object>' and a plan error (exit 2): after a signal, the stop is
+    what is said, with the error it came out as."""
+    from guestbench import plan, stopping
+    real = plan.load
+
+    def load(*args, **kwargs):
+        stopping.of(signal.SIGTERM)  # noted, its exception dropped
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan, "load", load)
+    plan_file = tmp_path / "bad.toml"
+    plan_file.write_text('[[environment]]\nname = "no spaces allowed"\nkind = "fake"\n')
+    result = invoke_expecting_stop(["run", str(plan_file), "--db",
+                                    f"sqlite:///{tmp_path / 'x.sqlite'}"], fake_agent)
+    assert result.exit_code == 143
+    assert result.stderr.startswith("guestbench: stopped by SIGTERM (it came out as PlanError: ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -395,3 +396,30 @@ def test_inputs_the_host_lacks_make_the_cell_unsupported_with_the_fix(
     [run] = store.runs(run_plan(plan))
     assert run["status"] == Status.UNSUPPORTED
     assert "does not exist" in run["reason"] and "apt-get install linux-source" in run["reason"]
+
+
+class LoseSignalOnSecondStart(Progress):
+    """SIGTERM comes during the second run and its exception is lost (as in a weakref
+    callback): the run ends, and the campaign stops before the next one."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def run_started(self, environment: str, label: str, repetition: int) -> None:
+        self.calls += 1
+        if self.calls == 2:
+            from guestbench import stopping
+            try:
+                raise stopping.of(signal.SIGTERM)
+            except KeyboardInterrupt:
+                pass
+
+
+def test_a_lost_signal_stops_the_campaign_before_its_next_run(build_plan, run_plan,
+                                                              store) -> None:
+    plan = build_plan([{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake"}],
+                      [{"name": "getpid"}], repeat=3)
+    stop = run_interrupted(run_plan, plan, progress=LoseSignalOnSecondStart())
+    assert stop.signal_name == "SIGTERM"
+    assert store.campaign(str(stop.campaign_id))["status"] == Status.INTERRUPTED
+    assert [r["status"] for r in store.runs(stop.campaign_id)] == ["ok", "ok"]

@@ -746,3 +746,34 @@ def test_an_error_raised_while_handling_a_full_disk_is_told_as_the_full_disk(
         told = damage.explain(outer)
     assert told is not None and "is full" in told and "fix: free some space" in told
     assert damage.explain(ValueError("not the store's")) is None
+
+
+def test_a_signal_within_the_first_migration_leaves_no_store_and_no_other_error(
+        tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C or SIGTERM inside a statement of the migration invalidates the connection:
+    the signal's exception comes out, not SQLAlchemy's complaint about the ROLLBACK after
+    it, and the half-made store is rolled back, so the next open makes it whole."""
+    from guestbench import stopping
+    default = sa.engine.default.DefaultDialect
+    real = {name: getattr(default, name) for name in ("do_execute", "do_execute_no_params")}
+    hit = []
+
+    def interrupted(name):
+        def execute(self, cursor, statement, *args, **kwargs):
+            if statement.lstrip().upper().startswith("CREATE TABLE") and not hit:
+                hit.append(statement)
+                raise stopping.Signalled("SIGTERM")
+            return real[name](self, cursor, statement, *args, **kwargs)
+        return execute
+    for name in real:
+        monkeypatch.setattr(default, name, interrupted(name))
+    url = f"sqlite:///{tmp_path}/store.sqlite"
+    with pytest.raises(stopping.Signalled, match="SIGTERM"):
+        gb_store.open(url)
+    assert hit
+    monkeypatch.undo()
+    with sa.create_engine(url).connect() as connection:
+        assert sa.inspect(connection).get_table_names() == []
+    again = gb_store.open(url)
+    assert again.version() == SCHEMA_VERSION
+    again.engine.dispose()

@@ -1,0 +1,70 @@
+"""Ctrl-C and SIGTERM caught by guestbench end it with the code it asked for (130, 143),
+even when the signal lands in code that exec() runs from a string, as dataclasses and
+namedtuples do while modules load. A plain KeyboardInterrupt leaving such code makes
+CPython kill the process with SIGINT at exit, whatever guestbench caught and said."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from guestbench import stopping
+
+# The signal lands inside exec()'d source; the handler's exception is caught outside it and
+# turned into the shell's code, as guestbench/__main__.py does.
+PROGRAM = """
+import os, signal, sys
+{install}
+try:
+    exec("os.kill(os.getpid(), signal.{name})\\nfor _ in range(10 ** 8): pass")
+except KeyboardInterrupt as stop:
+    print(f"stopped by {{stop}}", file=sys.stderr)
+    raise SystemExit(143 if str(stop) == "SIGTERM" else 130)
+"""
+GUESTBENCHS = "import guestbench.__main__"
+PLAIN = ("def plain(number, frame):\n    raise KeyboardInterrupt(signal.Signals(number).name)\n"
+         "for number in (signal.SIGINT, signal.SIGTERM):\n    signal.signal(number, plain)")
+
+
+def _ended(folder, install: str, name: str, sigint=signal.SIG_DFL) -> subprocess.CompletedProcess:
+    """The program run as guestbench is, with -m (with -c, CPython exits before it looks),
+    SIGINT as its parent leaves it (a shell's background job: ignored)."""
+    (folder / "stopped.py").write_text(PROGRAM.format(install=install, name=name))
+    return subprocess.run([sys.executable, "-m", "stopped"], cwd=folder, capture_output=True,
+                          text=True, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
+
+
+@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_in_execd_code_ends_guestbench_with_its_code(tmp_path, name, code):
+    ended = _ended(tmp_path, GUESTBENCHS, name)
+    assert (ended.returncode, ended.stderr) == (code, f"stopped by {name}\n")
+
+
+def test_a_plain_keyboardinterrupt_there_ends_the_process_by_sigint(tmp_path):
+    """The interpreter's behaviour the handlers step around: if this starts to pass with an
+    exit of 143, a newer Python fixed it and stopping.Signalled is no longer needed."""
+    ended = _ended(tmp_path, PLAIN, "SIGTERM")
+    assert ended.stderr == "stopped by SIGTERM\n"
+    assert ended.returncode == -signal.SIGINT
+
+
+def test_signalled_is_a_keyboardinterrupt_named_by_its_signal():
+    raised = stopping.of(signal.SIGTERM)
+    assert isinstance(raised, KeyboardInterrupt) and type(raised) is not KeyboardInterrupt
+    assert str(raised) == "SIGTERM"
+
+
+def test_ctrl_c_ignored_by_the_parent_stays_ignored_while_guestbench_starts(tmp_path):
+    """As Python itself does: a background job of a shell starts with SIGINT ignored."""
+    (tmp_path / "ignored.py").write_text(
+        "import signal\nimport guestbench.__main__\n"
+        "print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN,"
+        " signal.getsignal(signal.SIGTERM).__module__)\n")
+    shown = subprocess.run([sys.executable, "-m", "ignored"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60, check=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert shown.stdout.split() == ["True", "guestbench.stopping"]
