@@ -64,13 +64,20 @@ def main() -> int:
     options = parser.parse_args()
     if options.tree and not (options.tree / "guestbench" / "__main__.py").is_file():
         parser.error(f"--tree {options.tree}: no guestbench/__main__.py there")
-    if options.runs < 1 or not 0 <= options.window[0] <= options.window[1]:
-        parser.error("--runs must be at least 1 and --window LO HI with 0 <= LO <= HI")
+    if options.runs < 1:
+        parser.error(f"--runs {options.runs}: give at least 1")
+    if not 0 <= options.window[0] <= options.window[1]:
+        parser.error(f"--window {options.window[0]} {options.window[1]}: give LO HI in "
+                     "seconds with 0 <= LO <= HI (e.g. --window 0.1 0.6)")
+    from guestbench import environments, stopping
+    if options.preset not in environments.PRESETS:
+        parser.error(f"--preset {options.preset!r}: not a preset (fix: one of "
+                     f"{', '.join(environments.PRESETS)})")
     # a shell's background job starts with SIGINT ignored, and guestbench keeps it so while
     # it starts, as Python does: its children get Ctrl-C as from a terminal
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     rng = random.Random(options.seed)
-    expected = {0, 143 if options.signal == "SIGTERM" else 130}
+    expected = {0, stopping.exit_code(options.signal)}
     counts: collections.Counter[int] = collections.Counter()
     unexpected = []
     with tempfile.TemporaryDirectory(prefix="signal-at-start-") as scratch:

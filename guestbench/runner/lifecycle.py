@@ -30,7 +30,7 @@ class Stopped(Exception):
 
     def __init__(self, message: str, signal_name: str) -> None:
         super().__init__(message)
-        self.exit_code = 143 if signal_name == "SIGTERM" else 130
+        self.exit_code = stopping.exit_code(signal_name)
 
 
 def run(the_plan, facts, db: str, logs_dir: Path | None, say: Say, quiet: bool = False,
