@@ -19,7 +19,7 @@ import threading
 import time
 
 from guestbench import images
-from guestbench.environments.qemu import host_tsc_khz
+from guestbench.agent import host_tsc_khz
 
 KERNEL = images.default_kernel()
 IMAGE = images.build(KERNEL)

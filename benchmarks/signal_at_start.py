@@ -69,7 +69,8 @@ def main() -> int:
     if not 0 <= options.window[0] <= options.window[1]:
         parser.error(f"--window {options.window[0]} {options.window[1]}: give LO HI in "
                      "seconds with 0 <= LO <= HI (e.g. --window 0.1 0.6)")
-    from guestbench import environments, stopping
+    from guestbench import environments
+    from guestbench.process import stopping
     if options.preset not in environments.PRESETS:
         parser.error(f"--preset {options.preset!r}: not a preset (fix: one of "
                      f"{', '.join(environments.PRESETS)})")

@@ -12,7 +12,7 @@ import gc
 import signal
 import sys
 
-from guestbench import stopping
+from guestbench.process import stopping
 
 signal.signal(signal.SIGTERM, stopping.raise_it)
 if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored by our parent

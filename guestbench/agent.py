@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.protocol import parse_line
 
 AGENT_ENV_VAR = "GUESTBENCH_AGENT"

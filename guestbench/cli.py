@@ -14,11 +14,12 @@ from pathlib import Path
 import click
 
 from guestbench import __version__
-from guestbench.arguments import EXIT_BAD_INPUT, BadInput, Commands, names  # noqa: F401 - tests' EXIT_BAD_INPUT
-from guestbench.pool.commands import COMMANDS as POOL_COMMANDS
+from guestbench.commands.arguments import EXIT_BAD_INPUT, BadInput, Commands, names  # noqa: F401 - tests' EXIT_BAD_INPUT
+from guestbench.commands.pool import COMMANDS as POOL_COMMANDS
 from guestbench.report import formats
+from guestbench.store.records import DEFAULT_URL
 
-DEFAULT_DB = "sqlite:///guestbench.sqlite"
+DEFAULT_DB = DEFAULT_URL
 db_option = click.option("--db", default=DEFAULT_DB, show_default=True,
                          help="SQLAlchemy URL of the store")
 
@@ -60,7 +61,8 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
         logs_dir: Path | None, quiet: bool, detail: bool, resume_campaign: str | None,
         pool_group: int | None, pool_host: str | None) -> None:
     """Run PLAN_FILE (TOML), or the quick suite on every preset, and store every sample."""
-    from guestbench import host, plan, proc
+    from guestbench import host, plan
+    from guestbench.process import proc
     from guestbench.runner import lifecycle
 
     started = time.monotonic()  # the wall time a user waits: probes and report included
@@ -99,14 +101,15 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
 @main.command()
 def envs() -> None:
     """Every environment preset: available on this host, or why not."""
-    from guestbench import host, listings
+    from guestbench import host
+    from guestbench.commands import listings
     click.echo(listings.environments(host.collect()), nl=False)
 
 
 @main.command("images")
 def images_command() -> None:
     """Cached guest images (kernel + initramfs) of full-system guests."""
-    from guestbench import listings
+    from guestbench.commands import listings
     click.echo(listings.images(), nl=False)
 
 
@@ -148,7 +151,8 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
                            "table (fix: drop CAMPAIGN and --format)")
         _emit(text.draw(grouped.tables(store.open(db, create=False), group), output), output)
     elif list_campaigns:
-        from guestbench import listings, store
+        from guestbench import store
+        from guestbench.commands import listings
         click.echo(listings.campaigns(store.open(db, create=False)), nl=False)
     else:
         from guestbench.report.model import units
@@ -189,7 +193,7 @@ def _show_report(db: str, campaign: str | None, baseline: str | None, output_for
     """The report of a campaign: a summary from the campaign's digest where one was kept,
     else derived from its samples (opened: the store, if the caller has it open).
     chosen: --table's names, --plain and --links."""
-    from guestbench import reading
+    from guestbench.commands import reading
     asked, plain, links = chosen
     summary = formats.FORMATS[output_format].summary_first and not (detail or asked or plain)
     loaded = None if opened else reading.digested(db, campaign, baseline, all_metrics, summary)
@@ -238,7 +242,7 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
     """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
     per cell B/A, p-value and a verdict."""
     _short_lived()
-    from guestbench import reading
+    from guestbench.commands import reading
     from guestbench.analysis import compare as comparing
 
     urls = (db, db_b or db)
@@ -281,7 +285,7 @@ def history(db: str, host: str | None, group: str | None, name: str | None,
             min_change: float, output_format: str, output: Path | None, detail: bool) -> None:
     """Each cell's median over every finished campaign, and its change points (Apache Otava)."""
     _short_lived()
-    from guestbench import reading
+    from guestbench.commands import reading
 
     found = reading.history(db, host, group,
                             names(env_names, "--env"), names(workload_names, "--workload"),
@@ -310,7 +314,8 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
        fail_on_regression: bool, every: bool) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
-    from guestbench import host, plan, reading
+    from guestbench import host, plan
+    from guestbench.commands import reading
     from guestbench.analysis import compare as comparing
     from guestbench.runner import lifecycle
 
@@ -332,7 +337,7 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
 
 
 def _short_lived() -> None:
-    from guestbench import shortlived
+    from guestbench.commands import shortlived
     shortlived.settle(click.get_current_context().call_on_close)
 
 

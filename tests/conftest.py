@@ -16,8 +16,8 @@ _SHARED = "guestbench_tests"  # the database that holds each test's schema
 @pytest.fixture(autouse=True)
 def no_signal_received():
     """Each test starts as a fresh guestbench does: no Ctrl-C or SIGTERM has come
-    (guestbench/stopping.py); a test whose handler noted one does not stop the next."""
-    from guestbench import stopping
+    (guestbench/process/stopping.py); a test whose handler noted one does not stop the next."""
+    from guestbench.process import stopping
     stopping.received = None
     yield
     stopping.received = None
@@ -71,7 +71,7 @@ def _empty(server, name: str) -> bool:
     """Empties the schema's guestbench tables; False if it is not exactly a current store."""
     import psycopg
 
-    from guestbench.schema_version import SCHEMA_VERSION
+    from guestbench.store.version import SCHEMA_VERSION
     from guestbench.store import schema
 
     expected = set(schema.metadata.tables)

@@ -125,7 +125,7 @@ def _dated(row: dict[str, Any]) -> dict[str, Any]:
 
 def read(url: str, selector: str | None) -> CampaignResults | None:
     """A campaign's results from its digest, where one was kept from its present runs."""
-    from guestbench import digest_reader
+    from guestbench.store import digest_reader
     text = digest_reader.digest_text(url, selector, FORMAT)
     return None if text is None else decode(text)
 
@@ -133,7 +133,7 @@ def read(url: str, selector: str | None) -> CampaignResults | None:
 def read_every(url: str) -> list[tuple[int, str, CampaignResults | None]] | None:
     """Every campaign of a SQLite store as (id, status, results from its digest or None);
     None where the store cannot be read without its engine."""
-    from guestbench import digest_reader
+    from guestbench.store import digest_reader
     found = digest_reader.every_digest(url, FORMAT)
     if found is None:
         return None

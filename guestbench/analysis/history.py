@@ -148,7 +148,7 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
           name: str | None = None, order: str = "time", max_pvalue: float = MAX_PVALUE,
           min_change: float = MIN_CHANGE, where: str = "this store") -> History:
     """Each cell's series over the finished campaigns, and its change points."""
-    from guestbench.store_error import StoreError
+    from guestbench.store.errors import StoreError
     found = History([], [], order=order, max_pvalue=max_pvalue, min_change=min_change)
     series: dict[tuple[str, str, str, str], Series] = {}
     for campaign, results_of in readings:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from guestbench import memory, proc, reaper
+from guestbench.process import memory, proc, reaper
 from guestbench.host import Host
 from guestbench.network.paths import NetPath
 from guestbench.protocol import Record, RecordStream

@@ -20,7 +20,8 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from guestbench import images, proc
+from guestbench import images
+from guestbench.process import proc
 from guestbench.images import vmlinux
 from guestbench.environments import kvm
 from guestbench.environments.base import Availability, Capability, GuestStartError

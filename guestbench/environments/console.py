@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.analysis.clock import CLOCK_MARKS_MS
 from guestbench.environments.guestdisk import GUEST_SCRATCH
 from guestbench.environments.base import (

@@ -19,7 +19,7 @@ import tty
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from guestbench import proc
+from guestbench.process import proc
 
 POLL_S = 0.01  # how often a file or a not-yet-open console is looked at
 CONSOLE_LOG = "console.log"

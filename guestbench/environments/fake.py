@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
     StopInfo)

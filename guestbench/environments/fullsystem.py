@@ -16,7 +16,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field
 
-from guestbench import images, memory, proc
+from guestbench import images
+from guestbench.process import memory, proc
 from guestbench.environments import channels, guestdisk, tracedisk
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,

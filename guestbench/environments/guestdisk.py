@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.environments.base import GuestStartError, JobNeeds
 from guestbench.environments.scratch import uncache
 

@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.environments.base import Availability
 from guestbench.images import cache
 

@@ -16,7 +16,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from guestbench import agent, proc
+from guestbench import agent
+from guestbench.process import proc
 from guestbench.environments import program_version, scratch
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)

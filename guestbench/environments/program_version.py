@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guestbench import proc
+from guestbench.process import proc
 
 VERSION_TIMEOUT_S = 5.0
 MAX_VERSION_CHARS = 200

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.environments import scratch
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)

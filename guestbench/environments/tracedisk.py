@@ -34,7 +34,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from guestbench import proc
+from guestbench.process import proc
 
 TRACEFS_MOUNTS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 EVENTS = ("block_rq_issue", "block_rq_complete")

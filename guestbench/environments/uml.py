@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from guestbench import memory
+from guestbench.process import memory
 from guestbench.environments import channels
 from guestbench.environments.base import Availability, Capability
 from guestbench.environments.devices import GuestDevices

@@ -34,7 +34,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from guestbench import proc
+from guestbench.process import proc
 
 from .errors import ImageError
 

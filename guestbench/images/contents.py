@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from guestbench import agent, proc
+from guestbench import agent
+from guestbench.process import proc
 
 from .errors import ImageError
 from . import compiler, init_script

@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from guestbench import proc
+from guestbench.process import proc
 
 from .contents import MODULE_LIST, Contents, GuestFile
 from .errors import ImageError

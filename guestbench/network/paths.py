@@ -22,7 +22,7 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from guestbench import proc, reaper
+from guestbench.process import proc, reaper
 
 IP_TIMEOUT_S = 10
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")

@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import NamedTuple
 
-from guestbench import proc
+from guestbench.process import proc
 
 READY_TIMEOUT_S = 5
 LISTENING = re.compile(rb"gbagent-peer listening (\S+):(\d+)")

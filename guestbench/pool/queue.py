@@ -19,7 +19,7 @@ from pathlib import Path
 import procrastinate
 import sqlalchemy as sa
 
-from guestbench import proc, reaper
+from guestbench.process import proc, reaper
 from guestbench.store import pool as pool_rows
 
 TASK = "guestbench.run_on_host"

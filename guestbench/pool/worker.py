@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from guestbench import host as host_facts
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.pool import queue
 from guestbench.store import pool as pool_rows
 

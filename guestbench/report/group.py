@@ -6,8 +6,7 @@ from __future__ import annotations
 from guestbench.analysis import results as analysed
 from guestbench.report import model
 from guestbench.report.model import Footnotes, Table
-from guestbench.store import Store, StoreError
-from guestbench.store import pool as pool_rows
+from guestbench.store import pool as pool_rows, Store, StoreError
 
 FACTS = (("CPU", "cpu_model"), ("CPUs", "logical_cpus"), ("kernel", "kernel"),
          ("memory (MiB)", "memory_mib"), ("virtualised", "virtualised"))

@@ -16,13 +16,14 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from guestbench import __version__, environments, proc, reaper, stopping
+from guestbench import __version__, environments
+from guestbench.process import proc, reaper, stopping
 from guestbench import host as host_checks
 from guestbench.analysis import efficiency
-from guestbench.batching import Part, job_arguments, part_of
+from guestbench.runner.batching import Part, job_arguments, part_of
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, GuestStartError, Job, JobNeeds, PlanNeeds)
-from guestbench.estimate import seconds_left
+from guestbench.runner.estimate import seconds_left
 from guestbench.host import Host
 from guestbench.plan import Plan, WorkloadCase
 from guestbench.protocol import ProtocolError

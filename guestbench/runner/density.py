@@ -10,7 +10,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from guestbench import memory, proc
+from guestbench.process import memory, proc
 from guestbench.environments.base import Environment, Guest, GuestCrashed, GuestStartError, Job
 from guestbench.protocol import ProtocolError
 from guestbench.runner.outcomes import Outcome, Status

@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from guestbench import memory
+from guestbench.process import memory
 from guestbench.environments.base import Environment, Guest, Job
 from guestbench.network import paths, peer
 from guestbench.protocol import Record

@@ -13,7 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guestbench import agent, plan, proc, reaper, resume, stopping, store
+from guestbench import agent, plan, store
+from guestbench.process import proc, reaper
+from guestbench.runner import resume
+from guestbench.process import stopping
 from guestbench.runner import progress_bar
 from guestbench.runner.campaign import Interrupted, Runner
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from guestbench import memory, proc
+from guestbench.process import memory, proc
 from guestbench.analysis import clock
 from guestbench.environments.base import Guest, GuestCrashed
 from guestbench.protocol import ProtocolError, Record

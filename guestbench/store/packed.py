@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from guestbench.store import damage, schema
 from guestbench.store.columns import Samples
-from guestbench.store_error import StoreError
+from guestbench.store.errors import StoreError
 
 # How the block's columns are laid out; a reader ignores a block of another layout.
 # 2: with its checksum (1 had none: a store migrated to schema 9 packs its blocks again).

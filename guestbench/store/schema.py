@@ -26,7 +26,7 @@ import sqlalchemy as sa
 #   9  sample_block.checksum: a CRC-32 of the block's kinds and columns, checked before a
 #      block is used (store/packed.py); the ended campaigns are packed again when a store
 #      is migrated to it.
-from guestbench.schema_version import SCHEMA_VERSION  # noqa: E402 - after its history
+from guestbench.store.version import SCHEMA_VERSION  # noqa: E402 - after its history
 PACKED_SINCE = 4  # the version that added sample_block
 CHECKSUM_SINCE = 9  # the version that added its checksum: older blocks are packed again
 

@@ -21,7 +21,7 @@ import re
 import shutil
 from pathlib import Path
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.workloads.base import InputError, InputMissing
 
 SOURCE_GLOB = "linux-source-*.tar.*"

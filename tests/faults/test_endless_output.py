@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.environments.base import ProcessGuest
 from guestbench.runner import Status
 from guestbench.runner.outcomes import watch

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-from guestbench import proc
+from guestbench.process import proc
 
 ENDLESS_NO_NEWLINE = "#!/bin/sh\nexec tr -d '\\n' < /dev/zero | tr '\\0' x\n"
 ENDLESS_LINES = "#!/bin/sh\nexec yes\n"

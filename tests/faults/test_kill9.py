@@ -1,6 +1,6 @@
 """guestbench killed with SIGKILL mid-run, under each kind installed here: within 5 s no
 guest process and no folder of its is left (the kernel's parent-death signal and the
-reaper, guestbench/reaper.py), and the next run marks the campaign interrupted."""
+reaper, guestbench/process/reaper.py), and the next run marks the campaign interrupted."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def test_a_second_sigterm_during_an_oci_teardown_leaves_nothing(tmp_path, probes
 
 
 def test_a_journal_left_by_a_guestbench_killed_with_its_reaper_is_swept(tmp_path):
-    from guestbench import proc, reaper
+    from guestbench.process import proc, reaper
     dead = subprocess.Popen(["true"])
     dead.wait()
     marker, left = tmp_path / "delete-ran", tmp_path / "guest-folder"
@@ -156,7 +156,7 @@ def test_runc_killed_with_its_reaper_is_cleaned_up_by_the_next_run(tmp_path, pro
 def _kill_with_its_reaper(child: subprocess.Popen) -> None:
     """SIGKILL to guestbench's reaper, then to guestbench: nobody is left to clean up."""
     reapers = [pid for pid in _children(child.pid)
-               if b"guestbench.reaper" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+               if b"guestbench.process.reaper" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(reapers) == 1
     os.kill(reapers[0], signal.SIGKILL)  # the reaper first, then its guestbench
     os.kill(child.pid, signal.SIGKILL)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from guestbench import proc, workloads
+from guestbench import workloads
+from guestbench.process import proc
 from guestbench.protocol import RecordStream
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import agent, environments, proc
+from guestbench import agent, environments
+from guestbench.process import proc
 from guestbench.environments.base import Capability, Job, JobNeeds, PlanNeeds
 from guestbench.runner import Status
 from guestbench.runner.outcomes import watch

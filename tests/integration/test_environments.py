@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import environments, proc
+from guestbench import environments
+from guestbench.process import proc
 from guestbench.environments.base import Job
 from guestbench.runner import Outcome
 from guestbench.runner.outcomes import watch

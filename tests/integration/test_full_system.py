@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import environments, proc
+from guestbench import environments
+from guestbench.process import proc
 from guestbench.environments.base import Job
 from guestbench.runner import Status
 from guestbench.runner.outcomes import watch

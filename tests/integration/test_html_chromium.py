@@ -18,7 +18,8 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
-from guestbench import environments, plan, proc, workloads
+from guestbench import environments, plan, workloads
+from guestbench.process import proc
 
 pytestmark = pytest.mark.integration
 GUESTBENCH = [sys.executable, "-m", "guestbench"]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import images, proc
+from guestbench import images
+from guestbench.process import proc
 from guestbench.protocol import RecordStream
 
 pytestmark = pytest.mark.integration

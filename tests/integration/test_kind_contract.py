@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from guestbench import environments, proc
+from guestbench import environments
+from guestbench.process import proc
 from guestbench.environments.base import Capability, Job, JobNeeds, ProcessGuest
 
 from .conftest import prepared

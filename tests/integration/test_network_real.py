@@ -137,7 +137,7 @@ def test_a_cpu_or_congestion_control_the_host_lacks_is_unsupported_with_the_reas
 def test_the_agent_refuses_a_congestion_control_its_kernel_lacks(agent_path):
     """The agent's own check, for a guest whose kernel lacks what the host's has: the run
     is unsupported, with the guest kernel's list."""
-    from guestbench import proc
+    from guestbench.process import proc
     result = proc.run([str(agent_path), "--peer", "127.0.0.1:9", "--congestion", "nosuch",
                        "net_rr"], timeout_s=30)
     assert '"unsupported":true' in result.stdout, result.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.environments import tracedisk
 from guestbench.environments.tracedisk import TracedDisk, TraceDiskError
 from guestbench.workloads.durability import RECORD_BYTES, Ack, judge

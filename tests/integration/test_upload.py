@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import agent, images, proc
+from guestbench import agent, images
+from guestbench.process import proc
 from guestbench.environments import channels, guestdisk, qemu
 from guestbench.environments.uml import uml_channel
 from guestbench.protocol import RecordStream, parse_line

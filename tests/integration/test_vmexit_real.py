@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from guestbench import environments, proc, workloads
+from guestbench import environments, workloads
+from guestbench.process import proc
 from guestbench.environments.base import Capability
 
 from .test_agent import records_of

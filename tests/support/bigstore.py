@@ -54,9 +54,7 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from guestbench import __version__
-from guestbench import environments as gb_environments
-from guestbench import store as gb_store
+from guestbench import __version__, environments as gb_environments, store as gb_store
 from guestbench import workloads as gb_workloads
 from guestbench.host import Host
 from guestbench.store import packed, schema

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from guestbench import plan as gb_plan
-from guestbench import store as gb_store
+from guestbench import plan as gb_plan, store as gb_store
 from guestbench.host import Host
 from guestbench.runner import Progress, Runner
 

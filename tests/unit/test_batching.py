@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from guestbench import environments
-from guestbench.batching import Part, job_arguments, merged_options, part_of
+from guestbench.runner.batching import Part, job_arguments, merged_options, part_of
 from guestbench.environments.base import JobNeeds
 from guestbench.runner import Status
 

@@ -296,7 +296,8 @@ def test_a_signal_that_comes_out_as_another_error_is_still_the_stop(
     """An extension module that is loading turns the handler's exception into an ImportError
     (numpy does): once a signal came, that error is the stop, said in one line with what it
     came out as, not a traceback with exit 1."""
-    from guestbench import host, stopping
+    from guestbench import host
+    from guestbench.process import stopping
 
     def collect():
         try:
@@ -331,7 +332,8 @@ def test_a_signal_whose_exception_was_lost_stops_the_run_before_its_campaign(
         tmp_path, fake_agent, monkeypatch):
     """A handler that runs in a weakref callback (importlib's module locks) raises into code
     whose errors Python prints and drops: the run goes on, and stops where it checks."""
-    from guestbench import host, stopping
+    from guestbench import host
+    from guestbench.process import stopping
     real = host.collect
 
     def collect():
@@ -356,7 +358,8 @@ def test_a_plan_error_after_a_signal_is_the_stop(tmp_path, fake_agent, monkeypat
     """A handler's exception dropped inside the plan's validation left a pattern
     '<unprintable str object>' and a plan error (exit 2): after a signal, the stop is
     what is said, with the error it came out as."""
-    from guestbench import plan, stopping
+    from guestbench import plan
+    from guestbench.process import stopping
     real = plan.load
 
     def load(*args, **kwargs):

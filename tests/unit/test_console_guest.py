@@ -6,7 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.analysis.boot import breakdown
 from guestbench.environments.console import ConsoleGuest
 from guestbench.protocol import encode

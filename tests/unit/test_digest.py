@@ -7,10 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from guestbench import digest_reader
+from guestbench.store import digest_reader
 from guestbench import store as gb_store
-from guestbench.analysis import digest
-from guestbench.analysis import results as analysed
+from guestbench.analysis import digest, results as analysed
 from guestbench.report import views
 from guestbench.store import RunRecord
 from tests.support import default_like

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import environments, host, proc
+from guestbench import environments, host
+from guestbench.process import proc
 from guestbench.environments import kvm, oci, survey
 from guestbench.environments.base import Availability
 
@@ -88,7 +89,7 @@ def test_envs_loads_neither_the_store_nor_numbers_nor_the_command_kind(tmp_path:
         "environments.create = Yes\n"
         "from guestbench.cli import main\n"
         "try:\n    main(['envs'])\nexcept SystemExit:\n    pass\n"
-        "heavy = ('sqlalchemy', 'numpy', 'scipy', 'guestbench.store', 'guestbench.analysis.results',"
+        "heavy = ('sqlalchemy', 'numpy', 'scipy', 'guestbench.store.engine', 'guestbench.analysis.results',"
         " 'guestbench.environments.command', 'guestbench.environments.fake')\n"
         "print('LOADED', [name for name in heavy if name in sys.modules])\n")
     shown = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True,

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from guestbench.estimate import UNKNOWN_RUN_S, seconds_left
+from guestbench.runner.estimate import UNKNOWN_RUN_S, seconds_left
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import forked
+from guestbench.process import forked
 
 two_cpus = pytest.mark.skipif(forked._cpus() < 2, reason="one CPU: beside() runs the work in "
                                                           "the parent, no child to test")
@@ -87,7 +87,7 @@ def test_the_child_dies_with_a_parent_killed_by_sigkill(tmp_path: Path) -> None:
     marker = tmp_path / "pid"
     script = textwrap.dedent(f"""
         import os, time
-        from guestbench import forked
+        from guestbench.process import forked
         def linger():
             open({str(marker)!r} + ".tmp", "w").write(str(os.getpid()))
             os.rename({str(marker)!r} + ".tmp", {str(marker)!r})

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import agent, images, proc
+from guestbench import agent, images
+from guestbench.process import proc
 from guestbench.images import cache, contents, init_script, initramfs, kernel
 
 KERNEL = images.default_kernel() if list(kernel.BOOT_DIR.glob("vmlinuz-*")) else None

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import images, proc
+from guestbench import images
+from guestbench.process import proc
 from guestbench.images import compiler, contents, kernel
 from guestbench.workloads import buildtree
 

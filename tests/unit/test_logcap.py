@@ -1,11 +1,11 @@
-"""Bounded run logs (guestbench/logcap.py) and reading a guest's output in linear time."""
+"""Bounded run logs (guestbench/process/logcap.py) and reading a guest's output in linear time."""
 
 from __future__ import annotations
 
 import sys
 
-from guestbench import logcap, proc
-from guestbench.logcap import CappedLog
+from guestbench.process import logcap, proc
+from guestbench.process.logcap import CappedLog
 
 
 def test_a_log_under_its_cap_is_written_whole(tmp_path):

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from guestbench import memory
+from guestbench.process import memory
 
 
 def test_the_tree_holds_a_child_and_its_child():

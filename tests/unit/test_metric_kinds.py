@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from guestbench.analysis import results as analysed
-from guestbench.analysis import compare as comparing
+from guestbench.analysis import compare as comparing, results as analysed
 from guestbench.analysis.cells import CONTEXT, PERFORMANCE, VERDICT, metric_kind
 from guestbench.report import dashboards, views
 from tests.unit.test_published import Campaign, row

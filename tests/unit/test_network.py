@@ -199,7 +199,7 @@ def test_network_workloads_reject_nonsense_naming_the_field(name, given, host):
 
 
 def test_network_workloads_run_alone_and_say_what_they_report(host):
-    from guestbench.batching import part_of
+    from guestbench.runner.batching import part_of
     from guestbench.environments.base import JobNeeds
     from guestbench.plan import WorkloadCase
     for name, metric in (("net_rr", "rr_p50"), ("net_stream", "to_guest")):

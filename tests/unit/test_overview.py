@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench.analysis import results as analysed
-from guestbench.analysis import stats
+from guestbench.analysis import results as analysed, stats
 from guestbench.report import columns, html, model, overview
 from guestbench.store import RunRecord
 from tests.unit.test_html import (CHECKS, EVIL, EVIL_ENV, EVIL_LABEL, FACTS, STARTED, Node, ids,

@@ -8,8 +8,7 @@ import io
 import json
 
 from guestbench.analysis import results as analysed
-from guestbench.report import csv as csv_report
-from guestbench.report import json as json_report
+from guestbench.report import csv as csv_report, json as json_report
 from guestbench.report.model import Footnotes, measured_table
 from guestbench.report.platform import platform_table
 from guestbench.store import RunRecord

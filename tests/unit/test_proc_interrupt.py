@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from guestbench import proc
+from guestbench.process import proc
 
 
 def _interrupting(signum):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.environments.base import ProcessGuest
 from guestbench.protocol import encode
 from guestbench.runner import Status

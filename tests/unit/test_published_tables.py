@@ -9,8 +9,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from guestbench import cli
-from guestbench import store as gb_store
+from guestbench import cli, store as gb_store
 from guestbench.analysis import results as analysed
 from guestbench.report import catalogue, chosen, markdown
 from tests.support import default_like

@@ -14,8 +14,7 @@ from guestbench import store as gb_store
 from guestbench.analysis import results as analysed
 from guestbench.analysis.cells import Interval
 from guestbench.analysis.compare import CellComparison
-from guestbench.report import html, views
-from guestbench.report import json as json_report
+from guestbench.report import html, json as json_report, views
 from tests.support import default_like
 
 RULE = "above 1 is worse"

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from guestbench import plan as gb_plan
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.cli import EXIT_BAD_INPUT, main
 from guestbench.host import Host
 from guestbench.runner import Runner, Status, StopReason

@@ -408,7 +408,7 @@ class LoseSignalOnSecondStart(Progress):
     def run_started(self, environment: str, label: str, repetition: int) -> None:
         self.calls += 1
         if self.calls == 2:
-            from guestbench import stopping
+            from guestbench.process import stopping
             try:
                 raise stopping.of(signal.SIGTERM)
             except KeyboardInterrupt:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from guestbench import stopping
+from guestbench.process import stopping
 
 # The signal lands inside exec()'d source; the handler's exception is caught outside it and
 # turned into the shell's code, as guestbench/__main__.py does.
@@ -69,4 +69,4 @@ def test_ctrl_c_ignored_by_the_parent_stays_ignored_while_guestbench_starts(tmp_
     shown = subprocess.run([sys.executable, "-m", "ignored"], cwd=tmp_path, capture_output=True,
                            text=True, timeout=60, check=True,
                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    assert shown.stdout.split() == ["True", "guestbench.stopping"]
+    assert shown.stdout.split() == ["True", "guestbench.process.stopping"]

@@ -753,7 +753,7 @@ def test_a_signal_within_the_first_migration_leaves_no_store_and_no_other_error(
     """Ctrl-C or SIGTERM inside a statement of the migration invalidates the connection:
     the signal's exception comes out, not SQLAlchemy's complaint about the ROLLBACK after
     it, and the half-made store is rolled back, so the next open makes it whole."""
-    from guestbench import stopping
+    from guestbench.process import stopping
     default = sa.engine.default.DefaultDialect
     real = {name: getattr(default, name) for name in ("do_execute", "do_execute_no_params")}
     hit = []

@@ -8,8 +8,7 @@ import pytest
 from rich.console import Console
 
 from guestbench.analysis import results as analysed
-from guestbench.report import html, markdown, model, terminal, versions, views
-from guestbench.report import json as json_report
+from guestbench.report import html, json as json_report, markdown, model, terminal, versions, views
 from guestbench.store import RunRecord
 from tests.unit.test_report import FACTS, STARTED
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from guestbench.arguments import BadInput, names
+from guestbench.commands.arguments import BadInput, names
 
 
 @click.command()
@@ -132,7 +132,7 @@ def _pool_store(db: str, role: str | None = None):
 
 
 def _no_other_worker(opened, name: str) -> None:
-    from guestbench import proc
+    from guestbench.process import proc
     from guestbench.store import pool as pool_rows
     for row in pool_rows.hosts(opened.engine):
         if row["name"] == name and proc.still_running(row["worker"]):

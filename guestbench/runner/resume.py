@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from guestbench import proc
+from guestbench.process import proc
 from guestbench.host import Host
 
 FINGERPRINT_KEYS = ("hostname", "cpu_model", "logical_cpus", "kernel", "memory_mib", "arch")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from guestbench.schema_version import SCHEMA_VERSION
+from guestbench.store.version import SCHEMA_VERSION
 
 PREFIX = "sqlite:///"
 

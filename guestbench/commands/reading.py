@@ -67,8 +67,7 @@ def compared(urls: tuple[str, str], selectors: tuple[str, str], group: str | Non
 def digested_sides(urls: tuple[str, str], selectors: tuple[str, str]):
     """Both campaigns as compare reads them, from their digests, where both have one that
     describes every cell; else None."""
-    from guestbench.analysis import compare as comparing
-    from guestbench.analysis import digest
+    from guestbench.analysis import compare as comparing, digest
     out = []
     for url, selector in zip(urls, selectors):
         read = digest.read(url, selector)
@@ -81,8 +80,8 @@ def digested_sides(urls: tuple[str, str], selectors: tuple[str, str]):
 
 def sides(stores: tuple[Store, Store], selectors: tuple[str, str]):
     """Both campaigns as compare reads them: A in a child process while this one reads B
-    (guestbench/forked.py), when the host has two CPUs."""
-    from guestbench import forked
+    (guestbench/process/forked.py), when the host has two CPUs."""
+    from guestbench.process import forked
 
     def read_a():
         stores[0].engine.dispose(close=False)  # the child's own connections, not the parent's
@@ -139,7 +138,7 @@ def history(url: str, host: str | None, group: str | None,
     each campaign's digest kept for the next time). An --env or --workload that no stored
     campaign has ends it with the nearest names."""
     from guestbench.analysis import history as trend
-    from guestbench.store_error import StoreError
+    from guestbench.store.errors import StoreError
     asked = (host, group, environments, workloads, name, order, max_pvalue, min_change)
     quick = _digested_readings(url) if group is None else None
     if quick is not None:
@@ -179,8 +178,7 @@ def _store_readings(opened: Store, group: str | None):
     """Every campaign of the store (or of a pool group's plan), each derived from its
     samples when history asks for it, its digest kept."""
     from guestbench.analysis import digest, results
-    from guestbench.store import StoreError
-    from guestbench.store import pool as pool_rows
+    from guestbench.store import pool as pool_rows, StoreError
     if group is None:
         ids = [row["id"] for row in opened.campaigns()]
     else:

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from guestbench import logcap, reaper
-from guestbench.identity import identity, still_running  # noqa: F401 - callers use proc.*
+from guestbench.process import logcap, reaper
+from guestbench.process.identity import identity, still_running  # noqa: F401 - callers use proc.*
 
 
 class ProcessError(Exception):

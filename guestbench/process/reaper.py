@@ -18,7 +18,7 @@ Beside it, every guest's own process gets the kernel's parent-death signal (proc
 which needs nothing to stay alive; the reaper covers what that cannot: a guest's other
 processes, and state a runtime keeps apart from its processes.
 
-    python -m guestbench.reaper JOURNAL   (started by guestbench; reads its standard input)
+    python -m guestbench.process.reaper JOURNAL   (started by guestbench; reads its standard input)
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from guestbench import identity
+from guestbench.process import identity
 
 COMMAND_TIMEOUT_S = 30
 JOURNALS = Path(tempfile.gettempdir()) / "guestbench-reaper"
@@ -55,7 +55,7 @@ class Keeper:
         path = JOURNALS / f"{me['pid']}-{me['started']}.jsonl"
         self._journal = open(path, "a", encoding="utf-8")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "guestbench.reaper", str(path)], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "guestbench.process.reaper", str(path)], stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True)
 
