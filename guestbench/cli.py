@@ -166,7 +166,7 @@ def _tables_asked(names_given: str | None, output_format: str, plain: bool,
     """--table's names, checked against the catalogue of tables, and whether the format has
     tables to choose (csv and json export every sample; html is its own overview)."""
     from guestbench.report import catalogue
-    from guestbench.spelling import did_you_mean
+    from guestbench.plan.errors import did_you_mean
     asked = names(names_given, "--table", "basic,boot-totals")
     used = [flag for flag, given in (("--table", bool(asked)), ("--plain", plain),
                                      ("--links", links)) if given]

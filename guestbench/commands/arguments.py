@@ -30,7 +30,7 @@ def names(value: str | None, flag: str, example: str = "native,runc") -> tuple[s
 # Errors raised below the command line that mean the input cannot be used (a plan, a name,
 # a store, a file): exit 2 with their message. Named, not imported: checking an error
 # imports nothing (a plan's module loads pydantic).
-BAD_INPUT_ERRORS = {("guestbench.plan", "PlanError"), ("guestbench.store.errors", "StoreError"),
+BAD_INPUT_ERRORS = {("guestbench.plan.errors", "PlanError"), ("guestbench.store.errors", "StoreError"),
                     ("guestbench.runner.lifecycle", "CannotStart"),
                     ("guestbench.report.output", "OutputError")}
 STOPPED = ("guestbench.runner.lifecycle", "Stopped")  # its exit_code: 130 or 143

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from guestbench.spelling import did_you_mean
+from guestbench.plan.errors import did_you_mean
 
 if TYPE_CHECKING:  # the store's engine loads only where a command reads through it
     from guestbench.store import Store

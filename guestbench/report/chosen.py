@@ -47,7 +47,7 @@ def from_plan(report: CampaignResults) -> list[Choice]:
     stored = report.campaign.get("plan") or {}
     if not stored.get("tables"):
         return []  # most plans: nothing to read, and the plan's models need not load
-    from guestbench.plan_tables import table_specs
+    from guestbench.plan.tables import table_specs
     out = []
     for spec in table_specs(stored):
         given = {key: tuple(value) if isinstance(value, list) else value
@@ -100,11 +100,11 @@ def narrowed(report: CampaignResults, choice: Choice) -> CampaignResults:
     names = report.results.environments
     shown = names
     if choice.environments:  # a stored entry may name more than its campaign ran (--env)
-        from guestbench.plan_tables import ordered
+        from guestbench.plan.tables import ordered
         shown = ordered(choice.environments, names)
     rows = report.results.rows
     if choice.workloads:
-        from guestbench.plan_tables import matches
+        from guestbench.plan.tables import matches
         rows = [row for row in rows if any(
             matches(pattern, row[0]) or matches(pattern, report.workload_of.get(row[0], ""))
             for pattern in choice.workloads)]

@@ -14,6 +14,7 @@ import pytest
 
 from guestbench import plan as gb_plan, store as gb_store
 from guestbench.host import Host
+from guestbench.plan import build as plan_build
 from guestbench.runner import Progress, Runner
 
 HOST_FACTS: dict[str, Any] = {
@@ -86,7 +87,7 @@ def build_plan(host: Host) -> Callable[..., gb_plan.Plan]:
               **campaign: Any) -> gb_plan.Plan:
         raw = {"campaign": campaign, "environment": environments,
                "workload": workloads or [{"name": "getpid"}]}
-        return gb_plan._build(raw, "test.toml", host, gb_plan.Overrides())
+        return plan_build.validated(raw, "test.toml", host, gb_plan.Overrides())
 
     return build
 

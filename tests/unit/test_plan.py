@@ -10,8 +10,8 @@ import pytest
 from guestbench import environments, workloads
 from guestbench.environments.base import Capability
 from guestbench.host import Host
-from guestbench.plan import (
-    AUTO, DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, Overrides, PlanError, from_flags, load, repeat_flag)
+from guestbench.plan import AUTO, Overrides, PlanError, from_flags, load, repeat_flag
+from guestbench.plan.schema import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S
 
 ENV = '[[environment]]\npreset = "native"\n'
 WORKLOAD = '[[workload]]\nname = "getpid"\n'

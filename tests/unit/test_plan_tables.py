@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from guestbench.cli import main
 from guestbench.plan import Overrides, PlanError, load, stored
-from guestbench.plan_tables import TableSpec, matches, ordered, table_specs, unreadable
+from guestbench.plan.tables import TableSpec, matches, ordered, table_specs, unreadable
 from guestbench.report.catalogue import NAMES
 
 PLAN = """

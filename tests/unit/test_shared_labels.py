@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from guestbench.analysis import results as analysed
-from guestbench.plan import PlanError, _check_shared_labels, load
+from guestbench.plan import PlanError, load
+from guestbench.plan.expand import check_shared_labels
 from guestbench.report import views
 from tests.unit.test_published import THREE, Campaign, row
 
@@ -171,4 +172,4 @@ def test_a_one_item_channel_list_pairs_with_a_plain_channel(write_plan, host) ->
         uml, qemu = cases[("uml",)], cases[("qemu",)]
         assert uml.label == qemu.label == f"upload[mode={mode}]"
         assert (uml.params.channel, qemu.params.channel) == ("serial", "virtio-serial")
-    _check_shared_labels(list(plan.workloads), list(plan.environments), "plan.toml")
+    check_shared_labels(list(plan.workloads), list(plan.environments), "plan.toml")

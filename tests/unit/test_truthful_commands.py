@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import environments, images, spelling
+from guestbench import environments, images
+from guestbench.plan import errors as spelling
 from guestbench.commands import listings
 from guestbench.analysis import history as analysis_history
 from guestbench.analysis.history import Point, Series

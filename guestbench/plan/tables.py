@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from guestbench.report.catalogue import NAMES
-from guestbench.spelling import did_you_mean
+from guestbench.plan.errors import did_you_mean
 
 Text = Annotated[str, Field(min_length=1)]
 
