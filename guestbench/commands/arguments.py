@@ -1,9 +1,14 @@
-"""What every command shares about its arguments: bad input ends it with one message and
-exit 2; a comma-separated list of names."""
+"""What every command shares: bad input ends it with one message and exit 2; a comma-separated
+list of names; --db and --format; where the text goes; the settings of a short command."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from guestbench.report import formats
+from guestbench.store.records import DEFAULT_URL
 
 EXIT_BAD_INPUT = 2
 
@@ -25,6 +30,34 @@ def names(value: str | None, flag: str, example: str = "native,runc") -> tuple[s
     if not found:
         raise BadInput(f"{flag}: {value!r} names nothing (fix: e.g. {flag} {example})")
     return found
+
+
+db_option = click.option("--db", default=DEFAULT_URL, show_default=True,
+                         help="SQLAlchemy URL of the store")
+
+
+def format_option(command: str, help_text: str | None = None):
+    """--format: the formats that command offers (report/formats/), the table by default."""
+    return click.option("--format", "output_format", default=formats.DEFAULT, show_default=True,
+                        type=click.Choice(formats.names(command)), help=help_text)
+
+
+def emit(text: str, output: Path | None) -> None:
+    """To standard output, or to the file output (written whole)."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    from guestbench.report.output import write
+    click.echo(f"wrote {write(text, output)}", err=True)
+
+
+def say(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def short_lived() -> None:
+    from guestbench.commands import shortlived
+    shortlived.settle(click.get_current_context().call_on_close)
 
 
 # Errors raised below the command line that mean the input cannot be used (a plan, a name,

@@ -1,0 +1,52 @@
+"""guestbench ab: A against B in one campaign, run interleaved, then compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from guestbench.commands.arguments import db_option, emit, say
+from guestbench.report import formats
+
+
+@click.command()
+@click.argument("plan_file", type=click.Path(path_type=Path))
+@click.option("--a", "a_options", multiple=True, metavar="KEY=VALUE",
+              help="option of every environment on side A (repeatable)")
+@click.option("--b", "b_options", multiple=True, metavar="KEY=VALUE",
+              help="option of every environment on side B (repeatable)")
+@click.option("--repeat", help="runs of every cell, or auto  [default: the plan's]")
+@db_option
+@click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(0, 10),
+              help="changes smaller than this share are noise")
+@click.option("--alpha", default=0.01, show_default=True, type=click.FloatRange(0, 1),
+              help="family-wise error rate of the verdicts (Holm over every cell)")
+@click.option("--fail-on-regression", is_flag=True, help="exit 1 if any cell is slower in B")
+@click.option("--all", "every", is_flag=True, help="list every cell, not only those slower "
+                                                    "or faster")
+def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
+       repeat: str | None, db: str, threshold: float, alpha: float,
+       fail_on_regression: bool, every: bool) -> None:
+    """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
+    run interleaved (A B, B A, ...), then compared cell by cell."""
+    from guestbench import host, plan
+    from guestbench.commands import reading
+    from guestbench.analysis import compare as comparing
+    from guestbench.runner import lifecycle
+
+    facts = host.collect()
+    loaded = plan.load(plan_file, facts, plan.Overrides(repeat=plan.repeat_flag(repeat)))
+    a_set, b_set = plan.assignments(a_options, "--a"), plan.assignments(b_options, "--b")
+    results, _logs, campaign_id = lifecycle.run(plan.ab_plan(loaded, a_set, b_set), facts, db,
+                                                None, say)
+    result = comparing.compare(*reading.ab_sides(results, campaign_id), threshold=threshold,
+                               alpha=alpha, ignore_spec=tuple(dict.fromkeys([*a_set, *b_set])),
+                               correction="holm")
+    emit(formats.render("compare", formats.DEFAULT, result, formats.Request(every=every)), None)
+    click.echo(f"A/B: {result.count(comparing.SLOWER)} slower, {result.count(comparing.FASTER)} "
+               f"faster, {result.count(comparing.SAME)} same of {len(result.cells)} cells "
+               f"(Holm-adjusted p < {alpha:g} and beyond ±{threshold:.0%}); campaign "
+               f"{campaign_id} in {db}")
+    if fail_on_regression and result.regressions:
+        raise SystemExit(1)

@@ -1,0 +1,51 @@
+"""guestbench compare: campaign B against campaign A, cell by cell, with a verdict."""
+
+from __future__ import annotations
+
+import click
+
+from guestbench.commands.arguments import BadInput, db_option, emit, format_option, say, short_lived
+from guestbench.report import formats
+
+
+@click.command()
+@click.argument("campaign_a")
+@click.argument("campaign_b")
+@db_option
+@click.option("--db-b", help="store of CAMPAIGN_B, if not --db (e.g. results from another host)")
+@click.option("--threshold", type=click.FloatRange(0, 10, min_open=True), default=0.05,
+              show_default=True, help="relative change below which a cell is 'same'")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
+              show_default=True, help="p-value a change must beat")
+@click.option("--ignore-spec", "ignore_spec", multiple=True, metavar="KEY",
+              help="pair environments even if their specs differ in KEY (repeatable)")
+@format_option("compare")
+@click.option("--fail-on-regression", is_flag=True, help="exit 1 if any cell is slower in B")
+@click.option("--all", "every", is_flag=True, help="table format: list every cell, not only "
+                                                    "those slower or faster")
+@click.option("--group", metavar="GROUP", help="CAMPAIGN_A and CAMPAIGN_B are pool hosts: "
+              "their campaigns of this group")
+def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, threshold: float,
+            alpha: float, ignore_spec: tuple[str, ...], output_format: str,
+            fail_on_regression: bool, every: bool, group: str | None) -> None:
+    """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
+    per cell B/A, p-value and a verdict."""
+    short_lived()
+    from guestbench.commands import reading
+    from guestbench.analysis import compare as comparing
+
+    urls = (db, db_b or db)
+    sides = reading.compared(urls, (campaign_a, campaign_b), group)
+    itself = reading.with_itself(urls, sides)
+    if itself:
+        say(itself)
+    result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec)
+    if not result.cells:
+        raise BadInput(f"compare: no cell of campaign {campaign_a} pairs with one of "
+                       f"{campaign_b} ({len(result.unpaired)} not paired: "
+                       + "; ".join(f"{what}: {why}" for what, why in result.unpaired[:3])
+                       + ") (fix: compare campaigns of the same plan, or --ignore-spec KEY)")
+    emit(formats.render("compare", output_format, result, formats.Request(every=every)), None)
+    if fail_on_regression and result.regressions:
+        say(f"guestbench: {len(result.regressions)} cell(s) slower in B (--fail-on-regression)")
+        raise SystemExit(1)

@@ -1,0 +1,20 @@
+"""guestbench envs and images: every preset probed here, every cached guest image."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+def envs() -> None:
+    """Every environment preset: available on this host, or why not."""
+    from guestbench import host
+    from guestbench.commands import listings
+    click.echo(listings.environments(host.collect()), nl=False)
+
+
+@click.command("images")
+def images() -> None:
+    """Cached guest images (kernel + initramfs) of full-system guests."""
+    from guestbench.commands import listings
+    click.echo(listings.images(), nl=False)

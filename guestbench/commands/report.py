@@ -1,0 +1,104 @@
+"""guestbench report: a stored campaign as tables or raw exports, in any format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from guestbench.commands.arguments import (
+    BadInput, db_option, emit, format_option, names, short_lived)
+from guestbench.report import formats
+
+
+@click.command()
+@click.argument("campaign", required=False)
+@click.option("--baseline", help="environment to normalise to  [default: the plan's baseline]")
+@format_option("report")
+@click.option("--output", "-o", type=click.Path(path_type=Path),
+              help="write to this file what standard output would show (html: log links "
+                   "are made relative to it)")
+@db_option
+@click.option("--all-metrics", is_flag=True, help="also show iterations and array sizes")
+@click.option("--detail", is_flag=True, help="table format: every metric and table, not only "
+                                             "the summary")
+@click.option("--list", "list_campaigns", is_flag=True, help="list the stored campaigns")
+@click.option("--units", "units_style", default="si", show_default=True,
+              type=click.Choice(["si", "plain"]),
+              help="si: 10k, 1.17M and each time row in ns, us, ms or s; plain: whole numbers "
+                   "(1170000 cycles) and every metric in its stored unit")
+@click.option("--group", metavar="GROUP", help="a campaign group of the host pool (id or "
+              "name): one column per host and environment, and each host's facts")
+@click.option("--table", "table_names", metavar="NAME[,NAME]",
+              help="only these tables, each with its own footnotes (names: docs/results.md; "
+                   "all: every table; plan: the plan's [[table]] entries)")
+@click.option("--plain", is_flag=True, help="values only, as published: no intervals, links or "
+                                            "flags, one footnote mark per cell")
+@click.option("--links", is_flag=True, help="markdown: each value links to its cell's logs")
+def report(campaign: str | None, baseline: str | None, output_format: str, output: Path | None,
+           db: str, all_metrics: bool, detail: bool, list_campaigns: bool, units_style: str,
+           group: str | None, table_names: str | None, plain: bool, links: bool) -> None:
+    """Show CAMPAIGN (id or name; default: the latest) as tables or raw exports."""
+    short_lived()
+    asked = _tables_asked(table_names, output_format, plain, links)
+    if group is not None:
+        from guestbench import store
+        from guestbench.report import group as grouped, text
+        if campaign is not None or output_format != formats.DEFAULT:
+            raise BadInput("--group: the group's tables are shown on their own, as a "
+                           "table (fix: drop CAMPAIGN and --format)")
+        emit(text.draw(grouped.tables(store.open(db, create=False), group), output), output)
+    elif list_campaigns:
+        from guestbench import store
+        from guestbench.commands import listings
+        click.echo(listings.campaigns(store.open(db, create=False)), nl=False)
+    else:
+        from guestbench.report.model import units
+        with units(units_style):
+            show_report(db, campaign, baseline, output_format, all_metrics, output, detail,
+                         chosen=(asked, plain, links))
+
+
+def _tables_asked(names_given: str | None, output_format: str, plain: bool,
+                  links: bool) -> tuple[str, ...]:
+    """--table's names, checked against the catalogue of tables, and whether the format has
+    tables to choose (csv and json export every sample; html is its own overview)."""
+    from guestbench.report import catalogue
+    from guestbench.plan.errors import did_you_mean
+    asked = names(names_given, "--table", "basic,boot-totals")
+    used = [flag for flag, given in (("--table", bool(asked)), ("--plain", plain),
+                                     ("--links", links)) if given]
+    if used and not formats.FORMATS[output_format].tables:
+        raise BadInput(f"{used[0]}: the {output_format} format has no tables to choose "
+                       "(fix: --format markdown or table, or drop it)")
+    if links and not formats.FORMATS[output_format].links:
+        linking = [name for name, format_ in formats.FORMATS.items() if format_.links]
+        raise BadInput(f"--links: the {output_format} format has no links to logs (fix: "
+                       f"--format {' or '.join(linking)})")
+    known = [*catalogue.NAMES, "all", "plan"]
+    for name in asked:
+        if name not in known:
+            raise BadInput(f"--table: no table {name!r}{did_you_mean(name, known)} (fix: use "
+                           f"one of {', '.join(known)})")
+    if len(asked) > 1 and {"all", "plan"} & set(asked):
+        raise BadInput("--table: all and plan stand alone (fix: give one of them, or names)")
+    return asked
+
+
+def show_report(db: str, campaign: str | None, baseline: str | None, output_format: str,
+                 all_metrics: bool, output: Path | None, detail: bool, opened=None,
+                 chosen: tuple[tuple[str, ...], bool, bool] = ((), False, False)) -> None:
+    """The report of a campaign: a summary from the campaign's digest where one was kept,
+    else derived from its samples (opened: the store, if the caller has it open).
+    chosen: --table's names, --plain and --links."""
+    from guestbench.commands import reading
+    asked, plain, links = chosen
+    summary = formats.FORMATS[output_format].summary_first and not (detail or asked or plain)
+    loaded = None if opened else reading.digested(db, campaign, baseline, all_metrics, summary)
+    if loaded is None:
+        from guestbench import store
+        loaded = reading.report(opened or store.open(db, create=False), campaign, baseline,
+                                all_metrics, summary)
+    emit(formats.render("report", output_format, loaded,
+                         formats.Request(output, detail, asked=asked, plain=plain,
+                                         links=links)), output)
