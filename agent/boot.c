@@ -1,6 +1,7 @@
 /* boot.c: the start-up workloads. boot reports how long the guest has been up when the agent
  * starts; start does nothing, so that its hello and its end time the environment's start and
  * stop on the host's clock. */
+#include "outcome.h"
 #include "protocol.h"
 #include "workload.h"
 

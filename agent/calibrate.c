@@ -1,5 +1,6 @@
 /* calibrate.c: the warm-up and batch-doubling procedure of docs/agent-protocol.md. */
 #include "calibrate.h"
+#include "outcome.h"
 #include "protocol.h"
 #include "workload.h"
 

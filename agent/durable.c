@@ -4,6 +4,7 @@
  * every acknowledgement at once. The host records which writes and flushes reached its own
  * storage and when, and counts a record durable only if a flush (or FUA write) covering it
  * completed there before the acknowledgement arrived (guestbench/workloads/durability.py). */
+#include "outcome.h"
 #include "protocol.h"
 #include "workload.h"
 

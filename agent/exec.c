@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 /* exec.c: the exec workload, which runs a program (fio, dbench, make) and reports its
  * output and its resource use the way kernbench and /usr/bin/time do (wait4's rusage). */
+#include "outcome.h"
 #include "protocol.h"
 #include "timing.h"
 #include "workload.h"

@@ -1,5 +1,6 @@
 /* hang.c: the sleeping workloads. hang sleeps so the host's timeouts can be tested; idle
  * sleeps --seconds after its workload record, while the host measures the instance at rest. */
+#include "outcome.h"
 #include "protocol.h"
 #include "workload.h"
 

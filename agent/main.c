@@ -1,4 +1,5 @@
 /* main.c: command-line parsing and running the named workloads in order. */
+#include "outcome.h"
 #include "protocol.h"
 #include "timing.h"
 #include "workload.h"
@@ -66,42 +67,6 @@ static const struct option_spec option_specs[] = {
 };
 
 #define OPTION_COUNT (sizeof option_specs / sizeof option_specs[0])
-
-static char failure[256];
-
-static int failure_unsupported;
-
-static int record_failure(const char *fmt, va_list ap)
-{
-	vsnprintf(failure, sizeof failure, fmt, ap);
-	/* The protocol promises a one-line message. */
-	for (char *p = failure; *p; p++) {
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
-	}
-	return -1;
-}
-
-int workload_fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	record_failure(fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-int workload_unsupported(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	record_failure(fmt, ap);
-	va_end(ap);
-	failure_unsupported = 1;
-	return -1;
-}
 
 _Noreturn static void bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn static void bad_usage(const char *fmt, ...)
@@ -356,11 +321,9 @@ int main(int argc, char **argv)
 	proto_hello(argc - 1, argv + 1);
 	clock_marks(opt.clock_marks_ms);
 	for (int i = 0; i < count; i++) {
-		failure[0] = '\0';
-		failure_unsupported = 0;
+		outcome_clear();
 		if (workloads[i]->run(workloads[i]->name, &opt) != 0) {
-			proto_error(workloads[i]->name, failure[0] ? failure : "failed",
-				    failure_unsupported);
+			proto_error(workloads[i]->name, outcome_message(), outcome_unsupported());
 			ok = 0;
 		}
 	}

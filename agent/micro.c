@@ -1,6 +1,7 @@
 /* micro.c: the timing workloads: system calls, memory mapping and process operations. */
 #define _GNU_SOURCE /* sched_setaffinity and the CPU_* macros */
 #include "calibrate.h"
+#include "outcome.h"
 #include "protocol.h"
 #include "workload.h"
 

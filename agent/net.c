@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE /* accept4 */
 #include "calibrate.h"
+#include "outcome.h"
 #include "protocol.h"
 #include "timing.h"
 #include "workload.h"

@@ -1,4 +1,5 @@
 /* stream.c: the STREAM memory-bandwidth workloads, after McCalpin's reference stream.c. */
+#include "outcome.h"
 #include "protocol.h"
 #include "timing.h"
 #include "workload.h"

@@ -11,6 +11,7 @@
  * first puts the line in raw mode, then writes READY_TOKEN: the host starts sending when it
  * reads it, so nothing arrives before the line is raw. */
 #define _GNU_SOURCE
+#include "outcome.h"
 #include "protocol.h"
 #include "timing.h"
 #include "workload.h"

@@ -1,5 +1,6 @@
 /* vmexit.c: what a VM exit costs: cpuid, rdtsc, rdtscp and a read from an unused I/O port. */
 #include "calibrate.h"
+#include "outcome.h"
 #include "protocol.h"
 #include "workload.h"
 

@@ -1,4 +1,5 @@
-/* workload.h: what main and the workload families share: options, table entries, failure reporting. */
+/* workload.h: what main and the workload families share: options and table entries (a failure
+ * is reported through outcome.h). */
 #ifndef GB_WORKLOAD_H
 #define GB_WORKLOAD_H
 
@@ -45,7 +46,7 @@ struct options {
 
 struct workload {
 	const char *name;
-	/* Prints the workload record and samples; returns -1 after workload_fail(). */
+	/* Prints the workload record and samples; returns -1 after workload_fail() (outcome.h). */
 	int (*run)(const char *name, const struct options *opt);
 };
 
@@ -67,11 +68,5 @@ int net_text_valid(const char *text, enum net_text form);
 /* The host side of the network workloads (net.c): listens on opt->listen, prints one line
  * and serves until killed; no records. Returns an exit status only if it cannot listen. */
 int net_peer(const struct options *opt);
-
-/* Records why the running workload failed (one line) and returns -1. */
-int workload_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The same for an environment that lacks what the workload needs (a CPU feature, I/O
- * ports): the host records the run as unsupported, not failed. */
-int workload_unsupported(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif
