@@ -30,7 +30,7 @@ def kind_class(kind: str) -> type[Environment]:
     """The class of a registered kind (KeyError for an unknown one), its module imported
     on first use."""
     module, name = _KIND_CLASSES[kind]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return getattr(importlib.import_module(f"{__name__}.kinds.{module}"), name)
 
 
 def __getattr__(name: str) -> Any:

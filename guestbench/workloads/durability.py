@@ -3,7 +3,7 @@
 The guest (the agent's fsync_records workload) writes numbered 4 KiB records to a raw
 disk, record i at offset i * 4096, calls fdatasync after each and reports each
 acknowledgement at once. The environment puts that disk on a traced host device
-(guestbench/environments/tracedisk.py) and records every write and flush that reached
+(guestbench/environments/fullsystem/tracedisk.py) and records every write and flush that reached
 the host's storage, with host monotonic times. A power cut keeps only what a flush or a
 FUA write made stable, so a record counts as durable only if
 
@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import Field
 
 from guestbench.environments.base import Capability, JobNeeds
-from guestbench.environments.tracedisk import SECTOR_BYTES, TIME_RESOLUTION_NS, BlockEvent
+from guestbench.environments.fullsystem.tracedisk import SECTOR_BYTES, TIME_RESOLUTION_NS, BlockEvent
 from guestbench.workloads.base import OutputError, Params, RunOutput, Sample, Workload
 
 RECORD_BYTES = 4096          # the agent's record size (agent/durable.c)

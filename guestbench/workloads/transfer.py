@@ -4,7 +4,7 @@ The host sends size_mib MiB into the guest through a channel, and the agent writ
 a file on the guest's ext4 scratch disk with an fsync at the end (mode write), or reads
 and discards it (no_write: the channel alone), or writes as much generated in the guest
 without any upload (no_upload: the disk alone). The environment sets the channel up
-(guestbench/environments/channels.py): a second serial port, a virtio-serial port or a
+(guestbench/environments/fullsystem/channels.py): a second serial port, a virtio-serial port or a
 9p share under QEMU; a serial line or a hostfs mount under UML.
 
 The bytes are the upload pattern (below), made once per campaign and size in the

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from guestbench.environments import tracedisk
+from guestbench.environments.fullsystem import tracedisk
 
 from .test_cli import guestbench
 

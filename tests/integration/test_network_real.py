@@ -77,7 +77,7 @@ def test_qemu_over_a_tap(net, tmp_path, host_facts):
 
 
 def test_vhost_is_unsupported_with_the_reason_where_the_host_has_none(tmp_path, host_facts):
-    from guestbench.environments.qemu import VHOST_NET
+    from guestbench.environments.kinds.qemu import VHOST_NET
     if VHOST_NET.exists():
         pytest.skip(f"this host has {VHOST_NET}: the refusal cannot be seen here")
     prepared(host_facts, environments.create(environments.preset_spec("qemu-tcg")))

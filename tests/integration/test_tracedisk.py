@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from guestbench.process import proc
-from guestbench.environments import tracedisk
-from guestbench.environments.tracedisk import TracedDisk, TraceDiskError
+from guestbench.environments.fullsystem import tracedisk
+from guestbench.environments.fullsystem.tracedisk import TracedDisk, TraceDiskError
 from guestbench.workloads.durability import RECORD_BYTES, Ack, judge
 
 pytestmark = pytest.mark.integration

@@ -21,8 +21,9 @@ import pytest
 
 from guestbench import agent, images
 from guestbench.process import proc
-from guestbench.environments import channels, guestdisk, qemu
-from guestbench.environments.uml import uml_channel
+from guestbench.environments.fullsystem import channels, guestdisk
+from guestbench.environments.kinds import qemu
+from guestbench.environments.kinds.uml import uml_channel
 from guestbench.protocol import RecordStream, parse_line
 from guestbench.workloads import transfer
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from guestbench import store as gb_store
 from guestbench.cli import EXIT_BAD_INPUT, main
-from guestbench.environments.fake import Fake
+from guestbench.environments.kinds.fake import Fake
 from guestbench.runner import StopReason
 
 from .test_runner import Recorder, run_interrupted

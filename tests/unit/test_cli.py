@@ -212,7 +212,7 @@ def invoke_expecting_stop(args: list[str], agent: Path):
 
 
 def test_ctrl_c_during_a_run_keeps_finished_runs(tmp_path, fake_agent, monkeypatch):
-    from guestbench.environments.fake import Fake
+    from guestbench.environments.kinds.fake import Fake
 
     starts = {"n": 0}
     original = Fake.start
@@ -242,7 +242,7 @@ def test_ctrl_c_during_a_run_keeps_finished_runs(tmp_path, fake_agent, monkeypat
 
 def test_sigterm_before_any_run(tmp_path, fake_agent, monkeypatch):
     signal_text, code = "SIGTERM", 143
-    from guestbench.environments.fake import Fake
+    from guestbench.environments.kinds.fake import Fake
 
     def probe(self, host):
         raise KeyboardInterrupt(signal_text)
@@ -259,7 +259,7 @@ def test_sigterm_before_any_run(tmp_path, fake_agent, monkeypatch):
 
 
 def test_ctrl_c_before_any_run_names_sigint(tmp_path, fake_agent, monkeypatch):
-    from guestbench.environments.fake import Fake
+    from guestbench.environments.kinds.fake import Fake
 
     def probe(self, host):
         raise KeyboardInterrupt

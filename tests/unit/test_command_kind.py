@@ -9,7 +9,7 @@ import pytest
 
 from guestbench import environments, images
 from guestbench.environments.base import Capability, JobNeeds
-from guestbench.environments.devices import GuestDevices
+from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.plan import PlanError, load
 
 QEMU = ('argv = ["qemu-system-x86_64", "-M", "pc", "-m", "{memory_mib}", "-smp", "{vcpus}", '

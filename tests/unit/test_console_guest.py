@@ -8,7 +8,7 @@ from pathlib import Path
 
 from guestbench.process import proc
 from guestbench.analysis.boot import breakdown
-from guestbench.environments.console import ConsoleGuest
+from guestbench.environments.fullsystem.console import ConsoleGuest
 from guestbench.protocol import encode
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT
 from guestbench.runner import Status

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from guestbench.environments import guestdisk, qemu
-from guestbench.environments.qemu import QemuSpec
+from guestbench.environments.fullsystem import guestdisk
+from guestbench.environments.kinds import qemu
+from guestbench.environments.kinds.qemu import QemuSpec
 from guestbench.workloads import CATALOGUE
 from guestbench.workloads.base import Derived, OutputError, RunOutput
 from guestbench.workloads.disk import FIO_FILE, fio_command, metadata_command

@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 
 from guestbench.environments.base import Capability
-from guestbench.environments.tracedisk import (
+from guestbench.environments.fullsystem.tracedisk import (
     BlockEvent, TraceDiskError, parse_line, parse_rwbs, parse_trace)
 from guestbench.protocol import Record
 from guestbench.workloads import durability

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench.environments import namespace, oci, program_version, qemu_user
+from guestbench.environments import program_version
+from guestbench.environments.kinds import namespace, oci, qemu_user
 
 
 @pytest.fixture

@@ -15,7 +15,9 @@ import pytest
 
 from guestbench import environments, host
 from guestbench.process import proc
-from guestbench.environments import kvm, oci, survey
+from guestbench.environments import survey
+from guestbench.environments.fullsystem import kvm
+from guestbench.environments.kinds import oci
 from guestbench.environments.base import Availability
 
 PRESETS = list(environments.PRESETS)
@@ -90,7 +92,7 @@ def test_envs_loads_neither_the_store_nor_numbers_nor_the_command_kind(tmp_path:
         "from guestbench.cli import main\n"
         "try:\n    main(['envs'])\nexcept SystemExit:\n    pass\n"
         "heavy = ('sqlalchemy', 'numpy', 'scipy', 'guestbench.store.engine', 'guestbench.analysis.results',"
-        " 'guestbench.environments.command', 'guestbench.environments.fake')\n"
+        " 'guestbench.environments.kinds.command', 'guestbench.environments.kinds.fake')\n"
         "print('LOADED', [name for name in heavy if name in sys.modules])\n")
     shown = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True,
                            cwd=tmp_path, timeout=60, check=True).stdout

@@ -147,7 +147,7 @@ def _records_after(marker) -> str:
 def test_a_container_s_create_and_start_are_timed_apart(tmp_path):
     """create returns while the container holds its output; start lets the agent run."""
     from guestbench.process import proc
-    from guestbench.environments.oci import OciGuest
+    from guestbench.environments.kinds.oci import OciGuest
     marker = tmp_path / "started"
     guest = OciGuest(["sh", "-c", f"({_records_after(marker)}) & sleep 0.1"], tmp_path / "log",
                      proc.now_ns() + 20 * 10**9, start_argv=["touch", str(marker)])
@@ -160,7 +160,7 @@ def test_a_container_s_create_and_start_are_timed_apart(tmp_path):
 
 def test_a_start_that_fails_ends_the_run_at_once_saying_so(tmp_path):
     from guestbench.process import proc
-    from guestbench.environments.oci import OciGuest, StartFailed
+    from guestbench.environments.kinds.oci import OciGuest, StartFailed
     guest = OciGuest(["sh", "-c", "(sleep 30) & true"], tmp_path / "log",
                      proc.now_ns() + 20 * 10**9,
                      start_argv=["sh", "-c", "echo no such container >&2; exit 1"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from guestbench.environments import kvm
+from guestbench.environments.fullsystem import kvm
 from guestbench.environments.base import Availability
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from guestbench import environments
-from guestbench.environments import uml
+from guestbench.environments.kinds import uml
 from guestbench.environments.base import JobNeeds
 from guestbench.workloads import CATALOGUE
 

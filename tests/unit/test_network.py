@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from guestbench import environments
 from guestbench.environments.base import Capability, Job
-from guestbench.environments.devices import GuestDevices
+from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.network import paths
 from guestbench.plan import PlanError, load
 from guestbench.workloads import CATALOGUE
@@ -92,7 +92,7 @@ def test_qemu_maps_user_and_tap_to_its_nic_on_each_machine():
 
 
 def test_vhost_where_the_host_has_none_is_refused_with_the_reason(monkeypatch, tmp_path):
-    from guestbench.environments import qemu as qemu_kind
+    from guestbench.environments.kinds import qemu as qemu_kind
     monkeypatch.setattr(qemu_kind, "VHOST_NET", tmp_path / "vhost-net")
     environment = environments.create(environments.spec_model("qemu")(
         name="q", kind="qemu", net="tap", vhost=True))
@@ -110,7 +110,7 @@ def test_uml_gets_a_vector_device_on_the_tap():
 
 
 def test_containers_join_the_run_namespace(tmp_path):
-    from guestbench.environments import oci
+    from guestbench.environments.kinds import oci
     path = paths.NetPath("veth", "198.18.0.1", "198.18.0.1", netns="guestbench-1-0",
                          host_if="gb1n0")
     bundle = oci._Bundle(Path("/bin/true"), ["net_rr"], netns=path.netns_path)
@@ -244,7 +244,7 @@ def test_cpu_ranges_are_written_short():
 
 def test_a_guest_job_keeps_its_mounts_and_its_network_path():
     from guestbench.environments.base import JobNeeds
-    from guestbench.environments.console import guest_job, kernel_arguments
+    from guestbench.environments.fullsystem.console import guest_job, kernel_arguments
     path = paths.NetPath("user", "127.0.0.1", "10.0.2.2", "10.0.2.15/24", mac="02:67:62:00:00:01")
     job = guest_job(Job("net_rr", Path("/a"), ("net_rr",), JobNeeds(scratch=True), network=path),
                     JobNeeds(scratch=True), mounts=["gb.mount=ext4:/dev/vda:/scratch:"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench.environments.fake import Fake
+from guestbench.environments.kinds.fake import Fake
 from guestbench.runner import Interrupted, Outcome, Progress, Status
 
 EXPECTED_STATUS = {

@@ -14,10 +14,10 @@ import pytest
 from pydantic import ValidationError
 
 from guestbench import environments
-from guestbench.environments import channels
+from guestbench.environments.fullsystem import channels
 from guestbench.environments.base import Capability, JobNeeds, Upload
-from guestbench.environments.qemu import qemu_channel
-from guestbench.environments.uml import uml_channel
+from guestbench.environments.kinds.qemu import qemu_channel
+from guestbench.environments.kinds.uml import uml_channel
 from guestbench.workloads import transfer
 from guestbench.workloads.base import InputError
 

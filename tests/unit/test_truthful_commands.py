@@ -17,7 +17,8 @@ from guestbench.plan import errors as spelling
 from guestbench.commands import listings
 from guestbench.analysis import history as analysis_history
 from guestbench.analysis.history import Point, Series
-from guestbench.environments import kvm, survey
+from guestbench.environments import survey
+from guestbench.environments.fullsystem import kvm
 from guestbench.environments.base import Availability
 from guestbench.report import text
 from tests.unit.test_cli import GOOD_FAKE_PLAN, fake_agent, invoke  # noqa: F401 - fixture

@@ -4,8 +4,8 @@ the plan asks for it (it costs Debian's linux.uml 0.85 s of a 1.4 s boot)."""
 from pathlib import Path
 from types import SimpleNamespace
 
-from guestbench.environments.devices import GuestDevices
-from guestbench.environments.uml import SKIP_RAID6_BENCHMARK, Uml, UmlSpec
+from guestbench.environments.fullsystem.devices import GuestDevices
+from guestbench.environments.kinds.uml import SKIP_RAID6_BENCHMARK, Uml, UmlSpec
 
 
 def _argv(**options) -> list[str]:

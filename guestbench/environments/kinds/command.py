@@ -23,13 +23,13 @@ from pydantic_core import PydanticCustomError
 from guestbench import images
 from guestbench.process import proc
 from guestbench.images import vmlinux
-from guestbench.environments import kvm
+from guestbench.environments.fullsystem import kvm
 from guestbench.environments.base import Availability, Capability, GuestStartError
-from guestbench.environments.console import ConsoleGuest
-from guestbench.environments.devices import GuestDevices
-from guestbench.environments.fullsystem import (
+from guestbench.environments.fullsystem.console import ConsoleGuest
+from guestbench.environments.fullsystem.devices import GuestDevices
+from guestbench.environments.fullsystem.base import (
     AttachedDisk, FullSystem, FullSystemSpec, Names, check_kernel_args)
-from guestbench.environments.placement import pin_threads, vcpu_threads_by_name
+from guestbench.environments.fullsystem.placement import pin_threads, vcpu_threads_by_name
 from guestbench.host import which
 from guestbench.network.paths import NetPath
 

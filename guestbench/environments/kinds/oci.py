@@ -21,7 +21,7 @@ from guestbench.process import proc
 from guestbench.environments import program_version, scratch
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
-from guestbench.environments.native import PROCESS_CAPABILITIES
+from guestbench.environments.kinds.native import PROCESS_CAPABILITIES
 from guestbench.host import Host, which
 from guestbench.network import paths
 from guestbench.protocol import ProtocolError

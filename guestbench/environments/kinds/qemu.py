@@ -13,13 +13,13 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from guestbench import agent, images
-from guestbench.environments import channels, kvm
+from guestbench.environments.fullsystem import channels, kvm
 from guestbench.environments.base import Availability, Capability, GuestStartError
-from guestbench.environments.console import ConsoleGuest
-from guestbench.environments.devices import GuestDevices
-from guestbench.environments.fullsystem import AttachedDisk, FullSystem, FullSystemSpec, Names
-from guestbench.environments.placement import pin_threads
-from guestbench.environments.qmp import QMP_CONNECT_S, QMP_QUIT_S, qmp_execute
+from guestbench.environments.fullsystem.console import ConsoleGuest
+from guestbench.environments.fullsystem.devices import GuestDevices
+from guestbench.environments.fullsystem.base import AttachedDisk, FullSystem, FullSystemSpec, Names
+from guestbench.environments.fullsystem.placement import pin_threads
+from guestbench.environments.fullsystem.qmp import QMP_CONNECT_S, QMP_QUIT_S, qmp_execute
 from guestbench.host import Host, which
 from guestbench.network.paths import NetPath
 

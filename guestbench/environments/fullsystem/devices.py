@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from guestbench.environments import channels, guestdisk, tracedisk
+from guestbench.environments.fullsystem import channels, guestdisk, tracedisk
 from guestbench.environments.base import GuestStartError
-from guestbench.environments.consoles import Console
+from guestbench.environments.fullsystem.consoles import Console
 
 TRACED_DISK_MIB = 64
 

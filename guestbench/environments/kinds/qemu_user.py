@@ -12,7 +12,7 @@ from guestbench.process import proc
 from guestbench.environments import scratch
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
-from guestbench.environments.native import PROCESS_CAPABILITIES
+from guestbench.environments.kinds.native import PROCESS_CAPABILITIES
 from guestbench.host import Host, which
 
 EXEC_REASON = ("qemu-user translates one program: the programs it starts (make's gcc) would "

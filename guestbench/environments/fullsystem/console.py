@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 from guestbench.process import proc
 from guestbench.analysis.clock import CLOCK_MARKS_MS
-from guestbench.environments.guestdisk import GUEST_SCRATCH
+from guestbench.environments.fullsystem.guestdisk import GUEST_SCRATCH
 from guestbench.environments.base import (
     GuestCrashed, GuestStartError, Job, JobNeeds, ProcessGuest)
-from guestbench.environments.consoles import Console
+from guestbench.environments.fullsystem.consoles import Console
 from guestbench.protocol import PREFIX, ProtocolError, Record
 
 # Printed by the image's /init as its first act (guestbench/images): the hand-over to userspace.

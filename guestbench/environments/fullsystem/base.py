@@ -18,13 +18,13 @@ from pydantic import AfterValidator, Field
 
 from guestbench import images
 from guestbench.process import memory, proc
-from guestbench.environments import channels, guestdisk, tracedisk
+from guestbench.environments.fullsystem import channels, guestdisk, tracedisk
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
     JobNeeds)
-from guestbench.environments.console import ConsoleGuest, guest_job, kernel_arguments
-from guestbench.environments.consoles import CONSOLES
-from guestbench.environments.devices import GuestDevices
+from guestbench.environments.fullsystem.console import ConsoleGuest, guest_job, kernel_arguments
+from guestbench.environments.fullsystem.consoles import CONSOLES
+from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.host import Host
 from guestbench.network.paths import NetPath
 

@@ -9,10 +9,10 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from guestbench.process import memory
-from guestbench.environments import channels
+from guestbench.environments.fullsystem import channels
 from guestbench.environments.base import Availability, Capability
-from guestbench.environments.devices import GuestDevices
-from guestbench.environments.fullsystem import AttachedDisk, FullSystem, FullSystemSpec
+from guestbench.environments.fullsystem.devices import GuestDevices
+from guestbench.environments.fullsystem.base import AttachedDisk, FullSystem, FullSystemSpec
 from guestbench.host import which
 from guestbench.network.paths import NetPath
 
