@@ -6,10 +6,24 @@ is wrong, with the fix and the nearest name), ab.py (A/B plans), tables.py (a pl
 [[table]] entries).
 """
 
-from guestbench.plan.ab import ab_plan, assignments
-from guestbench.plan.build import QUICK_AUTO, from_flags, load, stored
-from guestbench.plan.errors import PlanError
-from guestbench.plan.schema import AUTO, AutoSection, Overrides, Plan, WorkloadCase, repeat_flag
+from __future__ import annotations
 
-__all__ = ["AUTO", "QUICK_AUTO", "AutoSection", "Overrides", "Plan", "PlanError", "WorkloadCase",
-           "ab_plan", "assignments", "from_flags", "load", "repeat_flag", "stored"]
+import importlib
+from typing import Any
+
+# name -> the module of this folder that defines it
+_WHERE = {"ab_plan": "ab", "assignments": "ab",
+          "QUICK_AUTO": "build", "from_flags": "build", "load": "build", "stored": "build",
+          "PlanError": "errors",
+          "AUTO": "schema", "AutoSection": "schema", "Overrides": "schema", "Plan": "schema",
+          "WorkloadCase": "schema", "repeat_flag": "schema"}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    """The face's names, each loaded from its module on first use: a plan's schema loads
+    pydantic and every kind's options (0.2 s), which report, compare and history never
+    need, though they use errors.py's did_you_mean and tables.py."""
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

@@ -4,14 +4,13 @@ known name for a misspelt one."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-
 import typing
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from pydantic import (
-    BaseModel, ValidationError)
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
-from guestbench.environments.base import IDENTIFIER
 
 class PlanError(Exception):
     """An invalid plan: the message names the file, the field path and the fix."""
@@ -50,6 +49,7 @@ def explain(source: str, error: ValidationError, prefix: str = "", flag: bool = 
     An unknown key comes first: it is usually a misspelling that also causes
     the 'field required' error of the key that was meant.
     """
+    from guestbench.environments.base import IDENTIFIER  # deferred: see _allowed_keys
     errors = sorted(error.errors(), key=lambda item: item["type"] != "extra_forbidden")
     first = errors[0]
     # a validator's own error (a metric's regex) may carry its fix in its context
@@ -75,6 +75,9 @@ def explain(source: str, error: ValidationError, prefix: str = "", flag: bool = 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple) -> str:
     """The keys of the (nested) model that holds the unknown key at loc."""
+    # deferred, as IDENTIFIER's above: report and compare use did_you_mean without a plan,
+    # and pydantic with every kind's options takes 0.2 s to load
+    from pydantic import BaseModel
     for item in loc[:-1]:
         field = model.model_fields.get(item) if isinstance(item, str) else None
         annotation = field.annotation if field else None

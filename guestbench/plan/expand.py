@@ -17,6 +17,7 @@ from pydantic import (
 from guestbench import environments, workloads
 from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
 from guestbench.host import Host
+from guestbench.plan.labels import plain_value
 from guestbench.plan.errors import PlanError, explain
 from guestbench.plan.schema import AUTO, WorkloadCase, WorkloadRepeat
 from guestbench.plan.errors import did_you_mean
@@ -255,11 +256,3 @@ def _no_duplicates(names: list[str], source: str, table: str, field: str,
             raise PlanError(f"{source}: {table}[{index}].{field}: {name!r} appears twice "
                             f"(fix: {fix or f'give each {table} a distinct {field}'})")
         seen.add(name)
-
-
-def plain_value(value: Any) -> str:
-    """A swept value as part of a name; a path by its file name (a kernel, a VMM binary)."""
-    if isinstance(value, str) and "/" in value.rstrip("/"):
-        value = value.rstrip("/").rsplit("/", 1)[1]
-    text = "_".join(map(str, value)) if isinstance(value, list) else str(value)
-    return re.sub(r"[^A-Za-z0-9_.]", "_", text)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from guestbench.plan.expand import plain_value
+from guestbench.plan.labels import plain_value
 from guestbench.report.model import Table
 
 MAX_HEADER = 24
