@@ -58,7 +58,7 @@ def compared(urls: tuple[str, str], selectors: tuple[str, str], group: str | Non
     stores = (store.open(urls[0], create=False),)
     stores += (store.open(urls[1], create=False),) if urls[1] != urls[0] else stores
     if group is not None:
-        from guestbench.report.group import campaign_of_host
+        from guestbench.report.tables.group import campaign_of_host
         selectors = tuple(campaign_of_host(opened, group, host)
                           for opened, host in zip(stores, selectors))
     return sides(stores, selectors)

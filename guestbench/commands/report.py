@@ -43,7 +43,8 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
     asked = _tables_asked(table_names, output_format, plain, links)
     if group is not None:
         from guestbench import store
-        from guestbench.report import group as grouped, text
+        from guestbench.report.tables import group as grouped
+        from guestbench.report.formats import text
         if campaign is not None or output_format != formats.DEFAULT:
             raise BadInput("--group: the group's tables are shown on their own, as a "
                            "table (fix: drop CAMPAIGN and --format)")

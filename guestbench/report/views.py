@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Literal
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import catalogue, columns, summary, titles
+from guestbench.report import catalogue, columns, titles
+from guestbench.report.tables import summary
 from guestbench.report.model import Footnotes, Table, spread_line
 
 View = Literal["summary", "detail", "published"]

@@ -11,7 +11,8 @@ import pytest
 
 from guestbench import store as gb_store
 from guestbench.analysis import results as analysed
-from guestbench.report import boot_tables, catalogue, model, views
+from guestbench.report import catalogue, model, views
+from guestbench.report.tables import boot as boot_tables
 from guestbench.store import RunRecord
 
 STARTED = dt.datetime(2026, 11, 25, 23, 15, tzinfo=dt.timezone.utc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from guestbench.analysis import efficiency
-from guestbench.report.efficiency import efficiency_table
+from guestbench.report.tables.efficiency import efficiency_table
 
 RUNS = [
     {"id": 1, "workload": "getpid", "status": "ok", "host_seconds": 0.4},

@@ -15,7 +15,8 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from guestbench.analysis import results as analysed
-from guestbench.report import html, links, views
+from guestbench.report import links, views
+from guestbench.report.formats.html import page as html
 from guestbench.store import RunRecord
 
 EVIL = '<script>alert(1)</script> "quoted" & more'
@@ -331,7 +332,7 @@ def test_dots_per_environment_with_whiskers_and_a_log_axis(report, dom: Node) ->
 
 
 def test_a_log_axis_ticks_round_values_around_the_data() -> None:
-    from guestbench.report import svg
+    from guestbench.report.formats.html import svg
     narrow = svg.Axis([0.93, 1.12], log=True)
     assert (narrow.low, narrow.high) == (0.5, 2) and narrow.ticks() == [0.5, 1, 2]
     wide = svg.Axis([0.9, 1581], log=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from guestbench.analysis import results as analysed
-from guestbench.report import markdown
+from guestbench.report.formats import markdown
 from guestbench.store import RunRecord
 from tests.unit.test_published import THREE, Campaign
 from tests.unit.test_report import STARTED

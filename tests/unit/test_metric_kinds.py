@@ -12,7 +12,8 @@ import pytest
 
 from guestbench.analysis import compare as comparing, results as analysed
 from guestbench.analysis.cells import CONTEXT, PERFORMANCE, VERDICT, metric_kind
-from guestbench.report import dashboards, views
+from guestbench.report import views
+from guestbench.report.formats import dashboards
 from tests.unit.test_published import Campaign, row
 
 EXEC_PARAMS = {"argv": ["prog"], "metrics": [

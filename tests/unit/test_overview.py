@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from guestbench.analysis import results as analysed, stats
-from guestbench.report import columns, html, model, overview
+from guestbench.report import columns, model
+from guestbench.report.formats.html import overview, page as html
 from guestbench.store import RunRecord
 from tests.unit.test_html import (CHECKS, EVIL, EVIL_ENV, EVIL_LABEL, FACTS, STARTED, Node, ids,
                                   parse, populate)

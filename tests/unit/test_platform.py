@@ -8,9 +8,9 @@ import io
 import json
 
 from guestbench.analysis import results as analysed
-from guestbench.report import csv as csv_report, json as json_report
+from guestbench.report.formats import csv as csv_report, json as json_report
 from guestbench.report.model import Footnotes, measured_table
-from guestbench.report.platform import platform_table
+from guestbench.report.tables.platform import platform_table
 from guestbench.store import RunRecord
 from tests.unit.test_report import FACTS, STARTED
 

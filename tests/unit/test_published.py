@@ -7,7 +7,8 @@ import re
 import pytest
 
 from guestbench.analysis import results as analysed
-from guestbench.report import model, published, views
+from guestbench.report import model, views
+from guestbench.report.tables import published
 from guestbench.store import RunRecord
 from tests.unit.test_report import FACTS, STARTED
 from tests.unit.test_stats import (HOGGED_SCHED_YIELD, NATIVE_FORK_EXIT_US, NATIVE_GETPID,
@@ -166,7 +167,7 @@ def test_a_spread_every_cell_shares_is_said_once_and_marks_none(store) -> None:
     assert spread is not None and spread.noisy and spread.cells == 3
     line = model.spread_line(report)
     assert line.startswith("The host was noisy") and model.format_percent(spread.typical_cv) in line
-    from guestbench.report import markdown
+    from guestbench.report.formats import markdown
     text = markdown.render(report)
     assert text.count("The host was noisy") == 1  # said once, before the first table
     assert text.index("The host was noisy") < text.index("### Measured")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from guestbench.analysis import results as analysed
 from guestbench.report.model import Footnotes, Style, styled
-from guestbench.report.published_build import kernbench_table
-from guestbench.report.published_io import upload_times_table
+from guestbench.report.tables.kernbench import kernbench_table
+from guestbench.report.tables.io import upload_times_table
 
 from .test_published import Campaign
 

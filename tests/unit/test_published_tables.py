@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from guestbench import cli, store as gb_store
 from guestbench.analysis import results as analysed
-from guestbench.report import catalogue, chosen, markdown
+from guestbench.report import catalogue, chosen
+from guestbench.report.formats import markdown
 from tests.support import default_like
 
 INTERVAL = re.compile(r"±|\[\d[\d.]*-|\]\(")  # "±2%", "[1.0-1.2x]", a link "](...)"

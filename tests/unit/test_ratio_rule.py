@@ -14,7 +14,9 @@ from guestbench import store as gb_store
 from guestbench.analysis import results as analysed
 from guestbench.analysis.cells import Interval
 from guestbench.analysis.compare import CellComparison
-from guestbench.report import html, json as json_report, views
+from guestbench.report import views
+from guestbench.report.formats.html import page as html
+from guestbench.report.formats import json as json_report
 from tests.support import default_like
 
 RULE = "above 1 is worse"

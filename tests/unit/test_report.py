@@ -14,8 +14,9 @@ from rich.console import Console
 
 from guestbench.analysis import results as analysed
 from guestbench.analysis.cells import Cell
-from guestbench.report import csv as csv_report, json as json_report
-from guestbench.report import markdown, model, terminal, views
+from guestbench.report.formats import csv as csv_report, json as json_report
+from guestbench.report import model, views
+from guestbench.report.formats import markdown, terminal
 from guestbench.report.model import STATUS_MARKS, format_ratio, format_value, row_scale
 from guestbench.store import RunRecord, StoreError
 

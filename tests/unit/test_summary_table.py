@@ -17,7 +17,8 @@ from rich.console import Console
 
 from guestbench import store as gb_store
 from guestbench.analysis import results as analysed
-from guestbench.report import terminal, views
+from guestbench.report import views
+from guestbench.report.formats import terminal
 from tests.support import default_like
 
 GOLDEN = Path(__file__).parent / "data"
@@ -117,7 +118,7 @@ def test_ratios_are_coloured_by_size_on_a_colour_terminal_only(campaign, monkeyp
 
 
 def test_the_html_overview_carries_the_same_marks(campaign, tmp_path) -> None:
-    from guestbench.report import html
+    from guestbench.report.formats.html import page as html
     page = html.render(campaign, tmp_path)
     heatmap = page[page.index('id="overview-heatmap"'):]
     heatmap = heatmap[:heatmap.index("</figure>")]

@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from guestbench.report import terminal
+from guestbench.report.formats import terminal
 from guestbench.report.model import Table
 
 

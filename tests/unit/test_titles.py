@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from guestbench.analysis import results as analysed
-from guestbench.report import json as json_report, model, views
+from guestbench.report import model, views
+from guestbench.report.formats import json as json_report
 from tests.unit.test_published import JITTER, Campaign, micro, row, stream
 
 

@@ -20,7 +20,7 @@ from guestbench.analysis.history import Point, Series
 from guestbench.environments import survey
 from guestbench.environments.fullsystem import kvm
 from guestbench.environments.base import Availability
-from guestbench.report import text
+from guestbench.report.formats import text
 from tests.unit.test_cli import GOOD_FAKE_PLAN, fake_agent, invoke  # noqa: F401 - fixture
 
 ASCII_RULE = re.compile(r"^\+(-+\+)+$")  # rich's ASCII2 box: +-----+------+

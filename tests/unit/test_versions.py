@@ -8,7 +8,10 @@ import pytest
 from rich.console import Console
 
 from guestbench.analysis import results as analysed
-from guestbench.report import html, json as json_report, markdown, model, terminal, versions, views
+from guestbench.report import model, views
+from guestbench.report.formats.html import page as html
+from guestbench.report.formats import json as json_report, markdown, terminal
+from guestbench.report.tables import versions
 from guestbench.store import RunRecord
 from tests.unit.test_report import FACTS, STARTED
 

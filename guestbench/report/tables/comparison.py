@@ -123,5 +123,5 @@ def render_json(comparison: Comparison) -> str:
 
 def render_markdown(comparison: Comparison) -> str:
     """Every compared cell as a markdown table, ready to paste."""
-    from guestbench.report import markdown
+    from guestbench.report.formats import markdown
     return markdown.render_tables(tables(comparison))

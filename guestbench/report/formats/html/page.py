@@ -15,8 +15,9 @@ from typing import Any
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import Cell
-from guestbench.report import columns, density_plot, model, overview, overview_card, svg, views
-from guestbench.report.html_assets import CSS, SCRIPT
+from guestbench.report import columns, model, views
+from guestbench.report.formats.html import card as overview_card, density_plot, overview, svg
+from guestbench.report.formats.html.assets import CSS, SCRIPT
 from guestbench.report.links import log_href
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import STATUS_MARKS, Table, format_value

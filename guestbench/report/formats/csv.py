@@ -8,7 +8,7 @@ import io
 from collections import defaultdict
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.report.overview_card import what_ran
+from guestbench.report.formats.html.card import what_ran
 
 COLUMNS = ["campaign", "environment", "workload", "label", "metric", "unit", "repetition",
            "status", "value", "reason", "run_id", "log_path", "run_flags", "cell_flags", "version"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import Footnotes, Table, problem_text
-from guestbench.report.overview_card import NOT_RECORDED, display_name, what_ran
+from guestbench.report.formats.html.card import NOT_RECORDED, display_name, what_ran
 
 
 def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:

@@ -4,7 +4,8 @@ instance, against N, from the campaign's density cells (one label per N of a swe
 from __future__ import annotations
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import model, svg
+from guestbench.report import model
+from guestbench.report.formats.html import svg
 
 METRICS = (("density_start", "each instance's start to its agent"),
            ("density_pss", "host memory per instance (PSS)"))

@@ -57,24 +57,24 @@ class Format:
 
 
 FORMATS: dict[str, Format] = {
-    "table": Format(report=Renderer("guestbench.report.text:report",
+    "table": Format(report=Renderer("guestbench.report.formats.text:report",
                                     ("detail", "output", "asked", "plain")),
-                    compare=Renderer("guestbench.report.text:compare", ("every", "output")),
-                    history=Renderer("guestbench.report.text:history", ("detail", "output")),
+                    compare=Renderer("guestbench.report.formats.text:compare", ("every", "output")),
+                    history=Renderer("guestbench.report.formats.text:history", ("detail", "output")),
                     summary_first=True, tables=True),
-    "markdown": Format(report=Renderer("guestbench.report.markdown:render",
+    "markdown": Format(report=Renderer("guestbench.report.formats.markdown:render",
                                        ("link_base", "asked", "plain", "links")),
-                       compare=Renderer("guestbench.report.comparison:render_markdown"),
+                       compare=Renderer("guestbench.report.tables.comparison:render_markdown"),
                        tables=True, links=True),
-    "csv": Format(report=Renderer("guestbench.report.csv:render")),
-    "json": Format(report=Renderer("guestbench.report.json:render"),
-                   compare=Renderer("guestbench.report.comparison:render_json"),
-                   history=Renderer("guestbench.report.history:render_json")),
-    "html": Format(report=Renderer("guestbench.report.html:render", ("link_base",)),
-                   history=Renderer("guestbench.report.history_html:render")),
-    "bmf": Format(report=Renderer("guestbench.report.dashboards:render_bmf")),
+    "csv": Format(report=Renderer("guestbench.report.formats.csv:render")),
+    "json": Format(report=Renderer("guestbench.report.formats.json:render"),
+                   compare=Renderer("guestbench.report.tables.comparison:render_json"),
+                   history=Renderer("guestbench.report.tables.history:render_json")),
+    "html": Format(report=Renderer("guestbench.report.formats.html.page:render", ("link_base",)),
+                   history=Renderer("guestbench.report.formats.html.history:render")),
+    "bmf": Format(report=Renderer("guestbench.report.formats.dashboards:render_bmf")),
     "github-action-benchmark": Format(
-        report=Renderer("guestbench.report.dashboards:render_github_action_benchmark")),
+        report=Renderer("guestbench.report.formats.dashboards:render_github_action_benchmark")),
 }
 
 

@@ -7,7 +7,7 @@ from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import (STYLE, Footnotes, Table, decorate, empty_text,
                                      problem_text)
-from guestbench.report.published_io import BUILD_WORKLOADS, label_cell
+from guestbench.report.tables.io import BUILD_WORKLOADS, label_cell
 
 # (metric, header, decimals): kernbench's columns in its order, times to the millisecond
 # as it prints them, CPU % and counts whole or to one decimal (means of a few runs)

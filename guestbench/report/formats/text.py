@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from guestbench.report import terminal
+from guestbench.report.formats import terminal
 
 # analysis/history.py's find_changes gives no change point below 4 campaigns of a cell:
 # Apache Otava's t-test needs two on each side of a change to have a spread
@@ -43,7 +43,7 @@ def width(output: Path | None) -> int:
 
 
 def compare(result, every: bool, output: Path | None) -> str:
-    from guestbench.report import comparison
+    from guestbench.report.tables import comparison
     return draw(comparison.tables(result, every), output)
 
 
@@ -51,7 +51,7 @@ def history(found, detail: bool, output: Path | None) -> str:
     """The history's summary (with detail, each cell's campaigns too); while no cell has
     the campaigns a change point needs, how many it needs instead of a row per cell. To the
     terminal only: a file gets the history as json or html."""
-    from guestbench.report import history as trend
+    from guestbench.report.tables import history as trend
     from guestbench.report.output import OutputError
     if output is not None:
         raise OutputError("--output: the table goes to the terminal (fix: --format json or html)")

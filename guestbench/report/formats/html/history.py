@@ -4,9 +4,9 @@ over the campaigns with their intervals and the change points drawn."""
 from __future__ import annotations
 
 from guestbench import __version__
-from guestbench.report import svg
-from guestbench.report.history import History, method_note, series_tables, summary_table
-from guestbench.report.html import CSS, _e
+from guestbench.report.formats.html import svg
+from guestbench.report.tables.history import History, method_note, series_tables, summary_table
+from guestbench.report.formats.html.page import CSS, _e
 from guestbench.report.model import Table, format_value
 
 

@@ -49,7 +49,7 @@ def summary_table(report: CampaignResults, width: int | None = None) -> Table:
     """The summary for a terminal of `width` columns (None: the normal layout)."""
     if width is None:
         return _build(report, LAYOUTS[1])
-    from guestbench.report.terminal import table_bytes
+    from guestbench.report.formats.terminal import table_bytes
     for layout in LAYOUTS:
         table = _build(report, layout)
         if table_bytes(table) <= width:

@@ -12,7 +12,7 @@ from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import (STYLE, Footnotes, Table, decorate, empty_text, format_value,
                                      problem_text, too_fast_text)
-from guestbench.report.published_io import value_text
+from guestbench.report.tables.io import value_text
 from guestbench.workloads.bonnie import FIGURES
 
 TITLE = {metric: title for metric, _unit, title in FIGURES}

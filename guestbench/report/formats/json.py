@@ -10,7 +10,7 @@ from guestbench import __version__
 from guestbench.analysis.cells import UNSTABLE_CV
 from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
-from guestbench.report.overview_card import what_ran
+from guestbench.report.formats.html.card import what_ran
 
 # Bump when a key is removed, renamed or changes meaning; a new key is added without a
 # bump (readers ignore keys they do not know). docs/results.md keeps the history.

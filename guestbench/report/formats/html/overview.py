@@ -10,7 +10,9 @@ from html import escape
 
 from guestbench.analysis.cells import Cell, Interval
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import model, summary, svg, titles
+from guestbench.report import model, titles
+from guestbench.report.tables import summary
+from guestbench.report.formats.html import svg
 from guestbench.report.model import (STATUS_MARKS, Table, format_percent, format_ratio,
                                      format_value, row_scale)
 
