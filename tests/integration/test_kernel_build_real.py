@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench.workloads import kernelsrc
+from guestbench.workloads.build import kernel_source as kernelsrc
 
 from .campaigns import run_plan
 from .test_cli import guestbench

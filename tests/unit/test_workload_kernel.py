@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from guestbench.workloads import CATALOGUE, build, kernelsrc
+from guestbench.workloads import CATALOGUE, build
+from guestbench.workloads.build import kernel_source as kernelsrc
 from guestbench.workloads.base import InputError, InputMissing
 
 KERNEL = CATALOGUE["kernel_build"]
