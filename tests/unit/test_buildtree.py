@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench.workloads.build import tree as buildtree
+from guestbench.workloads.build import source_tree as buildtree
 
 
 def test_same_units_same_bytes(tmp_path: Path) -> None:

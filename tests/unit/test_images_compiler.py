@@ -18,7 +18,7 @@ import pytest
 from guestbench import images
 from guestbench.process import proc
 from guestbench.images import compiler, contents, kernel
-from guestbench.workloads.build import tree as buildtree
+from guestbench.workloads.build import source_tree as buildtree
 
 HAVE_KERNEL = bool(list(kernel.BOOT_DIR.glob("vmlinuz-*")))
 HAVE_GCC = bool(shutil.which("gcc") and shutil.which("make"))

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from guestbench.environments.base import Job
 from guestbench.workloads import build
-from guestbench.workloads.build import tree as buildtree
+from guestbench.workloads.build import source_tree as buildtree
 from guestbench.workloads.base import InputError, OutputError, RunOutput
 
 BUILD = next(w for w in build.WORKLOADS if w.name == "build")

@@ -37,7 +37,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from guestbench.environments.base import Capability, JobNeeds
-from guestbench.workloads.build import kernel_source as kernelsrc, tree as buildtree
+from guestbench.workloads.build import kernel_source as kernelsrc, source_tree as buildtree
 from guestbench.workloads.base import (
     InputError, OutputError, Params, RunOutput, Sample, Workload)
 
