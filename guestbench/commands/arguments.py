@@ -7,7 +7,10 @@ from pathlib import Path
 
 import click
 
+from guestbench.errors import InputError
+from guestbench.process import stopping
 from guestbench.report import formats
+from guestbench.store import damage
 from guestbench.store.records import DEFAULT_URL
 
 EXIT_BAD_INPUT = 2
@@ -60,23 +63,15 @@ def short_lived() -> None:
     shortlived.settle(click.get_current_context().call_on_close)
 
 
-# Errors raised below the command line that mean the input cannot be used (a plan, a name,
-# a store, a file): exit 2 with their message. Named, not imported: checking an error
-# imports nothing (a plan's module loads pydantic).
-BAD_INPUT_ERRORS = {("guestbench.plan.errors", "PlanError"), ("guestbench.store.errors", "StoreError"),
-                    ("guestbench.runner.lifecycle", "CannotStart"),
-                    ("guestbench.report.output", "OutputError")}
-STOPPED = ("guestbench.runner.lifecycle", "Stopped")  # its exit_code: 130 or 143
-
-
 class Commands(click.Group):
     """Every command ends on the typed errors from below as the shell expects: bad input
     with one message and exit 2 (a store that is damaged or a disk that is full too,
     wherever it is met: guestbench/store/damage.py); a campaign stopped by Ctrl-C or
-    SIGTERM with 130 or 143, and so an error the signal came out as (stopping.py)."""
+    SIGTERM with 130 or 143, and so an error the signal came out as (stopping.py). Errors
+    below that mean the input cannot be used (a plan, a name, a store, a file) are
+    InputErrors (guestbench/errors.py)."""
 
     def invoke(self, ctx: click.Context):
-        from guestbench.process import stopping
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit):  # Exit: --help, --version
@@ -85,16 +80,14 @@ class Commands(click.Group):
             name = str(stop) or "SIGINT"
             click.echo(stopping.stopped_line(name), err=True)
             raise click.exceptions.Exit(stopping.exit_code(name)) from None
+        except stopping.Stopped as stopped:  # a campaign's own handling: what it kept
+            click.echo(str(stopped), err=True)
+            raise SystemExit(stopped.exit_code) from None
         except Exception as error:  # noqa: BLE001 - only the errors named here; others go on
-            kinds = {(kind.__module__, kind.__qualname__) for kind in type(error).__mro__}
-            if STOPPED in kinds:
-                click.echo(str(error), err=True)
-                raise SystemExit(error.exit_code) from None
             if stopping.received is not None:  # the signal came out as this (stopping.py)
                 click.echo(stopping.stopped_line(stopping.received, error), err=True)
                 raise click.exceptions.Exit(stopping.exit_code(stopping.received)) from None
-            from guestbench.store import damage
-            message = str(error) if kinds & BAD_INPUT_ERRORS else damage.explain(error)
+            message = str(error) if isinstance(error, InputError) else damage.explain(error)
             if message is None:
                 raise
             raise BadInput(message) from None

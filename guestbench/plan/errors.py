@@ -8,11 +8,13 @@ import typing
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from guestbench.errors import InputError
+
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
 
-class PlanError(Exception):
+class PlanError(InputError):
     """An invalid plan: the message names the file, the field path and the fix."""
 
 

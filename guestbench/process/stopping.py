@@ -54,3 +54,12 @@ def stopped_line(name: str, error: BaseException | None = None, when: str = "") 
         said = str(error).strip().splitlines()
         line += f" (it came out as {type(error).__name__}{': ' + said[0] if said else ''})"
     return line
+
+
+class Stopped(Exception):
+    """Ctrl-C or SIGTERM stopped the campaign, or the start before it: the message says
+    what is kept; exit_code is the shell's for that signal (130 or 143)."""
+
+    def __init__(self, message: str, signal_name: str) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code(signal_name)

@@ -7,8 +7,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from guestbench.errors import InputError
 
-class OutputError(Exception):
+
+class OutputError(InputError):
     """The file cannot be written: the message names it and the fix (bad input)."""
 
 

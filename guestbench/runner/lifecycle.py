@@ -14,26 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from guestbench import agent, plan, store
-from guestbench.process import proc, reaper
-from guestbench.runner import resume
-from guestbench.process import stopping
-from guestbench.runner import progress_bar
+from guestbench.errors import InputError
+from guestbench.process import proc, reaper, stopping
+from guestbench.process.stopping import Stopped
+from guestbench.runner import progress_bar, resume
 from guestbench.runner.campaign import Interrupted, Runner
 
 Say = Callable[[str], None]  # one line for the person at the terminal (stderr)
 
 
-class CannotStart(Exception):
+class CannotStart(InputError):
     """The campaign cannot begin here: the message names what and the fix (bad input)."""
-
-
-class Stopped(Exception):
-    """Ctrl-C or SIGTERM stopped the campaign, or the start before it: the message says
-    what is kept; exit_code is the shell's for that signal (130 or 143)."""
-
-    def __init__(self, message: str, signal_name: str) -> None:
-        super().__init__(message)
-        self.exit_code = stopping.exit_code(signal_name)
 
 
 def run(the_plan, facts, db: str, logs_dir: Path | None, say: Say, quiet: bool = False,

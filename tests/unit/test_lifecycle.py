@@ -9,6 +9,7 @@ import signal
 from rich.console import Console
 from rich.progress import Progress as Bar
 
+from guestbench.process import stopping
 from guestbench.runner import lifecycle, progress_bar
 from guestbench.runner.outcomes import Outcome
 from tests.unit.test_cli import GOOD_FAKE_PLAN, fake_agent, invoke  # noqa: F401 - fixture
@@ -38,8 +39,8 @@ def test_the_bar_says_a_cell_s_refusal_once_and_cuts_a_long_reason():
 
 
 def test_a_stopped_campaign_exits_as_the_shell_expects():
-    assert lifecycle.Stopped("stopped", "SIGTERM").exit_code == 143
-    assert lifecycle.Stopped("stopped", "SIGINT").exit_code == 130
+    assert stopping.Stopped("stopped", "SIGTERM").exit_code == 143
+    assert stopping.Stopped("stopped", "SIGINT").exit_code == 130
 
 
 def test_what_the_default_campaign_leaves_out_says_how_to_add_it():
