@@ -8,6 +8,7 @@ import click
 
 from guestbench.commands.arguments import (
     BadInput, db_option, emit, format_option, names, short_lived)
+from guestbench.plan import catalogue
 from guestbench.report import formats
 
 
@@ -64,7 +65,7 @@ def _tables_asked(names_given: str | None, output_format: str, plain: bool,
                   links: bool) -> tuple[str, ...]:
     """--table's names, checked against the catalogue of tables, and whether the format has
     tables to choose (csv and json export every sample; html is its own overview)."""
-    from guestbench.report import catalogue
+
     from guestbench.plan.errors import did_you_mean
     asked = names(names_given, "--table", "basic,boot-totals")
     used = [flag for flag, given in (("--table", bool(asked)), ("--plain", plain),

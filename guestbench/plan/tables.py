@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from guestbench.report.catalogue import NAMES
+from guestbench.plan.catalogue import NAMES
 from guestbench.plan.errors import did_you_mean
 
 Text = Annotated[str, Field(min_length=1)]

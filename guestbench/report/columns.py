@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from guestbench.analysis.results import CampaignResults
 from guestbench.plan.labels import plain_value
+from guestbench.report import titles
 from guestbench.report.model import Table
 
 MAX_HEADER = 24
@@ -169,3 +171,15 @@ def _renamed(text: str, longest_first: list[tuple[str, str]]) -> str:
         if text.startswith(name + " "):
             return short + text[len(name):]
     return text
+
+
+def present(made: list[Table], report: CampaignResults) -> list[Table]:
+    """Tables as every view shows them: display titles, environment headers shortened where
+    a sweep made them long, and the key to those headers after the first table."""
+    titles.apply(made, report)
+    headers = short_names(report.environments)
+    shorten(made, headers)
+    key = legend(report.environments, headers)
+    if key is not None:  # after the first table, whose headers it explains
+        made.insert(1, key)
+    return made

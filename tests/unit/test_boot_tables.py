@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import re
 import statistics
 
@@ -11,7 +10,7 @@ import pytest
 
 from guestbench import store as gb_store
 from guestbench.analysis import results as analysed
-from guestbench.report import catalogue, model, views
+from guestbench.report import model, select
 from guestbench.report.tables import boot as boot_tables
 from guestbench.store import RunRecord
 
@@ -181,20 +180,19 @@ def test_a_campaign_without_boot_runs_has_no_boot_tables(campaign) -> None:
 
 
 def test_the_published_view_shows_the_boot_table_with_every_environment(seed) -> None:
-    boot = next(table for table in views.tables(seed, "published") if table.name == "boot")
+    boot = next(table for table in select.tables(seed, "published") if table.name == "boot")
     assert boot.header[1:] == ["uml", "qemu", "kvm"]
 
 
 @pytest.mark.parametrize("name", ["boot", "boot-totals"])
 def test_the_catalogue_builds_the_boot_tables(seed, name) -> None:
-    module, function = catalogue.ENTRIES[name].build.split(":")
-    made = getattr(importlib.import_module(module), function)(seed, model.Footnotes())
+    (made,) = select.build(select.BUILDERS[name], seed, model.Footnotes())
     assert made.name == name
 
 
 def test_report_table_boot_gives_plain_whole_ms_with_its_own_footnotes(seed) -> None:
-    from guestbench.report import chosen
-    phases, totals = chosen.tables(seed, chosen.from_names(("boot", "boot-totals"), True, False))
+    phases, totals = select.chosen_tables(seed, select.from_names(("boot", "boot-totals"),
+                                                                  True, False))
     for table in (phases, totals):
         cells = [value for row in table.rows for value in row[table.label_columns:]]
         assert not any("±" in value or re.search(r"\dk\b", value) for value in cells)

@@ -4,7 +4,7 @@ characters and a legend; short names stay as they are."""
 from __future__ import annotations
 
 from guestbench.analysis import results as analysed
-from guestbench.report import columns, views
+from guestbench.report import columns, select
 from tests.unit.test_published import THREE, Campaign
 
 SWEPT = {f"tcg-machine{machine}-vcpus{vcpus}-placement{placement}": {
@@ -46,14 +46,14 @@ def test_every_table_uses_the_short_headers_and_a_legend_explains_them(store) ->
             campaign.run(name, "getpid", [("time_per_op", "ns", 100 * jitter)])
     report = analysed.load(store, str(campaign.id))
     for view in ("summary", "published"):
-        tables = views.tables(report, view)
+        tables = select.tables(report, view)
         widest = max(len(cell) for table in tables for cell in table.header)
         assert widest <= columns.MAX_HEADER, view
         assert not [cell for table in tables for cell in table.header if "placement" in cell]
         legend = next(table for table in tables if table.name == "columns")
         assert ["tcg pc 2 vCPU (s)", "tcg-machinepc-vcpus2-placementsame", "qemu",
                 "machine=pc, vcpus=2, placement=same"] in legend.rows
-    percent = next(table for table in views.tables(report, "published") if table.name == "percent")
+    percent = next(table for table in select.tables(report, "published") if table.name == "percent")
     assert [row[0] for row in percent.rows][:2] == ["native", "tcg microvm 1 vCPU (s)"]
     assert percent.sources[1][0] == ("tcg-machinemicrovm-vcpus1-placementsame", "getpid")
 
@@ -78,7 +78,7 @@ def test_no_header_of_any_published_table_is_longer_than_24_characters(store) ->
                                           ("out_char_cpu", "%", 97.0)],
                          params={"size_mib": 128, "files": 1}, flags=("too-fast:out_block",))
     report = analysed.load(store, str(campaign.id))
-    tables = views.tables(report, "published")
+    tables = select.tables(report, "published")
     assert {"basic", "stream-stream", "percent", "build", "build-runs", "upload-rates", "dbench",
             "durability", "bonnie-output", "bonnie-percent", "columns"} <= {t.name for t in tables}
     long = [(table.name, cell) for table in tables for cell in table.header

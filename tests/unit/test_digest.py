@@ -10,7 +10,7 @@ from pathlib import Path
 from guestbench.store import digest_reader
 from guestbench import store as gb_store
 from guestbench.analysis import digest, results as analysed
-from guestbench.report import views
+from guestbench.report import select
 from guestbench.store import RunRecord
 from tests.support import default_like
 from tests.unit.test_cli import fake_agent, invoke  # noqa: F401 - fixture
@@ -24,7 +24,7 @@ def written(tmp_path: Path) -> tuple[str, gb_store.Store, int]:
 
 
 def summary_rows(results: analysed.CampaignResults) -> list:
-    (table,) = views.tables(results, "summary", width=120)
+    (table,) = select.tables(results, "summary", width=120)
     return [table.title, table.header, table.rows, table.note, table.footnotes, table.tones]
 
 

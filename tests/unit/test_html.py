@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from guestbench.analysis import results as analysed
-from guestbench.report import links, views
+from guestbench.report import links, select
 from guestbench.report.formats.html import page as html
 from guestbench.store import RunRecord
 
@@ -187,7 +187,7 @@ def test_one_document_without_external_resources(page: str, dom: Node) -> None:
 
 def test_every_published_table_with_the_markdown_text(report, dom: Node) -> None:
     nodes = dom.all("div", class_="table")
-    published = views.tables(report, "published")
+    published = select.tables(report, "published")
     assert [node.all("h3")[0].text() for node in nodes] == [table.title for table in published]
     drawn = {node.all("h3")[0].text(): node for node in nodes}
     for table in published:
@@ -207,7 +207,7 @@ def test_every_sourced_value_links_to_its_runs(report, dom: Node) -> None:
     drawn = {node.all("h3")[0].text(): node for node in dom.all("div", class_="table")}
     ran = {(run["environment"], run["label"]) for run in report.runs}
     linked = 0
-    for table in views.tables(report, "published"):
+    for table in select.tables(report, "published"):
         rows = drawn[table.title].all("tbody")[0].all("tr")
         for row, sources in zip(rows, table.sources):
             values = row.all("td", class_="value")

@@ -12,7 +12,7 @@ import pytest
 
 from guestbench.analysis import compare as comparing, results as analysed
 from guestbench.analysis.cells import CONTEXT, PERFORMANCE, VERDICT, metric_kind
-from guestbench.report import views
+from guestbench.report import select
 from guestbench.report.formats import dashboards
 from tests.unit.test_published import Campaign, row
 
@@ -120,7 +120,7 @@ def test_verdicts_have_their_own_tables(mixed: Campaign) -> None:
 
 def test_the_summary_says_a_verdict_and_divides_no_context(mixed: Campaign) -> None:
     report = analysed.load(mixed.store, str(mixed.id))
-    summary = {r[0].split(" (")[0]: r for r in views.tables(report, "summary")[0].rows}
+    summary = {r[0].split(" (")[0]: r for r in select.tables(report, "summary")[0].rows}
     assert summary["fsync honoured"][0] == "fsync honoured (verdict)"
     assert summary["fsync honoured"][2] == "no"  # a verdict says yes or no, never a ratio
     assert summary["build elapsed"][2].startswith("2.00x")
@@ -152,7 +152,7 @@ def test_a_varying_context_count_earns_no_stability_flag(store) -> None:
     sleeps = report.results.cells[("build", "sleeps")]["native"]
     assert sleeps.stats is not None and sleeps.stats.flags == ["unstable"]  # the values say so
     assert sleeps.flag_names == []  # ... but a context figure is not judged
-    assert "!" not in mixed_row(views.tables(report, "published"), "build", "sleeps")
+    assert "!" not in mixed_row(select.tables(report, "published"), "build", "sleeps")
 
 
 def mixed_row(tables, label: str, metric: str) -> str:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from guestbench.cli import main
 from guestbench.plan import Overrides, PlanError, load, stored
 from guestbench.plan.tables import TableSpec, matches, ordered, table_specs, unreadable
-from guestbench.report.catalogue import NAMES
+from guestbench.plan.catalogue import NAMES
 
 PLAN = """
 [[environment]]

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from guestbench.analysis import results as analysed
-from guestbench.report import model, views
+from guestbench.report import model, select
 from guestbench.report.tables import published
 from guestbench.store import RunRecord
 from tests.unit.test_report import FACTS, STARTED
@@ -39,7 +39,7 @@ class Campaign:
 
     def tables(self, **load) -> dict[str, model.Table]:
         report = analysed.load(self.store, str(self.id), **load)
-        return {table.name: table for table in views.tables(report, "published")}
+        return {table.name: table for table in select.tables(report, "published")}
 
 
 def micro(time_ns: float) -> list[tuple[str, str, float]]:
@@ -144,7 +144,7 @@ def test_each_flag_marks_its_cell_in_every_table_with_a_footnote(store, values, 
         for value in QUIET:
             campaign.run(quiet, "pipe_switch", micro(value))
     report = analysed.load(store, str(campaign.id))
-    tables = views.tables(report, "published")
+    tables = select.tables(report, "published")
     text = tables[0].rows[1][2]  # the first row after the runs row
     assert re.search(rf"[!,]{flag}\b", text), text
     numbers = re.findall(r"\[(\d+)\]", text)
@@ -161,7 +161,7 @@ def test_a_spread_every_cell_shares_is_said_once_and_marks_none(store) -> None:
         for value in HOGGED_SCHED_YIELD:
             campaign.run(env, "pipe_switch", micro(value * scale))
     report = analysed.load(store, str(campaign.id))
-    measured = views.tables(report, "published")[0]
+    measured = select.tables(report, "published")[0]
     assert not any("unstable" in cell for row in measured.rows for cell in row)
     spread = report.results.spread
     assert spread is not None and spread.noisy and spread.cells == 3
@@ -177,7 +177,7 @@ def test_outliers_are_counted_not_flagged(store) -> None:
     campaign = Campaign(store, {"e": {}})
     for value in NATIVE_FORK_EXIT_US:
         campaign.run("e", "pipe_switch", micro(value))
-    tables = {table.name: table for table in views.tables(analysed.load(store, str(campaign.id)),
+    tables = {table.name: table for table in select.tables(analysed.load(store, str(campaign.id)),
                                                            "published")}
     assert not any("outliers" in cell for row in tables["measured"].rows for cell in row)
     stats_row = tables["statistics"].rows[0]

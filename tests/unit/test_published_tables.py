@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from guestbench import cli, store as gb_store
 from guestbench.analysis import results as analysed
-from guestbench.report import catalogue, chosen
+from guestbench.plan import catalogue
+from guestbench.report import select
 from guestbench.report.formats import markdown
 from tests.support import default_like
 
@@ -28,10 +29,14 @@ def stored(tmp_path_factory):
     opened.engine.dispose()
 
 
+def test_every_catalogued_table_has_a_builder_and_every_builder_a_name() -> None:
+    assert list(select.BUILDERS) == list(catalogue.NAMES)
+
+
 @pytest.mark.parametrize("name", catalogue.NAMES)
 def test_every_table_in_plain_form_has_values_only_and_its_own_footnotes(stored, name) -> None:
     _url, report = stored
-    for table in chosen.tables(report, chosen.from_names((name,), plain=True, links=False)):
+    for table in select.chosen_tables(report, select.from_names((name,), plain=True, links=False)):
         values = [text for row in table.rows for text in row[table.label_columns:]]
         if table.name in ("statistics", "clock", "host", "platform"):
             continue  # tables of the spread itself, or of facts: no value to strip
@@ -47,9 +52,9 @@ def test_every_table_in_plain_form_has_values_only_and_its_own_footnotes(stored,
 
 def test_the_basic_table_as_the_seed_gives_it(stored) -> None:
     _url, report = stored
-    choice = chosen.Choice("basic", environments=("uml", "qemu-kvm", "native"),
+    choice = select.Choice("basic", environments=("uml", "qemu-kvm", "native"),
                            labels={"uml": "UML", "qemu-kvm": "KVM"}, decimals=0)
-    (table,) = chosen.tables(report, [choice])
+    (table,) = select.chosen_tables(report, [choice])
     assert table.header == ["activity", "UML", "KVM", "native"]
     getpid = next(row for row in table.rows if row[0] == "getpid")
     assert getpid[3] == f"{182.9 * 2.6:.0f}"  # cycles, whole, nothing beside them
@@ -61,10 +66,10 @@ def test_the_basic_table_as_the_seed_gives_it(stored) -> None:
 
 def test_a_table_of_a_subset_compares_geometric_means_over_the_same_workloads(stored) -> None:
     _url, report = stored
-    (table,) = chosen.tables(report, [chosen.Choice("percent", plain=False)])
+    (table,) = select.chosen_tables(report, [select.Choice("percent", plain=False)])
     # UML measured no STREAM (unsupported): every mean covers the 8 workloads all have
     assert "covers the same 8 of the 9 workloads" in table.note
-    (narrow,) = chosen.tables(report, [chosen.Choice(
+    (narrow,) = select.chosen_tables(report, [select.Choice(
         "percent", environments=("native", "runc"), plain=False)])
     assert "covers the same 9 workloads" in narrow.note
     assert [row[0] for row in narrow.rows] == ["native", "runc"]

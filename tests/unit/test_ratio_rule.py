@@ -14,7 +14,7 @@ from guestbench import store as gb_store
 from guestbench.analysis import results as analysed
 from guestbench.analysis.cells import Interval
 from guestbench.analysis.compare import CellComparison
-from guestbench.report import views
+from guestbench.report import select
 from guestbench.report.formats.html import page as html
 from guestbench.report.formats import json as json_report
 from tests.support import default_like
@@ -37,7 +37,7 @@ def ratio_of(text: str) -> float:
 
 
 def test_the_summary_inverts_a_rate_and_says_so(campaign) -> None:
-    (table,) = views.tables(campaign, "summary", width=120)
+    (table,) = select.tables(campaign, "summary", width=120)
     row = next(dict(zip(table.header, row)) for row in table.rows if row[0].startswith("STREAM"))
     assert row["workload"] == "STREAM triad (MB/s, inverted)"
     assert ratio_of(row["qemu-user"]) > 8 and ratio_of(row["namespace"]) < 1
@@ -45,7 +45,7 @@ def test_the_summary_inverts_a_rate_and_says_so(campaign) -> None:
 
 
 def test_the_detail_ratio_table_inverts_a_rate_and_says_so(campaign) -> None:
-    table = next(t for t in views.tables(campaign, "detail") if t.name == "ratios")
+    table = next(t for t in select.tables(campaign, "detail") if t.name == "ratios")
     row = next(dict(zip(table.header, row)) for row in table.rows
                if row[0].startswith("STREAM"))
     assert "rate, inverted" in row["metric"]

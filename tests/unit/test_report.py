@@ -15,7 +15,7 @@ from rich.console import Console
 from guestbench.analysis import results as analysed
 from guestbench.analysis.cells import Cell
 from guestbench.report.formats import csv as csv_report, json as json_report
-from guestbench.report import model, views
+from guestbench.report import model, select
 from guestbench.report.formats import markdown, terminal
 from guestbench.report.model import STATUS_MARKS, format_ratio, format_value, row_scale
 from guestbench.store import RunRecord, StoreError
@@ -95,7 +95,7 @@ def column(table: model.Table, name: str) -> str:
 
 
 def detail(report: analysed.CampaignResults) -> list[model.Table]:
-    return views.tables(report, "detail")
+    return select.tables(report, "detail")
 
 
 def by_name(drawn: list[model.Table]) -> dict[str, model.Table]:
@@ -405,14 +405,14 @@ def test_terminal(report: analysed.CampaignResults) -> None:
 
 def test_the_terminal_detail_and_the_published_view_are_one_list(report: analysed.CampaignResults) -> None:
     names = [table.name for table in detail(report)]
-    assert names == [table.name for table in views.tables(report, "published")]
+    assert names == [table.name for table in select.tables(report, "published")]
     assert names[:2] == ["measured", "ratios"]
     assert {"basic", "percent", "statistics"} <= set(names)  # what the summary's note promises
     headings = [line.removeprefix("### ") for line in markdown.render(report).splitlines()
                 if line.startswith("### ")]
     assert headings == [table.title for table in detail(report)]
     with pytest.raises(ValueError, match="no table view 'wide'"):
-        views.tables(report, "wide")  # type: ignore[arg-type]
+        select.tables(report, "wide")  # type: ignore[arg-type]
 
 
 def test_a_baseline_without_data_gives_a_note_not_a_wall_of_blanks(store) -> None:
@@ -464,7 +464,7 @@ def test_flags_travel_into_csv_and_json(store) -> None:
 
 def test_summary_is_one_row_per_workload_with_ratios_and_a_geomean_row(
         report: analysed.CampaignResults) -> None:
-    (summary,) = views.tables(report, "summary")
+    (summary,) = select.tables(report, "summary")
     labels = [row[0] for row in summary.rows]
     assert len(labels) == len(set(labels)), "one row per workload"
     assert labels[-1] == "geometric mean"

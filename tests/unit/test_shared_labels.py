@@ -10,7 +10,7 @@ import pytest
 from guestbench.analysis import results as analysed
 from guestbench.plan import PlanError, load
 from guestbench.plan.expand import check_shared_labels
-from guestbench.report import views
+from guestbench.report import select
 from tests.unit.test_published import THREE, Campaign, row
 
 ENVIRONMENTS = """
@@ -75,7 +75,7 @@ def test_the_rows_align_and_the_tables_say_what_differed(store) -> None:
                                          ("bytes", "bytes", 5e8)], label="upload",
                          params={"channel": channel, "size_mib": 476})
     report = analysed.load(store, str(campaign.id))
-    tables = {table.name: table for table in views.tables(report, "published")}
+    tables = {table.name: table for table in select.tables(report, "published")}
     ratio = row(tables["ratios"], "upload")
     assert ratio[1].startswith("bandwidth") and "rate, inverted" in ratio[1]
     # uml over serial at a ninth of tcg's bandwidth over virtio-serial: 9x worse, never 0.11x
@@ -83,7 +83,7 @@ def test_the_rows_align_and_the_tables_say_what_differed(store) -> None:
     note = ("upload: channel serial in uml; virtio-serial in tcg.")
     assert note in tables["ratios"].note and note in tables["measured"].note
     assert "size_mib" not in tables["measured"].note  # the same everywhere: not said
-    summary = views.tables(report, "summary")[0]
+    summary = select.tables(report, "summary")[0]
     assert note in summary.note
 
 

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from guestbench import store as gb_store
 from guestbench.analysis import results as analysed
-from guestbench.report import views
+from guestbench.report import select
 from guestbench.report.formats import terminal
 from tests.support import default_like
 
@@ -36,7 +36,7 @@ def campaign(tmp_path_factory) -> analysed.CampaignResults:
 def shown(campaign: analysed.CampaignResults, width: int, colour: bool = False) -> str:
     buffer = io.StringIO()
     # as report/text.py draws for a terminal of this width
-    drawn = terminal.fit(views.tables(campaign, "summary", width=width),
+    drawn = terminal.fit(select.tables(campaign, "summary", width=width),
                          max(width, terminal.MAX_WIDTH))
     console = Console(file=buffer, width=width, color_system="standard" if colour else None,
                       force_terminal=colour)
@@ -78,7 +78,7 @@ def test_every_environment_that_ran_is_in_one_table(campaign, width: int) -> Non
 
 
 def test_the_baseline_is_absolute_and_the_others_are_ratios(campaign) -> None:
-    (table,) = views.tables(campaign, "summary", width=120)
+    (table,) = select.tables(campaign, "summary", width=120)
     rows = {row[0]: dict(zip(table.header, row)) for row in table.rows}
     assert rows["getpid (ns)"]["native"].startswith("182.9 ±")
     assert rows["getpid (ns)"]["runsc"].startswith("187x")
@@ -90,7 +90,7 @@ def test_the_baseline_is_absolute_and_the_others_are_ratios(campaign) -> None:
 
 
 def test_marks_are_single_characters_with_a_legend(campaign) -> None:
-    (table,) = views.tables(campaign, "summary", width=120)
+    (table,) = select.tables(campaign, "summary", width=120)
     rows = {row[0]: dict(zip(table.header, row)) for row in table.rows}
     assert rows["getpid (ns)"]["runsc"].endswith(" !")  # the one cell whose runs vary widely
     assert rows["STREAM triad (MB/s, inverted)"]["qemu-user"].endswith("~")  # two clusters
@@ -103,7 +103,7 @@ def test_marks_are_single_characters_with_a_legend(campaign) -> None:
 
 
 def test_the_geometric_mean_says_over_how_many_workloads(campaign) -> None:
-    (table,) = views.tables(campaign, "summary", width=120)
+    (table,) = select.tables(campaign, "summary", width=120)
     geomean = dict(zip(table.header, table.rows[-1]))
     assert geomean["workload"] == "geometric mean" and geomean["native"] == "1"
     assert geomean["uml"].endswith("(8/9)")

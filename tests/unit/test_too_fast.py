@@ -11,7 +11,7 @@ import pytest
 
 from guestbench.analysis import results as analysed
 from guestbench.analysis.cells import flags_of_metric
-from guestbench.report import views
+from guestbench.report import select
 from tests.unit.test_published import THREE, Campaign, row
 
 FILES = [("create", "files/s", 250_000.0), ("delete", "files/s", 10_000.0)]
@@ -56,12 +56,12 @@ def test_no_ratio_percent_or_geometric_mean_uses_them(fast: Campaign) -> None:
     report = analysed.load(fast.store, str(fast.id))
     assert ("metadata", "create", "guest") not in report.ratios
     assert ("metadata", "delete", "guest") in report.ratios
-    ratios = {(r[0], r[1].split(" (")[0]): r for r in views.tables(report, "published")[1].rows}
+    ratios = {(r[0], r[1].split(" (")[0]): r for r in select.tables(report, "published")[1].rows}
     assert ratios[("metadata", "create")][3].startswith("+++++")
     assert ratios[("getpid", "time per op")][3].startswith("+++++")
     # metadata's primary is create, getpid is quantised: fork_exit alone is judged
     geomean = report.geomeans["guest"]
     assert (geomean.workloads, geomean.of) == (1, 3)
     assert geomean.interval.value == pytest.approx(2.0, rel=0.01)
-    percent = {table.name: table for table in views.tables(report, "published")}["percent"]
+    percent = {table.name: table for table in select.tables(report, "published")}["percent"]
     assert row(percent, "guest")[1:3] == ["+++++", "+++++"]

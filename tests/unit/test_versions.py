@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from guestbench.analysis import results as analysed
-from guestbench.report import model, views
+from guestbench.report import model, select
 from guestbench.report.formats.html import page as html
 from guestbench.report.formats import json as json_report, markdown, terminal
 from guestbench.report.tables import versions
@@ -109,7 +109,7 @@ def test_a_kernel_sweep_is_one_version_group(kernels) -> None:
 
 
 def test_version_table_columns_and_changes(kernels) -> None:
-    table = by_name(views.tables(kernels.report(), "published"))["versions-qemu-kernel"]
+    table = by_name(select.tables(kernels.report(), "published"))["versions-qemu-kernel"]
     assert table.header == ["workload", "metric", "6.1.0-41-amd64", "6.12.9-amd64"]
     assert table.title == ("Versions of qemu (guest kernel): median of the first, % change "
                            "against it [95% CI]")
@@ -154,7 +154,7 @@ def test_every_renderer_draws_the_version_table(kernels, tmp_path) -> None:
     page = html.render(report, tmp_path)
     assert "Versions of qemu (guest kernel)" in page and "6.12.9-amd64" in page
     assert "guest_kernel: 6.12.9-amd64" in page  # the environments section shows the facts
-    drawn = terminal.fit(views.tables(report, "detail"))  # report --detail
+    drawn = terminal.fit(select.tables(report, "detail"))  # report --detail
     assert "versions-qemu-kernel" in by_name(drawn)
     console = Console(width=terminal.width_for(drawn), record=True)
     terminal.render_tables(drawn, console)
@@ -183,7 +183,7 @@ def test_without_a_sweep_no_version_table(store) -> None:
             campaign.run(env, "getpid", micro(100.0 + jitter))
     report = campaign.report()
     assert versions.version_groups(report) == []
-    names = [table.name for table in views.tables(report, "published")]
+    names = [table.name for table in select.tables(report, "published")]
     assert names and not any(name.startswith("versions") for name in names)
     assert "Versions of" not in markdown.render(report)
 
@@ -207,7 +207,7 @@ def test_two_keys_apart_is_no_group_but_a_grid_is_one_group_per_other_key(store)
     assert [(g.name, g.environments, g.versions) for g in groups] == [
         ("q-vcpus1", ["q-kernelA-vcpus1", "q-kernelB-vcpus1"], [KERNEL_A, KERNEL_B]),
         ("q-vcpus2", ["q-kernelA-vcpus2", "q-kernelB-vcpus2"], [KERNEL_A, KERNEL_B])]
-    tables = by_name(views.tables(grid.report(), "published"))
+    tables = by_name(select.tables(grid.report(), "published"))
     assert {"versions-q-vcpus1-kernel", "versions-q-vcpus2-kernel"} <= set(tables)
     # no facts recorded (an older runner): the spec's value heads the column
     assert tables["versions-q-vcpus1-kernel"].header[2:] == [KERNEL_A, KERNEL_B]
@@ -226,7 +226,7 @@ def test_a_binary_sweep_is_headed_by_the_vmm_version(store) -> None:
             campaign.run(env, "getpid", micro(100.0 + jitter))
     [group] = versions.version_groups(campaign.report())
     assert (group.key, group.name) == ("binary", "qemu")
-    table = by_name(views.tables(campaign.report(), "published"))["versions-qemu-binary"]
+    table = by_name(select.tables(campaign.report(), "published"))["versions-qemu-binary"]
     assert table.title.startswith("Versions of qemu (VMM binary): median of the first")
     assert table.header[2:] == ["QEMU emulator version 8.2.2", "QEMU emulator version 9.1.0"]
     assert table.rows[0][2:] == ["100", "0% [-2.8%, +2.9%]"]

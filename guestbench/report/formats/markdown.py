@@ -1,5 +1,5 @@
 """Markdown tables, ready to paste into a write-up: the plan's [[table]] entries, or every
-table of the published view (report/views.py); with --links each value links to its
+table of the published view (report/select.py); with --links each value links to its
 cell's log folder (seed 002 links a log per cell)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from guestbench.report import links as links_of, views
+from guestbench.report import links as links_of, select
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import Table
 
@@ -24,15 +24,14 @@ def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[s
     """The published tables: the plan's [[table]] entries where it has some, else every
     table; asked: --table's names. With links, each value links to its cell's log folder,
     relative to base_dir (the output file's folder; the current one when printed)."""
-    from guestbench.report import chosen
     from guestbench.report.model import Style, styled
-    picked = chosen.choices(report, asked, plain, links, plan_default=True)
+    picked = select.choices(report, asked, plain, links, plan_default=True)
     if picked:
-        tables = views.tables(report, "published", choices=picked)
+        tables = select.tables(report, "published", choices=picked)
         links = links or any(choice.links for choice in picked)
     else:
         with styled(Style(plain=True) if plain else Style()):
-            tables = views.tables(report, "published")
+            tables = select.tables(report, "published")
     if not links:
         return render_tables(tables)
     folders = links_of.cell_folders(report)

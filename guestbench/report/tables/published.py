@@ -1,5 +1,5 @@
 """The tables people publish: basic costs, STREAM, % of baseline, scaling, per-cell
-statistics; report/views.py sets them among the others (measured, ratios, versions, boot)."""
+statistics; report/select.py sets them among the others (measured, ratios, versions, boot)."""
 
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.analysis.cells import Interval, PERFORMANCE, VERDICT, Cell, row_kind
-from guestbench.report import titles
+from guestbench.report import columns, titles
 from guestbench.report.model import (STATUS_MARKS, Footnotes, Table, empty_text, format_percent,
                                      format_ratio, format_value, parameter_notes, ratio_rule,
-                                     row_scale, title, too_fast_text)
+                                     row_scale, spread_line, title, too_fast_text)
 
 # One character per flag; flags of one meaning share their mark.
 FLAG_MARKS = {"unstable": "!", "multimodal": "~", "clock-drift": "c", "console-latency": "c"}
@@ -266,3 +266,12 @@ def _geomean_text(report: CampaignResults, env: str, layout: Layout) -> str:
 
 def _tone(ratio: float) -> str:
     return next(tone for bound, tone in TONES if ratio < bound)
+
+
+def view(report: CampaignResults, width: int | None = None) -> list[Table]:
+    """The summary view: one table of every environment that ran, per workload its primary
+    metric, the baseline absolute and the others as a ratio to it, the campaign's typical
+    spread said once above it; sized for a terminal `width` columns wide."""
+    table = summary_table(report, width)
+    table.lead = spread_line(report)
+    return columns.present([table], report)

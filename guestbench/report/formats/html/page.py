@@ -15,7 +15,7 @@ from typing import Any
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import Cell
-from guestbench.report import columns, model, views
+from guestbench.report import columns, model, select
 from guestbench.report.formats.html import card as overview_card, density_plot, overview, svg
 from guestbench.report.formats.html.assets import CSS, SCRIPT
 from guestbench.report.links import log_href
@@ -70,7 +70,7 @@ def render(report: CampaignResults, base_dir: Path | None) -> str:
     anchors = Anchors()
     runs = RunIndex(report, anchors)
     plots = {label: anchors.make("plot", label) for label in report.primary}
-    drawn = views.tables(report, "published")
+    drawn = select.tables(report, "published")
     tables = _tables_section("published", "Tables", drawn, runs, anchors)
     host_anchor = next((anchor for (anchor, _title), table in zip(tables.parts, drawn)
                         if table.name == "host"), None)

@@ -1,16 +1,120 @@
-"""The tables a user chose to publish: by name (`report --table`) or by the plan's `[[table]]`
-entries, each built on its own from the campaign's results narrowed to what it shows, in
-the style it asks for, with its own footnotes numbered from 1 directly under it."""
+"""Which tables a report shows: the one place every renderer asks for its set. A view
+(the terminal's detail, a write-up's published tables) or the tables a user chose to publish
+(`report --table`, a plan's `[[table]]` entries), each then built on its own from the
+campaign's results narrowed to what it shows, in the style it asks for, with its own
+footnotes. The tables' names are plan/catalogue.py's; BUILDERS says which function of
+report/tables/ builds each. The terminal's summary is tables/summary.py's own, drawn
+without loading these builders.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import catalogue, columns, titles
-from guestbench.report.model import Footnotes, Style, Table, styled
+from guestbench.plan import catalogue
+from guestbench.report import columns, model, titles
+from guestbench.report.model import Footnotes, Style, Table, spread_line, styled
+from guestbench.report.tables import (
+    bonnie, boot, efficiency, io, kernbench, platform, published, summary, versions)
+
+# the function that builds each named table: (results, footnotes) -> a table, a list of
+# them, or None without data; in the catalogue's order, the order of every-table views
+BUILDERS: dict[str, Callable] = {
+    "measured": model.measured_table,
+    "ratios": model.ratio_table,
+    "platform": platform.platform_table,
+    "basic": published.basic_table,
+    "stream": published.stream_tables,
+    "percent": published.percent_table,
+    "scaling": published.scaling_tables,
+    "versions": versions.version_tables,
+    "disk": io.disk_table,
+    "dbench": io.dbench_table,
+    "upload": io.upload_times_table,
+    "upload-rates": io.upload_table,
+    "kernbench": kernbench.kernbench_table,
+    "build": io.build_table,
+    "build-runs": io.build_runs_table,
+    "durability": io.durability_table,
+    "verdicts": io.verdict_table,
+    "bonnie": bonnie.tables,
+    "bonnie-output": bonnie.tables,
+    "bonnie-input": bonnie.tables,
+    "bonnie-seeks": bonnie.tables,
+    "bonnie-seq-create": bonnie.tables,
+    "bonnie-rand-create": bonnie.tables,
+    "bonnie-percent": bonnie.tables,
+    "boot": boot.boot_table,
+    "boot-totals": boot.boot_totals_table,
+    "statistics": published.statistics_table,
+    "clock": model.clock_table,
+    "host": model.host_table,
+    "efficiency": efficiency.efficiency_table,}
+
+
+def build(builder: Callable, report: CampaignResults, footnotes: Footnotes) -> list[Table]:
+    """The tables a builder gives for these results."""
+    made = builder(report, footnotes)
+    if made is None:
+        return []
+    return made if isinstance(made, list) else [made]
+
+
+View = Literal["summary", "detail", "published"]
+
+
+def tables(report: CampaignResults, view: View, width: int | None = None,
+           choices: list | None = None) -> list[Table]:
+    """The tables `view` shows, in order, with one set of footnotes under the last of them.
+
+    "summary" is the terminal's first answer (report, run): one row per workload. "detail"
+    (report --detail, and the table format written to a file) and "published" (markdown,
+    HTML) are the same list, every table that has data, so the terminal shows what a
+    write-up shows; the terminal wraps tables wider than it into parts (terminal.fit)."""
+    if choices:  # tables chosen by name or by the plan
+        return chosen_tables(report, choices)
+    if view == "summary":
+        return summary.view(report, width)
+    made_by = VIEWS.get(view)
+    if made_by is None:
+        raise ValueError(f"no table view {view!r} (one of summary, {', '.join(VIEWS)})")
+    return columns.present(made_by(report), report)
+
+
+def _every_table(report: CampaignResults, each_own: bool = False) -> list[Table]:
+    """Every table that has data, in the catalogue's order (plan/catalogue.py): measured
+    values and ratios first (what every reader looks for), then the published tables, then
+    the per-cell statistics and the checks of clock and host."""
+    footnotes = Footnotes()
+    out: list[Table] = []
+    built = set()
+    for builder in BUILDERS.values():
+        if builder in built:
+            continue  # one builder gives several entries' tables (bonnie++'s sections)
+        built.add(builder)
+        out += build(builder, report, footnotes)
+    out[0].lead = spread_line(report)
+    if each_own:  # a write-up: each table with its own footnotes, numbered from 1
+        own_footnotes(out, footnotes)
+        return out
+    return _footnoted(out, footnotes)
+
+
+def _footnoted(out: list[Table], footnotes: Footnotes) -> list[Table]:
+    """The set with its footnotes under its last table, so each number is explained once."""
+    out[-1].footnotes = footnotes.lines()
+    return out
+
+
+VIEWS: dict[str, Callable[[CampaignResults], list[Table]]] = {
+    "detail": _every_table,
+    "published": lambda report: _every_table(report, each_own=True)}
+
 
 EVERY = "all"  # --table all: every table of the published view
 PLAN = "plan"  # --table plan: the plan's [[table]] entries
@@ -19,7 +123,7 @@ PLAN = "plan"  # --table plan: the plan's [[table]] entries
 @dataclass(frozen=True)
 class Choice:
     """One table to publish and how (a plan's [[table]] entry, or a name given to --table).
-    The fields are plan_tables.TableSpec's, without pydantic: --table needs no plan model."""
+    The fields are plan/tables.py's TableSpec's, without pydantic: --table needs no plan model."""
 
     table: str
     title: str | None = None
@@ -61,7 +165,8 @@ def from_names(names: tuple[str, ...], plain: bool, links: bool) -> list[Choice]
     return [Choice(name, plain=plain, links=links) for name in names]
 
 
-def tables(report: CampaignResults, choices: list[Choice]) -> list[Table]:
+def chosen_tables(report: CampaignResults, choices: list[Choice]) -> list[Table]:
+    """Each chosen table built on its own, with its own footnotes."""
     out: list[Table] = []
     for choice in choices:
         out += _built(report, choice)
@@ -72,7 +177,7 @@ def _built(report: CampaignResults, choice: Choice) -> list[Table]:
     shown = narrowed(report, choice)
     footnotes = Footnotes()
     with styled(choice.style):
-        made = catalogue.build(catalogue.ENTRIES[choice.table], shown, footnotes)
+        made = build(BUILDERS[choice.table], shown, footnotes)
     made = [table for table in made if catalogue.selects(choice.table, table.name)]
     if not made:
         return [_nothing(choice)]
