@@ -13,7 +13,7 @@ import pytest
 from guestbench.analysis import compare as comparing, results as analysed
 from guestbench.analysis.cells import CONTEXT, PERFORMANCE, VERDICT, metric_kind
 from guestbench.report import select
-from guestbench.report.formats import dashboards
+from guestbench.report.formats import github_action_benchmark
 from tests.unit.test_published import Campaign, row
 
 EXEC_PARAMS = {"argv": ["prog"], "metrics": [
@@ -137,7 +137,7 @@ def test_compare_and_dashboards_judge_performance_only(mixed: Campaign) -> None:
     assert not paired & {("build", "sleeps"), ("upload", "bytes"), ("fsync_honoured", "honoured"),
                          ("exec", "retries"), ("exec", "ok")}
     report = analysed.load(store, str(mixed.id))
-    document = dashboards.github_action_benchmark(report)
+    document = github_action_benchmark.github_action_benchmark(report)
     names = {entry["name"] for entries in document.values() for entry in entries}
     assert "guest/build elapsed" in names and "native/upload bandwidth" in names
     assert not [name for name in names

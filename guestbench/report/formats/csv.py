@@ -8,7 +8,8 @@ import io
 from collections import defaultdict
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.report.formats.html.card import what_ran
+from guestbench.report.formats.request import Request
+from guestbench.report.tables.platform import what_ran
 
 COLUMNS = ["campaign", "environment", "workload", "label", "metric", "unit", "repetition",
            "status", "value", "reason", "run_id", "log_path", "run_flags", "cell_flags", "version"]
@@ -41,3 +42,7 @@ def render(report: CampaignResults) -> str:
             writer.writerow([*base, sample["metric"], sample["unit"], run["repetition"],
                              run["status"], repr(sample["value"]), *tail, flags_of[key], version])
     return buffer.getvalue()
+
+
+def report(results: CampaignResults, request: Request) -> str:
+    return render(results)

@@ -9,8 +9,12 @@ from typing import Any
 from guestbench import __version__
 from guestbench.analysis.cells import UNSTABLE_CV
 from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR
+from guestbench.analysis.compare import Comparison
+from guestbench.analysis.history import History
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
-from guestbench.report.formats.html.card import what_ran
+from guestbench.report.formats.request import Request
+from guestbench.report.tables import comparison as compared, history as trend
+from guestbench.report.tables.platform import what_ran
 
 # Bump when a key is removed, renamed or changes meaning; a new key is added without a
 # bump (readers ignore keys they do not know). docs/results.md keeps the history.
@@ -108,3 +112,15 @@ INDENT_LIMIT = 100_000
 def render(report: CampaignResults) -> str:
     indent = 2 if len(report.samples) <= INDENT_LIMIT else None
     return json.dumps(document(report), indent=indent) + "\n"
+
+
+def report(results: CampaignResults, request: Request) -> str:
+    return render(results)
+
+
+def compare(comparison: Comparison, request: Request) -> str:
+    return json.dumps(compared.document(comparison), indent=2) + "\n"
+
+
+def history(found: History, request: Request) -> str:
+    return json.dumps(trend.document(found), indent=2) + "\n"

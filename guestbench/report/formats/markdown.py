@@ -7,8 +7,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from guestbench.report import links as links_of, select
+from guestbench.analysis.compare import Comparison
 from guestbench.analysis.results import CampaignResults
+from guestbench.report import links as links_of, select
+from guestbench.report.formats.request import Request
+from guestbench.report.tables import comparison as compared
 from guestbench.report.model import Table
 
 
@@ -76,3 +79,12 @@ def render_tables(tables: list[Table], hrefs: dict[tuple[str, str], str] | None 
             out += [_paragraph(line, hard_break=True) for line in table.footnotes]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def report(results: CampaignResults, request: Request) -> str:
+    return render(results, request.link_base, request.asked, request.plain, request.links)
+
+
+def compare(comparison: Comparison, request: Request) -> str:
+    """Every compared cell as a markdown table, ready to paste."""
+    return render_tables(compared.tables(comparison))

@@ -7,22 +7,30 @@ from __future__ import annotations
 import io
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from guestbench.report.formats import terminal
+from guestbench.report.formats.request import Request
+from guestbench.report.output import OutputError
 from guestbench.report.model import Style, styled
 from guestbench.report.tables import summary
+
+if TYPE_CHECKING:
+    from guestbench.analysis.compare import Comparison
+    from guestbench.analysis.history import History
+    from guestbench.analysis.results import CampaignResults
 
 # analysis/history.py's find_changes gives no change point below 4 campaigns of a cell:
 # Apache Otava's t-test needs two on each side of a change to have a spread
 MIN_HISTORY_CAMPAIGNS = 4
 
 
-def report(loaded, detail: bool, output: Path | None, asked: tuple[str, ...] = (),
-           plain: bool = False) -> str:
-    """The summary, one table of every environment sized for where it goes; with detail
-    every table; asked (--table): those tables alone; plain: as published."""
+def report(loaded: CampaignResults, request: Request) -> str:
+    """The summary, one table of every environment sized for where it goes; with --detail
+    every table; --table: those tables alone; --plain: as published."""
+    detail, output, asked, plain = request.detail, request.output, request.asked, request.plain
     if not (detail or asked or plain):
         return draw(summary.view(loaded, width(output)), output)
     # deferred: every table's builder (bonnie++'s and the workloads' fields, the statistics
@@ -46,17 +54,19 @@ def width(output: Path | None) -> int:
     return shown.width if output is None and shown.is_terminal else terminal.MAX_WIDTH
 
 
-def compare(result, every: bool, output: Path | None) -> str:
+def compare(result: Comparison, request: Request) -> str:
+    # deferred, as history's below: the statistics of comparisons load numpy (0.09 s), which
+    # the summary of a report, drawn from a digest through this module, never needs
     from guestbench.report.tables import comparison
-    return draw(comparison.tables(result, every), output)
+    return draw(comparison.tables(result, request.every), request.output)
 
 
-def history(found, detail: bool, output: Path | None) -> str:
+def history(found: History, request: Request) -> str:
     """The history's summary (with detail, each cell's campaigns too); while no cell has
     the campaigns a change point needs, how many it needs instead of a row per cell. To the
     terminal only: a file gets the history as json or html."""
-    from guestbench.report.tables import history as trend
-    from guestbench.report.output import OutputError
+    from guestbench.report.tables import history as trend  # deferred: see compare
+    detail, output = request.detail, request.output
     if output is not None:
         raise OutputError("--output: the table goes to the terminal (fix: --format json or html)")
     series = trend.series_tables(found) if detail else []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -115,13 +114,3 @@ def _cell(cell: CellComparison) -> dict[str, Any]:
             "ratio_ci": [ratio.low, ratio.high], "ratio_rule": RATIO_RULE.replace("baseline", "A"),
             "change": None if math.isnan(cell.ratio.value) else cell.change, "pvalue": cell.pvalue, "verdict": cell.verdict,
             "notes": cell.notes}
-
-
-def render_json(comparison: Comparison) -> str:
-    return json.dumps(document(comparison), indent=2) + "\n"
-
-
-def render_markdown(comparison: Comparison) -> str:
-    """Every compared cell as a markdown table, ready to paste."""
-    from guestbench.report.formats import markdown
-    return markdown.render_tables(tables(comparison))

@@ -3,7 +3,6 @@ per cell, its change points (guestbench.analysis.history), as tables, JSON or an
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from guestbench.analysis.history import Change, History, Point, Series
@@ -126,7 +125,3 @@ def _series_document(one: Series) -> dict[str, Any]:
                                                 in c.versions_changed.items()}}
                           for c in one.changes],
     }
-
-
-def render_json(found: History) -> str:
-    return json.dumps(document(found), indent=2) + "\n"

@@ -8,39 +8,10 @@ from typing import Any
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import STATUS_MARKS
-
-# The facts environments record about what they ran (environments/*.py facts()), in the
-# order they are shown; a key ending in _version that is not listed is shown after them.
-VERSION_FACTS = ("runtime_version", "vmm_version", "unshare_version")
-NOT_RECORDED = "not recorded"  # a campaign stored before its kind recorded versions
-
+from guestbench.report.tables.platform import NOT_RECORDED, display_name, what_ran
 
 def _e(text: object) -> str:
     return escape(str(text), quote=True)
-
-
-def display_name(env: dict[str, Any]) -> str:
-    """'runsc (ptrace)': the name, with gVisor's platform where the environment recorded one."""
-    platform = (env.get("facts") or {}).get("platform")
-    name = env["name"]
-    return f"{name} ({platform})" if platform and platform not in name else name
-
-
-def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
-    """'runc version 1.1.5+ds1', 'QEMU emulator version 7.2.22 (...); guest kernel 6.1.0';
-    the host's kernel for native; 'not recorded' for a campaign older than these facts."""
-    facts = env.get("facts") or {}
-    keys = [*VERSION_FACTS, *sorted(key for key in facts
-                                    if key.endswith("_version") and key not in VERSION_FACTS)]
-    parts = [str(facts[key]) for key in keys if facts.get(key)]
-    guest = facts.get("guest_kernel")
-    if guest and str(guest) not in parts:
-        parts.append(f"guest kernel {guest}")
-    elif guest:  # UML: the binary's version is the guest kernel's release
-        parts = [f"{part} (guest kernel)" if part == str(guest) else part for part in parts]
-    if not parts and env.get("kind") == "native" and host_kernel:
-        parts.append(f"host kernel {host_kernel}")
-    return "; ".join(parts) or NOT_RECORDED
 
 
 def system_card(report: CampaignResults, warnings_anchor: str | None) -> str:

@@ -1,0 +1,34 @@
+"""The github-action-benchmark format: the custom tools' entries (``name``, ``value``, ``unit``,
+``range``, ``extra``), one per measured cell, one list per direction, in one document:
+``{"customSmallerIsBetter": [...], "customBiggerIsBetter": [...]}``. The action reads one
+list per file, so a workflow splits it: ``jq .customSmallerIsBetter`` (examples/ci/)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from guestbench.analysis.results import CampaignResults
+from guestbench.report.formats.request import Request
+from guestbench.report.formats.dashboards import measured
+
+
+def report(results: CampaignResults, request: Request) -> str:
+    return json.dumps(github_action_benchmark(results), indent=2) + "\n"
+
+
+def github_action_benchmark(report: CampaignResults) -> dict[str, list[dict[str, Any]]]:
+    smaller: list[dict[str, Any]] = []
+    bigger: list[dict[str, Any]] = []
+    for cell in measured(report):
+        stats = cell.stats
+        entry = {"name": f"{cell.environment}/{cell.label} {cell.metric}",
+                 "value": stats.median, "unit": cell.unit}
+        if stats.ci_low is not None and stats.ci_high is not None:
+            entry["range"] = f"[{stats.ci_low:.6g}, {stats.ci_high:.6g}] (95% CI)"
+        flags = f", flags: {', '.join(stats.flags)}" if stats.flags else ""
+        spread = f"; cv {stats.cv:.3g}" if stats.cv is not None else ""
+        entry["extra"] = (f"campaign {report.campaign['id']}; runs x values "
+                          f"{stats.count_text}{spread}{flags}")
+        (bigger if cell.higher_is_better else smaller).append(entry)
+    return {"customSmallerIsBetter": smaller, "customBiggerIsBetter": bigger}
