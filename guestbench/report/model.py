@@ -70,6 +70,27 @@ PLAIN_STATUS = {"unavailable": "n/a", "unsupported": "n/a", "interrupted": "n/a"
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 
 
+def table_bytes(table: Table) -> int:
+    """The widest line the table's grid takes, in bytes as `awk '{ print length }'` counts."""
+    widths = column_bytes(table)
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def column_widths(table: Table) -> list[int]:
+    return [max(len(row[i]) for row in [table.header, *table.rows])
+            for i in range(len(table.header))]
+
+
+def column_bytes(table: Table) -> list[int]:
+    """The most bytes a column's cell can take on a line: rich pads every cell to the
+    column's width in characters, and a cell's multi-byte marks (⊘, ±) add their extra
+    bytes on top, even where the widest cell by characters is plain ASCII."""
+    cells = [table.header, *table.rows]
+    return [max(len(row[i]) for row in cells)
+            + max(len(row[i].encode()) - len(row[i]) for row in cells)
+            for i in range(len(table.header))]
+
+
 class Footnotes:
     """Numbers each distinct (environment, status, reason) once, and each flag once for
     every environment it marks (a flag means the same wherever it appears); remembers the

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from guestbench.report.model import Table
+from guestbench.report.model import Table, column_bytes, column_widths
 
 
 # At most this many bytes a line, counted as `awk '{ print length }'` counts them (mawk counts
@@ -22,30 +22,9 @@ def width_for(drawn: list[Table]) -> int:
     """Columns wide enough that no cell wraps."""
     widest = 0
     for table in drawn:
-        widths = _column_widths(table)
+        widths = column_widths(table)
         widest = max(widest, sum(widths) + 3 * len(widths) + 1)
     return widest
-
-
-def table_bytes(table: Table) -> int:
-    """The widest line the table's grid takes, in bytes as `awk '{ print length }'` counts."""
-    widths = _column_bytes(table)
-    return sum(widths) + 3 * len(widths) + 1
-
-
-def _column_widths(table: Table) -> list[int]:
-    return [max(len(row[i]) for row in [table.header, *table.rows])
-            for i in range(len(table.header))]
-
-
-def _column_bytes(table: Table) -> list[int]:
-    """The most bytes a column's cell can take on a line: rich pads every cell to the
-    column's width in characters, and a cell's multi-byte marks (⊘, ±) add their extra
-    bytes on top, even where the widest cell by characters is plain ASCII."""
-    cells = [table.header, *table.rows]
-    return [max(len(row[i]) for row in cells)
-            + max(len(row[i].encode()) - len(row[i]) for row in cells)
-            for i in range(len(table.header))]
 
 
 def fit(drawn: list[Table], width: int = MAX_WIDTH) -> list[Table]:
@@ -74,7 +53,7 @@ def fit(drawn: list[Table], width: int = MAX_WIDTH) -> list[Table]:
 
 def _column_groups(table: Table, width: int) -> list[list[int]]:
     """The value columns in groups whose table fits the width (at least one column each)."""
-    widths = _column_bytes(table)
+    widths = column_bytes(table)
     labels = sum(widths[:table.label_columns]) + 3 * table.label_columns + 1
     groups: list[list[int]] = [[]]
     used = labels

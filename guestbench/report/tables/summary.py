@@ -17,7 +17,8 @@ from guestbench.analysis.cells import Interval, PERFORMANCE, VERDICT, Cell, row_
 from guestbench.report import columns, titles
 from guestbench.report.model import (STATUS_MARKS, Footnotes, Table, empty_text, format_percent,
                                      format_ratio, format_value, parameter_notes, ratio_rule,
-                                     row_scale, spread_line, title, too_fast_text)
+                                     row_scale, spread_line, table_bytes, title,
+                                     too_fast_text)
 
 # One character per flag; flags of one meaning share their mark.
 FLAG_MARKS = {"unstable": "!", "multimodal": "~", "clock-drift": "c", "console-latency": "c"}
@@ -49,7 +50,6 @@ def summary_table(report: CampaignResults, width: int | None = None) -> Table:
     """The summary for a terminal of `width` columns (None: the normal layout)."""
     if width is None:
         return _build(report, LAYOUTS[1])
-    from guestbench.report.formats.terminal import table_bytes
     for layout in LAYOUTS:
         table = _build(report, layout)
         if table_bytes(table) <= width:
