@@ -38,9 +38,6 @@ def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
     campaigns of its size: the budget holds for both sides together, and two sides of
     one size get the same resamples."""
     from guestbench.analysis.summary import analyse, summarise
-    names = {env["id"]: env["name"] for env in environments}
-    for run in runs:
-        run["environment"] = names[run["environment_id"]]
     params: dict[str, dict[str, Any]] = {}
     for run in runs:
         params.setdefault(run["label"], run["params"] or {})

@@ -19,6 +19,7 @@ from typing import Any
 
 from guestbench.analysis.cells import Cell, CellStats, Interval, Results, Spread
 from guestbench.analysis.results import CampaignResults, Geomean
+from guestbench.store.records import Campaign, Environment, Run
 
 FORMAT = 2
 # Up to this many values, a digest keeps every cell (compare reads it); beyond, the summary's
@@ -44,7 +45,7 @@ def encode(results: CampaignResults) -> str:
         "format": FORMAT,
         "campaign": _plain(results.campaign),
         "environments": [_plain(env) for env in results.environments],
-        "runs": [{key: run.get(key) for key in RUN_FIELDS} for run in results.runs],
+        "runs": [{key: getattr(run, key) for key in RUN_FIELDS} for run in results.runs],
         "baseline": results.baseline, "resamples": results.resamples,
         "primary": results.primary,
         "environment_names": results.results.environments,
@@ -81,8 +82,9 @@ def decode(text: str) -> CampaignResults | None:
     spread = document["spread"]
     results = Results(environments, rows, cells, Spread(**spread) if spread else None)
     return CampaignResults(
-        _dated(document["campaign"]), [_dated(env) for env in document["environments"]],
-        document["runs"], None, document["baseline"], results, document["resamples"],
+        Campaign(**_dated(document["campaign"])),
+        [Environment(**_dated(env)) for env in document["environments"]],
+        [Run(**run) for run in document["runs"]], None, document["baseline"], results, document["resamples"],
         document["primary"],
         {(label, metric, env): Interval(*bounds) for label, metric, env, *bounds
          in document["ratios"]},
@@ -112,9 +114,9 @@ def _interval(interval: Interval) -> list[float | None]:
 DATED = "__datetime__"
 
 
-def _plain(row: dict[str, Any]) -> dict[str, Any]:
-    return {key: {DATED: value.isoformat()} if isinstance(value, dt.datetime) else value
-            for key, value in row.items()}
+def _plain(row: Campaign | Environment) -> dict[str, Any]:
+    return {field.name: {DATED: value.isoformat()} if isinstance(value, dt.datetime) else value
+            for field in dataclasses.fields(row) for value in [getattr(row, field.name)]}
 
 
 def _dated(row: dict[str, Any]) -> dict[str, Any]:

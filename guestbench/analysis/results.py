@@ -118,15 +118,7 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     if baseline is not None and baseline not in names:
         raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
                          f"{campaign['id']} (fix: use one of {', '.join(names)})")
-    env_name = {env["id"]: env["name"] for env in environments}
     runs = store.runs(campaign["id"])
-    for run in runs:
-        try:
-            run["environment"] = env_name[run["environment_id"]]
-        except KeyError:  # stored runs name their campaign's environments: the store is damaged
-            raise StoreError(store.damaged(
-                f"run {run['id']} of campaign {campaign['id']} names environment "
-                f"{run['environment_id']!r}, not one of the campaign's")) from None
     samples = store.samples(campaign["id"], () if context_samples or all_metrics
                             else CONTEXT_METRICS)
     results = summarise(names, runs, samples, include_context=all_metrics)
@@ -134,8 +126,6 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     used = analyse(results, resamples, primary.items() if primary_only else None,
                    judged=primary.items())
     cell_stops = store.cell_stops(campaign["id"])
-    for stop in cell_stops:
-        stop.setdefault("environment", env_name.get(stop.get("environment_id")))
     workload_of = {run["label"]: run["workload"] for run in runs}
     return CampaignResults(campaign, environments, runs, samples, baseline, results, used,
                            primary, ratios(results, baseline),

@@ -4,6 +4,7 @@ history. A name that matches nothing stored ends the command with the nearest na
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from guestbench.plan.errors import did_you_mean
@@ -121,10 +122,11 @@ def ab_sides(opened: Store, campaign_id: int):
     runs, samples = opened.runs(campaign_id), opened.samples(campaign_id, CONTEXT_METRICS)
     halves = []
     for tag in ("a", "b"):
-        mine = [{**env, "name": env["name"].rsplit(".", 1)[0]} for env in environments
-                if env["name"].endswith(f".{tag}")]
-        ids = {env["id"] for env in mine}
-        side_runs = [dict(run) for run in runs if run["environment_id"] in ids]
+        mine = [dataclasses.replace(env, name=env.name.rsplit(".", 1)[0])
+                for env in environments if env.name.endswith(f".{tag}")]
+        ids = {env.id for env in mine}
+        side_runs = [dataclasses.replace(run, environment=run.environment.rsplit(".", 1)[0])
+                     for run in runs if run.environment_id in ids]
         run_ids = {run["id"] for run in side_runs}
         halves.append(comparing.side(campaign, mine, side_runs, samples.of_runs(run_ids)))
     return halves

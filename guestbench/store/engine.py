@@ -19,7 +19,8 @@ from guestbench.store import damage, packed, schema
 from guestbench.store.columns import Samples
 from guestbench.store.schema import SCHEMA_VERSION
 from guestbench.store.errors import StoreError
-from guestbench.store.records import DEFAULT_URL, CellStop, RunRecord
+from guestbench.store.records import (
+    DEFAULT_URL, Campaign, CellStop, Environment, Run, RunRecord, StoredCellStop)
 
 # module SQLAlchemy imports -> the PyPI package that provides it
 _DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]",
@@ -522,7 +523,7 @@ class Store:
 
     # -- reading --------------------------------------------------------------
     @_reads
-    def campaign(self, selector: str | None = None) -> dict[str, Any]:
+    def campaign(self, selector: str | None = None) -> Campaign:
         """A campaign by id or name (the latest of that name); the latest without a selector."""
         table = schema.campaign
         query = sa.select(table).order_by(table.c.id.desc()).limit(1)
@@ -537,24 +538,42 @@ class Store:
             what = f"no campaign {selector!r}" if selector else "no campaign yet"
             raise StoreError(f"{self.engine.url}: {what} in this store "
                              "(fix: 'guestbench run' first, or 'guestbench report --list')")
-        return _utc(dict(row))
+        return Campaign(**_utc(dict(row)))
 
     @_reads
-    def campaigns(self) -> list[dict[str, Any]]:
+    def campaigns(self) -> list[Campaign]:
         table = schema.campaign
         with self.engine.connect() as connection:
             self._check_types(connection, table, "1")
-            return [_utc(dict(row)) for row in connection.execute(
+            return [Campaign(**_utc(dict(row))) for row in connection.execute(
                 sa.select(table.c.id, table.c.name, table.c.created_at, table.c.status, table.c.log_dir)
                 .order_by(table.c.id)).mappings()]
 
-    def environments(self, campaign_id: int) -> list[dict[str, Any]]:
-        return self._rows_of(schema.environment, campaign_id, schema.environment.c.position)
+    def environments(self, campaign_id: int) -> list[Environment]:
+        return [Environment(**row) for row in self._rows_of(
+            schema.environment, campaign_id, schema.environment.c.position)]
 
-    def runs(self, campaign_id: int, only: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-        """The campaign's runs in order; only: just these columns (and the id), for a reader
-        that needs no more (compare: no timestamps, logs or times to read and convert)."""
-        return self._rows_of(schema.run, campaign_id, schema.run.c.id, only)
+    def runs(self, campaign_id: int, only: tuple[str, ...] = ()) -> list[Run]:
+        """The campaign's runs in order, each with its environment's name; only: just these
+        columns (and the id), for a reader that needs no more (compare: no timestamps, logs
+        or times to read and convert)."""
+        rows = self._rows_of(schema.run, campaign_id, schema.run.c.id,
+                             (*only, "environment_id") if only else ())
+        names = self._environment_names(campaign_id)
+        try:
+            return [Run(**row, environment=names[row["environment_id"]]) for row in rows]
+        except KeyError:  # stored runs name their campaign's environments: the store is damaged
+            bad = next(row for row in rows if row["environment_id"] not in names)
+            raise StoreError(self.damaged(
+                f"run {bad['id']} of campaign {campaign_id} names environment "
+                f"{bad['environment_id']!r}, not one of the campaign's")) from None
+
+    @_reads
+    def _environment_names(self, campaign_id: int) -> dict[int, str]:
+        table = schema.environment
+        with self.engine.connect() as connection:
+            return dict(connection.execute(sa.select(table.c.id, table.c.name).where(
+                table.c.campaign_id == campaign_id)).all())
 
     @_reads
     def run_mark(self, campaign_id: int) -> tuple[int, int | None]:
@@ -576,9 +595,11 @@ class Store:
                 campaign_id=campaign_id, format=form, status=status, runs=mark[0],
                 last_run_id=mark[1], body=body))
 
-    def cell_stops(self, campaign_id: int) -> list[dict[str, Any]]:
+    def cell_stops(self, campaign_id: int) -> list[StoredCellStop]:
         """Why each cell stopped, in the order the cells stopped."""
-        return self._rows_of(schema.cell_stop, campaign_id, schema.cell_stop.c.id)
+        names = self._environment_names(campaign_id)
+        return [StoredCellStop(**row, environment=names.get(row["environment_id"]))
+                for row in self._rows_of(schema.cell_stop, campaign_id, schema.cell_stop.c.id)]
 
     @_reads
     def _rows_of(self, table: sa.Table, campaign_id: int, order: sa.Column,

@@ -370,7 +370,8 @@ def test_host_facts_checks_and_environments(report, dom: Node) -> None:
 
 def test_renders_without_host_checks_or_baseline(store, logs, out_dir) -> None:
     populate(store, logs)
-    report = dataclasses.replace(analysed.load(store), baseline=None)
-    report.campaign["host_checks"] = None
+    loaded = analysed.load(store)
+    report = dataclasses.replace(loaded, baseline=None,
+                                 campaign=dataclasses.replace(loaded.campaign, host_checks=None))
     dom = parse(html.render(report, out_dir))
     assert "No host checks were recorded" in dom.text()

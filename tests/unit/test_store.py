@@ -135,8 +135,10 @@ def test_a_reader_may_ask_for_some_columns_and_leave_metrics_out(store: gb_store
     campaign_id = new_campaign(store)
     env_id = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
     run_id = store.add_run(campaign_id, a_run(env_id))
-    assert store.runs(campaign_id, ("label", "flags")) == [
-        {"id": run_id, "label": "getpid", "flags": ["unstable"]}]
+    (run,) = store.runs(campaign_id, ("label", "flags"))
+    assert (run.id, run.label, run.flags, run.environment) == (
+        run_id, "getpid", ["unstable"], "native")
+    assert run.started_at is None and run.log_path is None  # not read
     assert [s["metric"] for s in store.samples(campaign_id, ("tsc_per_op",))] == ["time_per_op"]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from typing import Any
@@ -66,7 +67,7 @@ def document(report: CampaignResults) -> dict[str, Any]:
                                                              geomean.interval.high],
                   "workloads": geomean.workloads, "of": geomean.of}
             for env, geomean in report.geomeans.items()},
-        "repetition_stops": [_plain(stop) for stop in report.cell_stops],
+        "repetition_stops": [_plain(dataclasses.asdict(stop)) for stop in report.cell_stops],
     }
 
 
