@@ -51,17 +51,17 @@ def breakdown(runs: Iterable[dict[str, Any]], samples: Iterable[dict[str, Any]]
     # most samples of a campaign are not boot points: only these are read one by one
     from guestbench.store.columns import Samples
     for sample in Samples.coerce(samples).of_metrics(*wanted):
-        by_run[sample["run_id"]][sample["metric"]] = sample["value"]
+        by_run[sample.run_id][sample.metric] = sample.value
     durations: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        points = dict(by_run.get(run["id"], {}))
-        if run["status"] != "ok" or "boot_powered_off" not in points:
+        points = dict(by_run.get(run.id, {}))
+        if run.status != "ok" or "boot_powered_off" not in points:
             continue
         if "boot_clock_zero" in points:
             points["clock_zero"] = points["boot_clock_zero"]
         for name, end, start in PHASES:
             if end in points and (start is None or start in points):
-                durations[run["environment"]][name].append(points[end] - (points[start] if start else 0))
+                durations[run.environment][name].append(points[end] - (points[start] if start else 0))
     return {env: {name: PhaseCell(statistics.median(values), len(values), tuple(values))
                   for name, values in phases.items()}
             for env, phases in durations.items()}

@@ -65,12 +65,12 @@ class ClockSummary:
 def clock_summaries(runs: list[dict[str, Any]], samples, environments: list[str]
                     ) -> dict[str, ClockSummary]:
     """Per environment (in the given order) that has clock ratios: their summary."""
-    run_env = {run["id"]: run["environment"] for run in runs}
+    run_env = {run.id: run.environment for run in runs}
     ratios: dict[str, list[float]] = {}
     for sample in samples.of_metrics("clock_ratio"):
-        ratios.setdefault(run_env[sample["run_id"]], []).append(sample["value"])
-    flagged = {env: sum("clock-drift" in (run.get("flags") or []) for run in runs
-                        if run["environment"] == env) for env in ratios}
+        ratios.setdefault(run_env[sample.run_id], []).append(sample.value)
+    flagged = {env: sum("clock-drift" in (run.flags or []) for run in runs
+                        if run.environment == env) for env in ratios}
     return {env: ClockSummary(len(ratios[env]), statistics.median(ratios[env]),
                               min(ratios[env]), max(ratios[env]), flagged[env])
             for env in environments if env in ratios}

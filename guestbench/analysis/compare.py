@@ -40,11 +40,11 @@ def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
     from guestbench.analysis.summary import analyse, summarise
     params: dict[str, dict[str, Any]] = {}
     for run in runs:
-        params.setdefault(run["label"], run["params"] or {})
-    results = summarise([env["name"] for env in environments], runs, samples)
+        params.setdefault(run.label, run.params or {})
+    results = summarise([env.name for env in environments], runs, samples)
     measured = sum(cell.n for row in results.cells.values() for cell in row.values())
     resamples = analyse(results, stats.resamples_for(2 * measured))
-    return Side(campaign, {env["name"]: env["spec"] or {} for env in environments}, params,
+    return Side(campaign, {env.name: env.spec or {} for env in environments}, params,
                 results, resamples)
 
 
@@ -59,8 +59,8 @@ def side_of(results) -> Side | None:
         return None  # a campaign this large gets fewer resamples when compared
     params: dict[str, dict[str, Any]] = {}
     for run in results.runs:
-        params.setdefault(run["label"], run["params"] or {})
-    return Side(results.campaign, {env["name"]: env["spec"] or {}
+        params.setdefault(run.label, run.params or {})
+    return Side(results.campaign, {env.name: env.spec or {}
                                    for env in results.environments},
                 params, results.results, results.resamples)
 

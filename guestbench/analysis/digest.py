@@ -148,7 +148,7 @@ def keep(store, results: CampaignResults) -> None:
     write; a store it may not write (a reader's role, a read-only file) goes without."""
     campaign = results.campaign
     try:
-        store.put_digest(campaign["id"], FORMAT, campaign["status"],
-                         store.run_mark(campaign["id"]), encode(results))
+        store.put_digest(campaign.id, FORMAT, campaign.status,
+                         store.run_mark(campaign.id), encode(results))
     except Exception:  # noqa: BLE001 - a digest is a convenience; its absence costs time only
         store.engine.dispose()

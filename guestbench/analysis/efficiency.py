@@ -89,24 +89,24 @@ def of(wall_s: float, runs: list[dict[str, Any]], samples: Iterable[dict[str, An
     timed_by_run: dict[int, float] = {}
     agent_by_run: dict[int, float] = {}
     for sample in samples:
-        if sample["metric"] == TIMED:
-            timed_by_run[sample["run_id"]] = timed_by_run.get(sample["run_id"], 0.0) + sample["value"]
-        elif sample["metric"] == IN_AGENT:
-            agent_by_run[sample["run_id"]] = sample["value"]
-    runs_s = sum(run["host_seconds"] or 0.0 for run in runs)
-    untimed = [run for run in runs if run["id"] not in timed_by_run and run["status"] == "ok"]
-    split = [run for run in runs if run["id"] in timed_by_run and run["id"] in agent_by_run]
+        if sample.metric == TIMED:
+            timed_by_run[sample.run_id] = timed_by_run.get(sample.run_id, 0.0) + sample.value
+        elif sample.metric == IN_AGENT:
+            agent_by_run[sample.run_id] = sample.value
+    runs_s = sum(run.host_seconds or 0.0 for run in runs)
+    untimed = [run for run in runs if run.id not in timed_by_run and run.status == "ok"]
+    split = [run for run in runs if run.id in timed_by_run and run.id in agent_by_run]
     return Efficiency(wall_s, runs_s, sum(timed_by_run.values()), len(runs), len(untimed),
-                      sum(run["host_seconds"] or 0.0 for run in untimed),
-                      agent_s=sum(agent_by_run[run["id"]] for run in split),
-                      split_runs_s=sum(run["host_seconds"] or 0.0 for run in split),
+                      sum(run.host_seconds or 0.0 for run in untimed),
+                      agent_s=sum(agent_by_run[run.id] for run in split),
+                      split_runs_s=sum(run.host_seconds or 0.0 for run in split),
                       preparing_s=preparing_s)
 
 
 def campaign_wall(campaign: dict[str, Any]) -> float | None:
     """The campaign's start to its end in seconds; None while it has none (running, killed).
     (Probing and preparing before its start are not in it: `run` says those too.)"""
-    started, finished = campaign.get("created_at"), campaign.get("finished_at")
+    started, finished = campaign.created_at, campaign.finished_at
     if started is None or finished is None:
         return None
     return (finished - started).total_seconds()

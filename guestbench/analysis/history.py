@@ -77,9 +77,9 @@ class Series:
 def versions(environment: dict[str, Any], campaign: dict[str, Any]) -> dict[str, str]:
     """What a campaign's environment ran: the VMM and guest kernel it recorded, the host's
     kernel, and guestbench's version."""
-    facts = environment.get("facts") or {}
+    facts = environment.facts or {}
     found = {key: str(facts[key]) for key in VERSION_FACTS if facts.get(key)}
-    kernel = (campaign.get("host_facts") or {}).get("kernel")
+    kernel = (campaign.host_facts or {}).get("kernel")
     if kernel:
         found["host_kernel"] = str(kernel)
     found["guestbench"] = str(campaign.get("guestbench_version", "?"))
@@ -152,14 +152,14 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
     found = History([], [], order=order, max_pvalue=max_pvalue, min_change=min_change)
     series: dict[tuple[str, str, str, str], Series] = {}
     for campaign, results_of in readings:
-        on = campaign.get("pool_host") or (campaign.get("host_facts") or {}).get("hostname", "?")
-        if (host and host != on) or (name and name != campaign["name"]):
+        on = campaign.pool_host or (campaign.host_facts or {}).get("hostname", "?")
+        if (host and host != on) or (name and name != campaign.name):
             continue
-        if campaign["status"] != "finished":
-            found.left_out.append((campaign["id"], f"{campaign['status']}, not finished"))
+        if campaign.status != "finished":
+            found.left_out.append((campaign.id, f"{campaign.status}, not finished"))
             continue
-        found.campaigns.append({"id": campaign["id"], "name": campaign["name"],
-                                "created_at": campaign["created_at"], "host": on})
+        found.campaigns.append({"id": campaign.id, "name": campaign.name,
+                                "created_at": campaign.created_at, "host": on})
         _add_points(series, results_of(), on, environments, workloads)
     if not found.campaigns:
         raise StoreError(f"{where}: no finished campaign matches"
@@ -180,7 +180,7 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
 def _add_points(series: dict, report, host: str, environments: tuple[str, ...],
                 workloads: tuple[str, ...]) -> None:
     workload_of = report.workload_of
-    env_rows = {env["name"]: env for env in report.environments}
+    env_rows = {env.name: env for env in report.environments}
     for label, metric in report.performance_primary().items():
         if workloads and label not in workloads and workload_of.get(label) not in workloads:
             continue
@@ -192,7 +192,7 @@ def _add_points(series: dict, report, host: str, environments: tuple[str, ...],
                 series[key] = Series(host, env, label, metric, cell.unit, cell.higher_is_better)
             campaign = report.campaign
             series[key].points.append(Point(
-                campaign["id"], campaign["name"], campaign["created_at"], cell.stats.median,
+                campaign.id, campaign.name, campaign.created_at, cell.stats.median,
                 cell.stats.ci_low, cell.stats.ci_high, cell.n_runs,
                 versions(env_rows.get(env, {}), campaign)))
 

@@ -57,11 +57,11 @@ class CampaignResults:
 
     @property
     def host_facts(self) -> dict[str, Any]:
-        return self.campaign["host_facts"]
+        return self.campaign.host_facts
 
     @property
     def host_checks(self) -> dict[str, Any] | None:
-        return self.campaign.get("host_checks")
+        return self.campaign.host_checks
 
     @property
     def baseline_measured(self) -> bool:
@@ -112,21 +112,21 @@ def load(store: Store, selector: str | None = None, baseline: str | None = None,
     from guestbench.analysis.summary import analyse, summarise
     from guestbench.store import StoreError
     campaign = store.campaign(selector)
-    environments = store.environments(campaign["id"])
-    names = [env["name"] for env in environments]
-    baseline = baseline or campaign["baseline"]
+    environments = store.environments(campaign.id)
+    names = [env.name for env in environments]
+    baseline = baseline or campaign.baseline
     if baseline is not None and baseline not in names:
         raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
-                         f"{campaign['id']} (fix: use one of {', '.join(names)})")
-    runs = store.runs(campaign["id"])
-    samples = store.samples(campaign["id"], () if context_samples or all_metrics
+                         f"{campaign.id} (fix: use one of {', '.join(names)})")
+    runs = store.runs(campaign.id)
+    samples = store.samples(campaign.id, () if context_samples or all_metrics
                             else CONTEXT_METRICS)
     results = summarise(names, runs, samples, include_context=all_metrics)
     primary = primary_metrics(results, runs)
     used = analyse(results, resamples, primary.items() if primary_only else None,
                    judged=primary.items())
-    cell_stops = store.cell_stops(campaign["id"])
-    workload_of = {run["label"]: run["workload"] for run in runs}
+    cell_stops = store.cell_stops(campaign.id)
+    workload_of = {run.label: run.workload for run in runs}
     return CampaignResults(campaign, environments, runs, samples, baseline, results, used,
                            primary, ratios(results, baseline),
                            geomeans(results, baseline, primary), cell_stops, workload_of,
@@ -158,7 +158,7 @@ def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, s
     metric, else its first metric."""
     from guestbench.workloads import CATALOGUE
 
-    workload_of = {run["label"]: run["workload"] for run in runs}  # the last run's
+    workload_of = {run.label: run.workload for run in runs}  # the last run's
     metrics: dict[str, list[str]] = {}
     for label, metric, _unit in results.rows:
         if metric and metric not in CONTEXT_METRICS:

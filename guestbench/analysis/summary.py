@@ -25,13 +25,13 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
     """
     runs = list(runs)
     samples = Samples.coerce(samples)
-    labels = list(dict.fromkeys(run["label"] for run in runs))
+    labels = list(dict.fromkeys(run.label for run in runs))
     label_code = {label: index for index, label in enumerate(labels)}
     env_code = {env: index for index, env in enumerate(environments)}
-    run_ids = np.fromiter((run["id"] for run in runs), dtype=np.int64, count=len(runs))
-    run_label = np.fromiter((label_code[run["label"]] for run in runs), dtype=np.int64, count=len(runs))
-    run_env = np.fromiter((env_code[run["environment"]] for run in runs), dtype=np.int64, count=len(runs))
-    run_ok = np.fromiter((run["status"] == "ok" for run in runs), dtype=bool, count=len(runs))
+    run_ids = np.fromiter((run.id for run in runs), dtype=np.int64, count=len(runs))
+    run_label = np.fromiter((label_code[run.label] for run in runs), dtype=np.int64, count=len(runs))
+    run_env = np.fromiter((env_code[run.environment] for run in runs), dtype=np.int64, count=len(runs))
+    run_ok = np.fromiter((run.status == "ok" for run in runs), dtype=bool, count=len(runs))
     # each sample's run, as an index into runs (samples of runs not listed are left out)
     order = np.argsort(run_ids, kind="stable")
     found = np.searchsorted(run_ids[order], samples.run_id)
@@ -75,15 +75,15 @@ def _cells(environments: list[str], runs: list[dict[str, Any]], rows: list[tuple
     kinds: dict[str, dict[str, str]] = {}
     gathered: dict[tuple[str, str], tuple[list[int], list[tuple[str, str]], list[str]]] = {}
     for run in runs:
-        if run["label"] not in declared:
-            declared[run["label"]] = declared_directions(run.get("params"))
-            kinds[run["label"]] = declared_kinds(run.get("params"))
-        ids, problems, flags = gathered.setdefault((run["label"], run["environment"]), ([], [], []))
-        ids.append(run["id"])
-        if run["status"] != "ok":
-            problems.append((run["status"], run["reason"]))
+        if run.label not in declared:
+            declared[run.label] = declared_directions(run.params)
+            kinds[run.label] = declared_kinds(run.params)
+        ids, problems, flags = gathered.setdefault((run.label, run.environment), ([], [], []))
+        ids.append(run.id)
+        if run.status != "ok":
+            problems.append((run.status, run.reason))
         else:
-            flags += run.get("flags") or []
+            flags += run.flags or []
     cells = {}
     for label, metric, unit in rows:
         row = {}

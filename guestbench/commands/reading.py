@@ -42,10 +42,10 @@ def report(opened: Store, selector: str | None, baseline: str | None, all_metric
 def _check_baseline(opened: Store, selector: str | None, baseline: str) -> None:
     from guestbench.store import StoreError
     campaign = opened.campaign(selector)
-    names = [env["name"] for env in opened.environments(campaign["id"])]
+    names = [env.name for env in opened.environments(campaign.id)]
     if baseline not in names:
         raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
-                         f"{campaign['id']}{did_you_mean(baseline, names)} (fix: use one of "
+                         f"{campaign.id}{did_you_mean(baseline, names)} (fix: use one of "
                          f"{', '.join(names)})")
 
 
@@ -98,9 +98,9 @@ def _side(opened: Store, selector: str):
     from guestbench.analysis import compare as comparing
     from guestbench.analysis.summary import CONTEXT_METRICS
     campaign = opened.campaign(selector)
-    return comparing.side(campaign, opened.environments(campaign["id"]),
-                          opened.runs(campaign["id"], comparing.RUN_COLUMNS),
-                          opened.samples(campaign["id"], CONTEXT_METRICS))
+    return comparing.side(campaign, opened.environments(campaign.id),
+                          opened.runs(campaign.id, comparing.RUN_COLUMNS),
+                          opened.samples(campaign.id, CONTEXT_METRICS))
 
 
 def with_itself(urls: tuple[str, str], sides_read) -> str:
@@ -127,7 +127,7 @@ def ab_sides(opened: Store, campaign_id: int):
         ids = {env.id for env in mine}
         side_runs = [dataclasses.replace(run, environment=run.environment.rsplit(".", 1)[0])
                      for run in runs if run.environment_id in ids]
-        run_ids = {run["id"] for run in side_runs}
+        run_ids = {run.id for run in side_runs}
         halves.append(comparing.side(campaign, mine, side_runs, samples.of_runs(run_ids)))
     return halves
 
@@ -205,9 +205,9 @@ def _check_names(opened: Store, environments: tuple[str, ...],
     stored_environments: set[str] = set()
     stored_workloads: set[str] = set()
     for campaign in opened.campaigns():
-        stored_environments |= {env["name"] for env in opened.environments(campaign["id"])}
-        for run in opened.runs(campaign["id"], ("label", "workload")):
-            stored_workloads |= {run["label"], run["workload"]}
+        stored_environments |= {env.name for env in opened.environments(campaign.id)}
+        for run in opened.runs(campaign.id, ("label", "workload")):
+            stored_workloads |= {run.label, run.workload}
     for flag, kind, given, stored in (("--env", "environment", environments, stored_environments),
                                       ("--workload", "workload", workloads, stored_workloads)):
         for one in given:

@@ -25,17 +25,17 @@ PLACEMENT_MARKS = {"same": "(s)", "disjoint": "(d)", "free": "(f)"}
 
 def short_names(environments: list[dict[str, Any]]) -> dict[str, str]:
     """{environment name: its column header}; names of at most MAX_HEADER characters stay."""
-    names = [env["name"] for env in environments]
+    names = [env.name for env in environments]
     if all(len(name) <= MAX_HEADER for name in names):
         return {name: name for name in names}
-    varying = _varying_keys([env.get("spec") or {} for env in environments])
-    parts = {env["name"]: _parts(env["name"], env.get("spec") or {}, varying)
+    varying = _varying_keys([env.spec or {} for env in environments])
+    parts = {env.name: _parts(env.name, env.spec or {}, varying)
              for env in environments}
     # every name a sweep made, long or not, at one level of shortening: headers read alike
-    swept = [env["name"] for env in environments
-             if parts[env["name"]][1] or len(env["name"]) > MAX_HEADER]
+    swept = [env.name for env in environments
+             if parts[env.name][1] or len(env.name) > MAX_HEADER]
     level = max(_level_needed(*parts[name]) for name in swept)
-    out = {env["name"]: env["name"] for env in environments}
+    out = {env.name: env.name for env in environments}
     for name in swept:
         out[name] = _at_level(name, *parts[name], level)
     taken: dict[str, int] = {}
@@ -113,10 +113,10 @@ def _word(key: str, value: Any) -> tuple[str, str]:
 
 def legend(report_environments: list[dict[str, Any]], headers: dict[str, str]) -> Table | None:
     """Which environment each shortened header stands for, with the spec's swept values."""
-    renamed = [env for env in report_environments if headers[env["name"]] != env["name"]]
+    renamed = [env for env in report_environments if headers[env.name] != env.name]
     if not renamed:
         return None
-    varying = _varying_keys([env.get("spec") or {} for env in report_environments])
+    varying = _varying_keys([env.spec or {} for env in report_environments])
     table = Table("Columns: short headers and the environments they stand for",
                   ["column", "environment", "kind", "swept values"], [], label_columns=1,
                   name="columns",
@@ -124,10 +124,10 @@ def legend(report_environments: list[dict[str, Any]], headers: dict[str, str]) -
                        "headers; (s): the VMM and the first vCPU share a host CPU, (d): each "
                        "on its own, (f): free.")
     for env in renamed:
-        spec = env.get("spec") or {}
+        spec = env.spec or {}
         swept = ", ".join(f"{key}={plain_value(spec[key])}" for key in varying
-                          if key in spec and f"-{key}{plain_value(spec[key])}" in env["name"])
-        table.add([headers[env["name"]], env["name"], str(env.get("kind", "")), swept or "-"])
+                          if key in spec and f"-{key}{plain_value(spec[key])}" in env.name)
+        table.add([headers[env.name], env.name, str(env.get("kind", "")), swept or "-"])
     return table
 
 

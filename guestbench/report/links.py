@@ -27,10 +27,10 @@ def cell_folders(report: CampaignResults) -> dict[tuple[str, str], Path]:
     folder is still there."""
     out: dict[tuple[str, str], Path] = {}
     for run in report.runs:
-        key = (run["environment"], run["label"])
-        if key in out or not run.get("log_path"):
+        key = (run.environment, run.label)
+        if key in out or not run.log_path:
             continue
-        folder = Path(run["log_path"]).parent
+        folder = Path(run.log_path).parent
         if folder.is_dir():
             out[key] = folder
     return out

@@ -439,8 +439,8 @@ def _column_n(results: Results, environment: str) -> str | None:
 
 def title(report: CampaignResults, what: str) -> str:
     campaign, facts = report.campaign, report.host_facts
-    created = campaign["created_at"].strftime("%Y-%m-%d %H:%M")
-    return (f"{what} - campaign {campaign['id']} '{campaign['name']}' ({campaign['status']}), "
+    created = campaign.created_at.strftime("%Y-%m-%d %H:%M")
+    return (f"{what} - campaign {campaign.id} '{campaign.name}' ({campaign.status}), "
             f"{created} UTC, host {facts.get('cpu_model')} x{facts.get('logical_cpus')}, "
             f"kernel {facts.get('kernel')}")
 
@@ -460,7 +460,7 @@ def parameter_notes(report: CampaignResults) -> str:
     in qemu-tcg." Empty when every row ran with one set of parameters."""
     params: dict[str, dict[str, dict[str, Any]]] = {}
     for run in report.runs:
-        params.setdefault(run["label"], {}).setdefault(run["environment"], run.get("params") or {})
+        params.setdefault(run.label, {}).setdefault(run.environment, run.params or {})
     notes: dict[str, list[str]] = {}  # what differed -> the labels it differed for
     for label, by_env in params.items():
         keys = sorted({key for one in by_env.values() for key in one

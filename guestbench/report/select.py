@@ -148,7 +148,7 @@ class Choice:
 
 def from_plan(report: CampaignResults) -> list[Choice]:
     """The campaign's plan's [[table]] entries; none for a plan without (or stored before)."""
-    stored = report.campaign.get("plan") or {}
+    stored = report.campaign.plan or {}
     if not stored.get("tables"):
         return []  # most plans: nothing to read, and the plan's models need not load
     from guestbench.plan.tables import table_specs
@@ -221,11 +221,11 @@ def narrowed(report: CampaignResults, choice: Choice) -> CampaignResults:
     results = dataclasses.replace(report.results, environments=shown, rows=rows, cells={
         key: row for key, row in report.results.cells.items() if key in kept})
     labels = {label for label, _metric in kept}
-    by_name = {env["name"]: env for env in report.environments}
+    by_name = {env.name: env for env in report.environments}
     return dataclasses.replace(
         report, results=results, environments=[by_name[name] for name in shown],
-        runs=[run for run in report.runs if run["environment"] in shown
-              and run["label"] in labels],
+        runs=[run for run in report.runs if run.environment in shown
+              and run.label in labels],
         primary={label: metric for label, metric in report.primary.items()
                  if (label, metric) in kept})
 

@@ -30,7 +30,7 @@ def metric_title(report: CampaignResults, label: str, metric: str) -> str:
 
 
 def apply(tables: list[Table], report: CampaignResults) -> None:
-    labels = {run["label"] for run in report.runs}
+    labels = {run.label for run in report.runs}
     for table in tables:
         # a table with a column per workload (% of the baseline) heads it with the title
         table.header = [label_title(report, cell) if cell in labels else cell

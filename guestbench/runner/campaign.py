@@ -90,19 +90,19 @@ class Runner:
         dropped and run again, every cell takes up where it stopped, adaptive cells with the
         values they had. The Runner's plan must be the campaign's (plan.stored)."""
         columns = self._start()
-        self.campaign_id = campaign["id"]
-        self.campaign_logs = Path(campaign["log_dir"])
+        self.campaign_id = campaign.id
+        self.campaign_logs = Path(campaign.log_dir)
         for log_path in self.store.reopen_campaign(self.campaign_id, proc.identity()):
             if Path(log_path).resolve().is_relative_to(self.campaign_logs.resolve()):
                 shutil.rmtree(log_path, ignore_errors=True)  # the dropped run's logs
-        stored = {env["name"]: env["id"] for env in self.store.environments(self.campaign_id)}
+        stored = {env.name: env.id for env in self.store.environments(self.campaign_id)}
         for column in columns:
             column.row_id = stored[column.spec.name]
             if not column.availability.available:
                 self.progress.unavailable(column.spec.name, column.availability.reason)
         self.cells = self._cells(columns)
         runs = self.store.runs(self.campaign_id)
-        self._stored_logs = {run["log_path"] for run in runs if run["log_path"]}
+        self._stored_logs = {run.log_path for run in runs if run.log_path}
         restore(self.cells, runs, self.store.samples(self.campaign_id),
                 self.store.cell_stops(self.campaign_id))
         return self._run_cells()

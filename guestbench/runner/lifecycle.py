@@ -92,14 +92,14 @@ def resumable(selector: str, db: str, facts, say: Say, quiet: bool = False):
         campaign = opened.campaign(selector)
         opened.engine.dispose()
         warning = resume.check(campaign, facts)
-        the_plan = plan.stored(campaign["plan"], f"campaign {campaign['id']}")
+        the_plan = plan.stored(campaign.plan, f"campaign {campaign.id}")
     except (store.StoreError, resume.NotResumable, plan.PlanError) as error:
         raise CannotStart(str(error)) from None
     if warning:
         say(f"guestbench: warning: {warning}")
     if not quiet:
-        say(f"guestbench: resuming campaign {campaign['id']} ({campaign['name']!r}, "
-            f"{campaign['status']})")
+        say(f"guestbench: resuming campaign {campaign.id} ({campaign.name!r}, "
+            f"{campaign.status})")
     return campaign, the_plan
 
 

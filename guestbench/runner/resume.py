@@ -24,20 +24,20 @@ class NotResumable(Exception):
 def check(campaign: dict[str, Any], here: Host) -> str | None:
     """None when the campaign may be resumed here, with nothing to say; a warning to print
     when it may but that is not certain; raises NotResumable otherwise."""
-    name = f"campaign {campaign['id']} ({campaign['name']!r})"
-    if campaign["status"] == "finished":
+    name = f"campaign {campaign.id} ({campaign.name!r})"
+    if campaign.status == "finished":
         raise NotResumable(f"{name} finished already: nothing to resume "
                            "(fix: 'guestbench report' shows it; run its plan again for more runs)")
-    stored = Host(campaign["host_facts"] or {})
+    stored = Host(campaign.host_facts or {})
     if stored.fingerprint != here.fingerprint:
         differs = [f"{key} {stored.facts.get(key)!r} there, {here.facts.get(key)!r} here"
                    for key in FINGERPRINT_KEYS if stored.facts.get(key) != here.facts.get(key)]
         raise NotResumable(f"{name} ran on another host ({'; '.join(differs)}): resuming it "
                            "here would mix two hosts in one campaign (fix: resume it on that "
                            "host, or run its plan again here as a new campaign)")
-    if campaign["status"] != "running":
+    if campaign.status != "running":
         return None
-    owner = campaign.get("owner")
+    owner = campaign.owner
     running = proc.still_running(owner)
     if running:
         raise NotResumable(f"{name} is still being run by process {owner['pid']} on this host "

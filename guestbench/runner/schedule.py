@@ -133,14 +133,14 @@ def restore(cells: list[Cell], runs: Iterable[dict[str, Any]], samples: Iterable
     by_key = {(cell.column.row_id, cell.case.label): cell for cell in cells}
     of_run: dict[int, list[tuple[str, str, float]]] = defaultdict(list)
     for sample in samples:
-        of_run[sample["run_id"]].append((sample["metric"], sample["unit"], sample["value"]))
-    for run in sorted(runs, key=lambda run: run["id"]):
-        cell = by_key.get((run["environment_id"], run["label"]))
+        of_run[sample.run_id].append((sample.metric, sample.unit, sample.value))
+    for run in sorted(runs, key=lambda run: run.id):
+        cell = by_key.get((run.environment_id, run.label))
         if cell is not None:
-            cell.add(Outcome(run["status"], run["reason"], of_run.get(run["id"], [])),
-                     run["host_seconds"])
+            cell.add(Outcome(run.status, run.reason, of_run.get(run.id, [])),
+                     run.host_seconds)
     for stop in stops:
-        cell = by_key.get((stop["environment_id"], stop["label"]))
+        cell = by_key.get((stop.environment_id, stop.label))
         if cell is not None:
-            cell.stopped = stop["reason"]
+            cell.stopped = stop.reason
 

@@ -6,16 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
 
 import numpy as np
+
+from guestbench.store.records import StoredSample
 
 
 @dataclass(frozen=True)
 class Samples:
     """Samples in their stored order: run ids, values, and a code per sample into `kinds`,
-    the distinct (metric, unit) pairs. Iterating gives one dict per sample, as the rows
-    were, for the renderers that list samples one by one (csv, json)."""
+    the distinct (metric, unit) pairs. Iterating gives one StoredSample per sample, for the
+    renderers that list samples one by one (csv, json)."""
 
     run_id: np.ndarray  # int64
     kind: np.ndarray  # int32 index into kinds
@@ -33,22 +34,21 @@ class Samples:
         return cls(run_id, kind, value, tuple(codes))
 
     @classmethod
-    def coerce(cls, samples: "Samples | Iterable[dict[str, Any]]") -> "Samples":
-        """Samples as they are, or built from dicts with run_id, metric, unit and value."""
+    def coerce(cls, samples: "Samples | Iterable[StoredSample]") -> "Samples":
+        """Samples as they are, or built from StoredSamples."""
         if isinstance(samples, Samples):
             return samples
-        return cls.from_tuples([(sample["run_id"], sample["metric"], sample.get("unit", ""),
-                                 sample["value"]) for sample in samples])
+        return cls.from_tuples([tuple(sample) for sample in samples])
 
     def __len__(self) -> int:
         return int(self.value.size)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[StoredSample]:
         kinds = self.kinds
         for run_id, kind, value in zip(self.run_id.tolist(), self.kind.tolist(),
                                        self.value.tolist()):
             metric, unit = kinds[kind]
-            yield {"run_id": run_id, "metric": metric, "unit": unit, "value": value}
+            yield StoredSample(run_id, metric, unit, value)
 
     def where(self, mask: np.ndarray) -> "Samples":
         return Samples(self.run_id[mask], self.kind[mask], self.value[mask], self.kinds)

@@ -57,7 +57,7 @@ def test_a_round_boots_one_guest_for_every_plain_workload(build_plan, run_plan, 
     assert len({run["log_path"] for run in shared}) == 3  # one folder per round
     samples = {}
     for sample in store.samples(campaign_id):
-        samples.setdefault(sample["run_id"], set()).add(sample["metric"])
+        samples.setdefault(sample.run_id, set()).add(sample.metric)
     assert all({"time_per_op", "tsc_per_op"} <= samples[run["id"]] for run in shared)
 
 
@@ -119,5 +119,5 @@ def test_a_workload_that_times_out_in_a_shared_guest_keeps_the_others_samples(
     hung = next(run for run in runs.values() if run["status"] == Status.TIMEOUT)
     assert "killed after the 0.6 s timeout of a guest shared by 3 workloads (the run " \
            "timeout, 0.2 s, for each)" in hung["reason"]
-    kept = {sample["run_id"] for sample in store.samples(campaign_id)}
+    kept = {sample.run_id for sample in store.samples(campaign_id)}
     assert kept == {run["id"] for run in runs.values() if run["status"] == Status.OK}

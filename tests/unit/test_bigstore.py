@@ -37,8 +37,8 @@ def cells(store: gb_store.Store, campaign_id: int) -> dict[tuple[str, str, str],
     runs = {run["id"]: run for run in store.runs(campaign_id)}
     out: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for sample in store.samples(campaign_id):
-        run = runs[sample["run_id"]]
-        out[(env_name[run["environment_id"]], run["label"], sample["metric"])].append(sample["value"])
+        run = runs[sample.run_id]
+        out[(env_name[run["environment_id"]], run["label"], sample.metric)].append(sample.value)
     return out
 
 
@@ -78,7 +78,7 @@ def test_every_sample_belongs_to_a_run_of_its_campaign(generated, opened) -> Non
         assert {run["environment_id"] for run in runs.values()} == environments
         with_samples = defaultdict(list)
         for sample in opened.samples(campaign_id):
-            with_samples[sample["run_id"]].append(sample["metric"])
+            with_samples[sample.run_id].append(sample.metric)
         assert set(with_samples) <= set(runs)
         for run_id, run in runs.items():
             metrics = with_samples.get(run_id, [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from guestbench.analysis.boot import breakdown
 from guestbench.environments.base import Capability
 from guestbench.workloads import CATALOGUE
+from guestbench.store.records import Run, StoredSample
 
 
 def test_it_needs_a_guest_of_its_own_and_no_agent() -> None:
@@ -16,8 +17,8 @@ def test_it_needs_a_guest_of_its_own_and_no_agent() -> None:
 
 
 def test_the_boot_table_gives_the_ready_line_phase() -> None:
-    runs = [{"id": index, "environment": "debian", "status": "ok"} for index in (1, 2, 3)]
-    samples = [{"run_id": run, "metric": metric, "unit": "ms", "value": value * run}
+    runs = [Run(id=index, environment="debian", status="ok") for index in (1, 2, 3)]
+    samples = [StoredSample(run_id=run, metric=metric, unit="ms", value=value * run)
                for run in (1, 2, 3)
                for metric, value in (("boot_first_byte", 100.0), ("boot_ready", 900.0),
                                      ("boot_powered_off", 950.0))]

@@ -6,15 +6,17 @@ from __future__ import annotations
 from guestbench.analysis import results as analysed
 from guestbench.report import columns, select
 from tests.unit.test_published import THREE, Campaign
+from guestbench.store.records import Environment
 
 SWEPT = {f"tcg-machine{machine}-vcpus{vcpus}-placement{placement}": {
     "kind": "qemu", "machine": machine, "vcpus": vcpus, "placement": placement}
     for machine in ("microvm", "pc") for vcpus in (1, 2) for placement in ("same", "disjoint")}
 
 
-def environments(named: dict[str, dict]) -> list[dict]:
-    return [{"name": name, "kind": spec.get("kind", "native"), "spec": {"name": name, **spec}}
-            for name, spec in named.items()]
+def environments(named: dict[str, dict]) -> list[Environment]:
+    return [Environment(id=index, name=name, kind=spec.get("kind", "native"),
+                        spec={"name": name, **spec})
+            for index, (name, spec) in enumerate(named.items(), start=1)]
 
 
 def test_swept_names_become_headers_of_at_most_24_characters() -> None:

@@ -13,6 +13,7 @@ from guestbench.protocol import encode
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT
 from guestbench.runner import Status
 from guestbench.runner.outcomes import watch
+from guestbench.store.records import Run, StoredSample
 
 
 def line(seq: int, body: dict) -> str:
@@ -115,14 +116,14 @@ def test_no_userspace_within_the_boot_timeout(tmp_path):
 
 
 def test_breakdown_takes_per_run_differences():
-    runs = [{"id": 1, "environment": "vm", "status": "ok"},
-            {"id": 2, "environment": "vm", "status": "ok"},
-            {"id": 3, "environment": "vm", "status": "timeout"}]
+    runs = [Run(id=1, environment="vm", status="ok"),
+            Run(id=2, environment="vm", status="ok"),
+            Run(id=3, environment="vm", status="timeout")]
     points = {1: (100, 900, 950, 1000, 150), 2: (300, 1000, 1060, 1100, 160),
               3: (1, 2, 3, 4, 5)}
     names = ("boot_first_byte", "boot_userspace", "boot_agent_ready", "boot_powered_off",
              "boot_clock_zero")
-    samples = [{"run_id": run, "metric": name, "value": value}
+    samples = [StoredSample(run_id=run, metric=name, unit="ratio", value=value)
                for run, values in points.items() for name, value in zip(names, values)]
     cells = breakdown(runs, samples)["vm"]
     # guest clock zero on the host's timeline, from VMM start: 150 and 160

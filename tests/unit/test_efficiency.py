@@ -6,15 +6,16 @@ import datetime as dt
 
 from guestbench.analysis import efficiency
 from guestbench.report.tables.efficiency import efficiency_table
+from guestbench.store.records import Campaign, Run, StoredSample
 
 RUNS = [
-    {"id": 1, "workload": "getpid", "status": "ok", "host_seconds": 0.4},
-    {"id": 2, "workload": "getpid", "status": "ok", "host_seconds": 0.6},
-    {"id": 3, "workload": "boot", "status": "ok", "host_seconds": 5.0},
-    {"id": 4, "workload": "getpid", "status": "unavailable", "host_seconds": 0.0},
+    Run(id=1, workload="getpid", status="ok", host_seconds=0.4),
+    Run(id=2, workload="getpid", status="ok", host_seconds=0.6),
+    Run(id=3, workload="boot", status="ok", host_seconds=5.0),
+    Run(id=4, workload="getpid", status="unavailable", host_seconds=0.0),
 ]
-TIMED = [{"run_id": 1, "metric": "timed", "value": 0.1},
-         {"run_id": 2, "metric": "timed", "value": 0.3}]
+TIMED = [StoredSample(run_id=1, metric="timed", unit="s", value=0.1),
+         StoredSample(run_id=2, metric="timed", unit="s", value=0.3)]
 
 
 def test_the_shares_add_up_to_the_wall_time() -> None:
@@ -27,8 +28,8 @@ def test_the_shares_add_up_to_the_wall_time() -> None:
     assert "outside runs 40% (" in line
 
 
-AGENT = [{"run_id": 1, "metric": "in_agent", "value": 0.3},
-         {"run_id": 2, "metric": "in_agent", "value": 0.4}]
+AGENT = [StoredSample(run_id=1, metric="in_agent", unit="s", value=0.3),
+         StoredSample(run_id=2, metric="in_agent", unit="s", value=0.4)]
 
 
 def test_the_agent_span_splits_starting_environments_from_calibrating() -> None:
@@ -51,12 +52,12 @@ def test_durations_read_as_a_person_says_them() -> None:
 
 class _Samples(list):
     def of_metrics(self, *metrics):
-        return [sample for sample in self if sample["metric"] in metrics]
+        return [sample for sample in self if sample.metric in metrics]
 
 
 class _Report:
     start = dt.datetime(2026, 11, 25, 20, 0, tzinfo=dt.timezone.utc)
-    campaign = {"created_at": start, "finished_at": start + dt.timedelta(seconds=10)}
+    campaign = Campaign(id=1, created_at=start, finished_at=start + dt.timedelta(seconds=10))
     runs = RUNS
     samples = _Samples(TIMED)
 
@@ -83,5 +84,5 @@ def test_the_table_puts_the_costliest_workload_first_with_its_timed_share() -> N
 
 def test_a_campaign_without_an_end_has_no_table() -> None:
     class Running(_Report):
-        campaign = {"created_at": _Report.start, "finished_at": None}
+        campaign = Campaign(id=1, created_at=_Report.start, finished_at=None)
     assert efficiency_table(Running()) is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from guestbench.workloads import CATALOGUE
 from guestbench.workloads.base import OutputError, RunOutput
 from guestbench.workloads.metrics import Metric, parse_metrics
 from tests.unit.test_published import Campaign
+from guestbench.store.records import Run, StoredSample
 
 DATA = Path(__file__).parent / "data" / "tools"
 ENV = '[[environment]]\npreset = "native"\n'
@@ -287,9 +290,9 @@ def runs_and_samples(better: str, values: dict[str, list[float]]):
     for env, found in values.items():
         for value in found:
             run_id = len(runs) + 1
-            runs.append({"id": run_id, "environment": env, "label": "exec", "status": "ok",
-                         "reason": "", "params": params})
-            samples.append({"run_id": run_id, "metric": "lat", "unit": "MB/s", "value": value})
+            runs.append(Run(id=run_id, environment=env, label="exec", status="ok",
+                         reason="", params=params))
+            samples.append(StoredSample(run_id=run_id, metric="lat", unit="MB/s", value=value))
     return runs, samples
 
 
@@ -300,8 +303,7 @@ def test_a_declared_direction_beats_the_unit() -> None:
         assert cell.declared_higher is expected and cell.higher_is_better is expected
     # without a declaration the unit decides, as before
     runs, samples = runs_and_samples("lower", {"a": [1.0]})
-    for run in runs:
-        run.pop("params")
+    runs = [dataclasses.replace(run, params={}) for run in runs]
     assert summarise(["a"], runs, samples).cell("exec", "lat", "a").higher_is_better
     assert declared_directions({"metrics": "nonsense"}) == {}
     assert declared_directions(None) == {}

@@ -89,8 +89,8 @@ def test_every_run_of_start_stores_its_phases(build_plan, run_plan, store):
     runs = {run["id"]: run for run in store.runs(campaign_id)}
     assert len(runs) == 3 and all(run["status"] == "ok" for run in runs.values())
     for run_id, run in runs.items():
-        ms = {s["metric"]: s["value"] for s in store.samples(campaign_id)
-              if s["run_id"] == run_id and s["unit"] == "ms"}
+        ms = {s.metric: s.value for s in store.samples(campaign_id)
+              if s.run_id == run_id and s.unit == "ms"}
         assert set(ms) == {"start_ready", "start_teardown"}
         assert 0 <= ms["start_ready"] <= run["host_seconds"] * 1000
         assert 0 <= ms["start_teardown"] <= run["host_seconds"] * 1000

@@ -334,7 +334,7 @@ def test_csv(report: analysed.CampaignResults) -> None:
                  "value", "version"):
         assert name in header
     sample_less_runs = [run for run in report.runs
-                        if not any(s["run_id"] == run["id"] for s in report.samples)]
+                        if not any(s.run_id == run["id"] for s in report.samples)]
     assert len(rows) == len(report.samples) + len(sample_less_runs)
     measured = [r for r in rows if r["environment"] == "base" and r["metric"] == "time_per_op"]
     assert sorted(float(r["value"]) for r in measured) == [100.0, 110.0, 120.0]

@@ -79,13 +79,13 @@ def test_fake_behaviour_gives_its_status(build_plan, run_plan, store, behaviour:
     campaign_id = run_plan(plan)
     (run,) = store.runs(campaign_id)
     assert run["status"] == EXPECTED_STATUS[behaviour]
-    samples = [s for s in store.samples(campaign_id) if s["run_id"] == run["id"]]
+    samples = [s for s in store.samples(campaign_id) if s.run_id == run["id"]]
     if behaviour == "ok":
         assert run["reason"] == ""
-        assert {(s["metric"], s["unit"]) for s in samples} == {
+        assert {(s.metric, s.unit) for s in samples} == {
             ("time_per_op", "ns"), ("tsc_per_op", "cycles"),
             ("in_agent", "s")}  # the agent's span on the host's clock (the runner's)
-        assert all(s["value"] > 0 for s in samples)
+        assert all(s.value > 0 for s in samples)
     else:
         assert run["reason"].strip(), f"{behaviour}: a non-ok run needs a reason"
         assert REASON_WORDS[behaviour] in run["reason"]
@@ -111,7 +111,7 @@ def test_every_behaviour_in_one_campaign(build_plan, run_plan, store) -> None:
         # 2 workloads x repeat 2; an unavailable environment's cells stop at their one run
         runs = 2 if EXPECTED_STATUS[behaviour] == "unavailable" else 4
         assert [r["status"] for r in by_env[behaviour]] == [EXPECTED_STATUS[behaviour]] * runs
-    sampled_runs = {s["run_id"] for s in store.samples(campaign_id)}
+    sampled_runs = {s.run_id for s in store.samples(campaign_id)}
     ok_runs = {r["id"] for r in store.runs(campaign_id) if r["status"] == "ok"}
     assert sampled_runs == ok_runs and len(ok_runs) == 4
 
@@ -125,7 +125,7 @@ def test_unsupported_when_a_capability_is_missing(build_plan, run_plan, store) -
     assert pipe_switch["status"] == Status.UNSUPPORTED
     assert "processes" in pipe_switch["reason"]
     assert pipe_switch["log_path"] is None
-    assert not [s for s in store.samples(campaign_id) if s["run_id"] == pipe_switch["id"]]
+    assert not [s for s in store.samples(campaign_id) if s.run_id == pipe_switch["id"]]
 
 
 def test_no_capabilities_makes_timing_workloads_unsupported(build_plan, run_plan, store) -> None:

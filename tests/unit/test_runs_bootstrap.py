@@ -8,6 +8,7 @@ from guestbench.analysis import stats
 from guestbench.analysis.compare import run_units
 from guestbench.analysis.cells import Cell
 from guestbench.analysis.summary import summarise
+from guestbench.store.records import Run, StoredSample
 
 
 def nested(runs: int, per_run: int, between: float, within: float, seed: int = 1):
@@ -71,9 +72,9 @@ def test_sizes_must_add_up():
 
 
 def test_summarise_groups_values_by_run_even_when_samples_interleave():
-    runs = [{"id": run, "environment": "e", "label": "w", "status": "ok", "reason": ""}
+    runs = [Run(id=run, environment="e", label="w", status="ok", reason="")
             for run in (1, 2)]
-    samples = [{"run_id": run, "metric": "t", "unit": "ns", "value": value}
+    samples = [StoredSample(run_id=run, metric="t", unit="ns", value=value)
                for run, value in ((1, 1.0), (2, 5.0), (1, 2.0), (2, 6.0), (2, 7.0))]
     cell = summarise(["e"], runs, samples).cell("w", "t", "e")
     assert cell.run_values() == [[1.0, 2.0], [5.0, 6.0, 7.0]]

@@ -14,6 +14,7 @@ from guestbench import store as gb_store
 from guestbench.store import RunRecord, StoreError, packed, schema
 from guestbench.store.columns import Samples
 from guestbench.store.schema import SCHEMA_VERSION
+from guestbench.store.records import StoredSample
 
 FACTS = {"hostname": "h", "cpu_model": "Test CPU", "logical_cpus": 4, "kernel": "6.1"}
 PLAN = {"source": "x.toml", "campaign": {"name": "c", "repeat": 2},
@@ -114,8 +115,8 @@ def test_round_trip(store: gb_store.Store) -> None:
 
     samples = list(store.samples(campaign_id))
     assert samples == [
-        {"run_id": ok_id, "metric": "time_per_op", "unit": "ns", "value": 61.25},
-        {"run_id": ok_id, "metric": "tsc_per_op", "unit": "cycles", "value": 150.0},
+        StoredSample(run_id=ok_id, metric="time_per_op", unit="ns", value=61.25),
+        StoredSample(run_id=ok_id, metric="tsc_per_op", unit="cycles", value=150.0),
     ]
 
 
@@ -127,7 +128,7 @@ def test_reading_is_scoped_to_one_campaign(store: gb_store.Store) -> None:
     store.add_run(second, a_run(env2, samples=(("time_per_op", "ns", 1.0),)))
     store.add_run(second, a_run(env2, repetition=1, samples=(("time_per_op", "ns", 2.0),)))
     assert len(store.runs(first)) == 1 and len(store.runs(second)) == 2
-    assert [s["value"] for s in store.samples(second)] == [1.0, 2.0]
+    assert [s.value for s in store.samples(second)] == [1.0, 2.0]
     assert [e["id"] for e in store.environments(second)] == [env2]
 
 
@@ -139,7 +140,7 @@ def test_a_reader_may_ask_for_some_columns_and_leave_metrics_out(store: gb_store
     assert (run.id, run.label, run.flags, run.environment) == (
         run_id, "getpid", ["unstable"], "native")
     assert run.started_at is None and run.log_path is None  # not read
-    assert [s["metric"] for s in store.samples(campaign_id, ("tsc_per_op",))] == ["time_per_op"]
+    assert [s.metric for s in store.samples(campaign_id, ("tsc_per_op",))] == ["time_per_op"]
 
 
 def test_one_host_row_per_fingerprint(store: gb_store.Store) -> None:
@@ -314,7 +315,7 @@ def test_version_1_store_migrates_to_the_current_keeping_everything(store_url: s
     assert (old["id"], old["status"], old["plan"], old["host_checks"]) == (
         1, "finished", {"source": "x"}, None)
     assert [(r["repetition"], r["status"]) for r in store.runs(1)] == [(0, "ok"), (1, "ok")]
-    assert [s["value"] for s in store.samples(1)] == [61.0, 62.0]
+    assert [s.value for s in store.samples(1)] == [61.0, 62.0]
     assert store.cell_stops(1) == []
 
     store.add_cell_stop(1, gb_store.CellStop(1, "getpid", 2, 2, "fixed", None, None))
@@ -388,7 +389,7 @@ def test_version_2_store_migrates_to_the_current_keeping_everything(store_url: s
         (1, "native", "native", {}, True, "the host", 0, None),
         (2, "qemu-kernelA", "qemu", {"kernel": "/boot/A"}, True, "kvm", 1, None)]
     assert [(r["repetition"], r["status"]) for r in store.runs(1)] == [(0, "ok"), (1, "ok")]
-    assert [s["value"] for s in store.samples(1)] == [61.0, 62.0]
+    assert [s.value for s in store.samples(1)] == [61.0, 62.0]
     assert [(c["label"], c["reason"]) for c in store.cell_stops(1)] == [("getpid", "fixed")]
 
     new = new_campaign(store, "new", "fp")
@@ -440,7 +441,7 @@ def test_an_ended_campaign_is_read_from_its_block_exactly_as_from_its_rows(
     left = store.samples(campaign_id, ["iterations"])
     assert same_samples(left, rows_read(store, campaign_id, ["iterations"]))
     assert left.kinds == (("time_per_op", "ns"), ("tsc_per_op", "cycles"))
-    assert [sample["metric"] for sample in left] == ["time_per_op", "tsc_per_op"] * 3
+    assert [sample.metric for sample in left] == ["time_per_op", "tsc_per_op"] * 3
 
 
 def _ended_campaign(store: gb_store.Store) -> int:
@@ -532,7 +533,7 @@ def test_a_version_8_store_has_its_blocks_packed_again_with_their_checksum(
         layout, checksum = connection.execute(sa.text(
             "select layout, checksum from sample_block where campaign_id = 1")).one()
     assert layout == packed.LAYOUT and checksum is not None
-    assert [sample["value"] for sample in store.samples(1)] == [61.0, 62.0]
+    assert [sample.value for sample in store.samples(1)] == [61.0, 62.0]
     store.engine.dispose()
 
 
@@ -543,10 +544,10 @@ def test_a_block_that_a_later_write_outdated_is_not_read(store: gb_store.Store) 
     store.finish_campaign(campaign_id, "interrupted")
     assert packed_size(store, campaign_id) == 2
     store.add_run(campaign_id, a_run(env, 1, samples=(("time_per_op", "ns", 99.0),)))
-    assert [sample["value"] for sample in store.samples(campaign_id)] == [61.25, 150.0, 99.0]
+    assert [sample.value for sample in store.samples(campaign_id)] == [61.25, 150.0, 99.0]
     store.finish_campaign(campaign_id, "finished")  # ending again packs it again
     assert packed_size(store, campaign_id) == 3
-    assert [sample["value"] for sample in store.samples(campaign_id)] == [61.25, 150.0, 99.0]
+    assert [sample.value for sample in store.samples(campaign_id)] == [61.25, 150.0, 99.0]
 
 
 def test_version_3_store_migrates_to_4_packing_the_ended_campaigns(store_url: str) -> None:
@@ -565,7 +566,7 @@ def test_version_3_store_migrates_to_4_packing_the_ended_campaigns(store_url: st
     assert store.version() == SCHEMA_VERSION
     assert packed_size(store, 1) == 2  # the finished campaign's two samples
     assert packed_size(store, 2) is None  # a running campaign is not packed
-    assert [s["value"] for s in store.samples(1)] == [61.0, 62.0]
+    assert [s.value for s in store.samples(1)] == [61.0, 62.0]
     store.engine.dispose()
 
 
@@ -606,7 +607,7 @@ def test_a_campaign_records_its_owner_and_reopening_forgets_what_was_unfinished(
     assert (reopened["status"], reopened["finished_at"], reopened["owner"]) == (
         "running", None, again)
     assert [run["id"] for run in store.runs(campaign_id)] == [done]
-    assert [sample["value"] for sample in store.samples(campaign_id)] == [61.25, 150.0]
+    assert [sample.value for sample in store.samples(campaign_id)] == [61.25, 150.0]
     assert store.cell_stops(campaign_id) == []
     assert packed_size(store, campaign_id) is None
 

@@ -53,7 +53,7 @@ def test_campaigns_written_at_once_keep_every_row_in_its_own_campaign(store_url:
         samples = list(store.samples(campaign))
         assert len(samples) == 2 * RUNS
         for sample in samples:  # each value names its writer and repetition
-            repetition = by_run[sample["run_id"]]
-            offset = 0.25 if sample["metric"] == "time_per_op" else 0.5
-            assert sample["value"] == writer * 1000 + repetition + offset
+            repetition = by_run[sample.run_id]
+            offset = 0.25 if sample.metric == "time_per_op" else 0.5
+            assert sample.value == writer * 1000 + repetition + offset
     store.engine.dispose()

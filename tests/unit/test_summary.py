@@ -6,16 +6,16 @@ import pytest
 
 from guestbench.analysis.cells import Cell, higher_is_better, status_counts
 from guestbench.analysis.summary import summarise
+from guestbench.store.records import Run, StoredSample
 
 
 def run(run_id: int, environment: str, label: str = "getpid", status: str = "ok",
-        reason: str = "") -> dict:
-    return {"id": run_id, "environment": environment, "label": label, "status": status,
-            "reason": reason}
+        reason: str = "") -> Run:
+    return Run(id=run_id, environment=environment, label=label, status=status, reason=reason)
 
 
 def sample(run_id: int, value: float, metric: str = "time_per_op", unit: str = "ns") -> dict:
-    return {"run_id": run_id, "metric": metric, "unit": unit, "value": value}
+    return StoredSample(run_id=run_id, metric=metric, unit=unit, value=value)
 
 
 def test_median_min_max_n() -> None:

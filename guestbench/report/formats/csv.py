@@ -18,29 +18,29 @@ COLUMNS = ["campaign", "environment", "workload", "label", "metric", "unit", "re
 def render(report: CampaignResults) -> str:
     by_run = defaultdict(list)
     for sample in report.samples:
-        by_run[sample["run_id"]].append(sample)
+        by_run[sample.run_id].append(sample)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
     cells = report.results.cells
     flags_of: dict[tuple[str, str, str], str] = {}
     host_kernel = report.host_facts.get("kernel")
-    version_of = {env["name"]: what_ran(env, host_kernel) for env in report.environments}
+    version_of = {env.name: what_ran(env, host_kernel) for env in report.environments}
     for run in report.runs:
-        base = [report.campaign["id"], run["environment"], run["workload"], run["label"]]
-        version = version_of.get(run["environment"], "")
-        tail = [run["reason"], run["id"], run["log_path"] or "", " ".join(run["flags"] or [])]
-        for sample in by_run.get(run["id"]) or [None]:
+        base = [report.campaign.id, run.environment, run.workload, run.label]
+        version = version_of.get(run.environment, "")
+        tail = [run.reason, run.id, run.log_path or "", " ".join(run.flags or [])]
+        for sample in by_run.get(run.id) or [None]:
             if sample is None:
-                writer.writerow([*base, "", "", run["repetition"], run["status"], "", *tail, "",
+                writer.writerow([*base, "", "", run.repetition, run.status, "", *tail, "",
                                  version])
                 continue
-            key = (run["label"], sample["metric"], run["environment"])
+            key = (run.label, sample.metric, run.environment)
             if key not in flags_of:
                 cell = cells.get(key[:2], {}).get(key[2])
                 flags_of[key] = " ".join(cell.flag_names) if cell else ""
-            writer.writerow([*base, sample["metric"], sample["unit"], run["repetition"],
-                             run["status"], repr(sample["value"]), *tail, flags_of[key], version])
+            writer.writerow([*base, sample.metric, sample.unit, run.repetition,
+                             run.status, repr(sample.value), *tail, flags_of[key], version])
     return buffer.getvalue()
 
 

@@ -28,7 +28,7 @@ def github_action_benchmark(report: CampaignResults) -> dict[str, list[dict[str,
             entry["range"] = f"[{stats.ci_low:.6g}, {stats.ci_high:.6g}] (95% CI)"
         flags = f", flags: {', '.join(stats.flags)}" if stats.flags else ""
         spread = f"; cv {stats.cv:.3g}" if stats.cv is not None else ""
-        entry["extra"] = (f"campaign {report.campaign['id']}; runs x values "
+        entry["extra"] = (f"campaign {report.campaign.id}; runs x values "
                           f"{stats.count_text}{spread}{flags}")
         (bigger if cell.higher_is_better else smaller).append(entry)
     return {"customSmallerIsBetter": smaller, "customBiggerIsBetter": bigger}

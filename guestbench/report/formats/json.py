@@ -25,22 +25,22 @@ JSON_SCHEMA_VERSION = 3
 def document(report: CampaignResults) -> dict[str, Any]:
     by_run = defaultdict(list)
     for sample in report.samples:
-        by_run[sample["run_id"]].append(
-            {"metric": sample["metric"], "unit": sample["unit"], "value": sample["value"]})
+        by_run[sample.run_id].append(
+            {"metric": sample.metric, "unit": sample.unit, "value": sample.value})
     campaign = report.campaign
     return {
         "schema": "guestbench-results",
         "schema_version": JSON_SCHEMA_VERSION,
         "generated_by": f"guestbench {__version__}",
         "campaign": {
-            "id": campaign["id"], "name": campaign["name"], "status": campaign["status"],
-            "created_at": campaign["created_at"].isoformat(),
-            "finished_at": campaign["finished_at"].isoformat() if campaign["finished_at"] else None,
-            "guestbench_version": campaign["guestbench_version"],
-            "baseline": report.baseline, "plan": campaign["plan"], "log_dir": campaign["log_dir"],
-            "end_reason": campaign.get("end_reason"),
+            "id": campaign.id, "name": campaign.name, "status": campaign.status,
+            "created_at": campaign.created_at.isoformat(),
+            "finished_at": campaign.finished_at.isoformat() if campaign.finished_at else None,
+            "guestbench_version": campaign.guestbench_version,
+            "baseline": report.baseline, "plan": campaign.plan, "log_dir": campaign.log_dir,
+            "end_reason": campaign.end_reason,
         },
-        "host": campaign["host_facts"],
+        "host": campaign.host_facts,
         "host_checks": report.host_checks,
         # every ratio_to_baseline and geometric mean of this document reads this way
         "ratio_rule": RATIO_RULE.replace("baseline", report.baseline or "baseline"),
@@ -48,18 +48,18 @@ def document(report: CampaignResults) -> dict[str, Any]:
                        "method": "percentile bootstrap of the median: runs, then values within runs",
                        "unstable_cv": UNSTABLE_CV, "outlier_iqr": OUTLIER_IQR},
         "environments": [
-            {"name": env["name"], "kind": env["kind"], "spec": env["spec"],
-             "available": env["available"], "probe": env["probe"],
-             "facts": env.get("facts") or {},
+            {"name": env.name, "kind": env.kind, "spec": env.spec,
+             "available": env.available, "probe": env.probe,
+             "facts": env.facts or {},
              # what ran, in the words of the HTML system card and the platform table
-             "version": what_ran(env, campaign["host_facts"].get("kernel"))}
+             "version": what_ran(env, campaign.host_facts.get("kernel"))}
             for env in report.environments],
         "runs": [
-            {"id": run["id"], "environment": run["environment"], "workload": run["workload"],
-             "label": run["label"], "params": run["params"], "repetition": run["repetition"],
-             "status": run["status"], "reason": run["reason"], "flags": run["flags"],
-             "started_at": run["started_at"].isoformat(), "host_seconds": run["host_seconds"],
-             "log_path": run["log_path"], "samples": by_run.get(run["id"], [])}
+            {"id": run.id, "environment": run.environment, "workload": run.workload,
+             "label": run.label, "params": run.params, "repetition": run.repetition,
+             "status": run.status, "reason": run.reason, "flags": run.flags,
+             "started_at": run.started_at.isoformat(), "host_seconds": run.host_seconds,
+             "log_path": run.log_path, "samples": by_run.get(run.id, [])}
             for run in report.runs],
         "cells": cells(report),
         "geometric_means": {

@@ -32,8 +32,8 @@ PERCENT_TITLES = ("out per chr", "out block", "rewrite", "in per chr", "in block
 
 
 def tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]:
-    labels = list(dict.fromkeys(run["label"] for run in report.runs
-                                if run["workload"] == "bonnie"))
+    labels = list(dict.fromkeys(run.label for run in report.runs
+                                if run.workload == "bonnie"))
     out = []
     for label in labels:
         sizes = _sizes(report, label)
@@ -49,7 +49,7 @@ def tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]:
 
 
 def _sizes(report: CampaignResults, label: str) -> str:
-    params = next((run.get("params") or {} for run in report.runs if run["label"] == label), {})
+    params = next((run.params or {} for run in report.runs if run.label == label), {})
     files = params.get("files")
     return f"file {params.get('size_mib', '?')} MiB, {files}k small files" if files \
         else f"file {params.get('size_mib', '?')} MiB"
@@ -79,7 +79,7 @@ def _section(report: CampaignResults, footnotes: Footnotes, label: str, title: s
             cells += [_figure_text(figure, fast, footnotes),
                       "+++" if fast and (cpu is None or not cpu.values)
                       else format_value(cpu.median) if cpu is not None and cpu.values else "-"]
-        if any(run["label"] == label and run["environment"] == env for run in report.runs):
+        if any(run.label == label and run.environment == env for run in report.runs):
             table.add([env, *cells], [(env, label)] * len(cells))
     return table if shown else None
 
@@ -93,8 +93,8 @@ def _values_said() -> str:
 
 
 def _params(report: CampaignResults, label: str, env: str) -> dict:
-    return next((run.get("params") or {} for run in report.runs
-                 if run["label"] == label and run["environment"] == env), {})
+    return next((run.params or {} for run in report.runs
+                 if run.label == label and run.environment == env), {})
 
 
 def _figure_text(cell: Cell | None, too_fast_runs: int, footnotes: Footnotes) -> str:
@@ -116,8 +116,8 @@ def _cell(report: CampaignResults, label: str, metric: str, env: str) -> Cell | 
 def _too_fast_runs(report: CampaignResults, label: str, env: str, metric: str) -> int:
     """Runs that said this figure was too fast to time (a cell need not exist for it)."""
     flag = f"too-fast:{metric}"
-    return sum(1 for run in report.runs if run["label"] == label and run["environment"] == env
-               and run["status"] == "ok" and flag in (run.get("flags") or []))
+    return sum(1 for run in report.runs if run.label == label and run.environment == env
+               and run.status == "ok" and flag in (run.flags or []))
 
 
 def _percent(report: CampaignResults, footnotes: Footnotes, label: str, only: bool) -> Table | None:
@@ -133,7 +133,7 @@ def _percent(report: CampaignResults, footnotes: Footnotes, label: str, only: bo
                   note=f"{baseline} = 100; higher is better (each environment's median over "
                        f"{baseline}'s). +++++: too fast to time on either side.")
     for env in report.results.environments:
-        if not any(run["label"] == label and run["environment"] == env for run in report.runs):
+        if not any(run.label == label and run.environment == env for run in report.runs):
             continue
         row = []
         for metric in PERCENT_METRICS:

@@ -17,7 +17,7 @@ JSON_SCHEMA_VERSION = 1
 
 def _name(side: Side) -> str:
     campaign = side.campaign
-    return f"campaign {campaign['id']} '{campaign['name']}' ({campaign['created_at']:%Y-%m-%d %H:%M} UTC)"
+    return f"campaign {campaign.id} '{campaign.name}' ({campaign.created_at:%Y-%m-%d %H:%M} UTC)"
 
 
 def tables(comparison: Comparison, every: bool = True) -> list[Table]:
@@ -60,10 +60,10 @@ def _ratio(cell: CellComparison) -> str:
 
 def _note(comparison: Comparison) -> str:
     hosts = ""
-    facts_a, facts_b = comparison.a.campaign["host_facts"], comparison.b.campaign["host_facts"]
+    facts_a, facts_b = comparison.a.campaign.host_facts, comparison.b.campaign.host_facts
     # a pool host's name counts too: two pool hosts may share a hostname (or a machine)
-    facts_a = {**facts_a, "pool host": comparison.a.campaign.get("pool_host")}
-    facts_b = {**facts_b, "pool host": comparison.b.campaign.get("pool_host")}
+    facts_a = {**facts_a, "pool host": comparison.a.campaign.pool_host}
+    facts_b = {**facts_b, "pool host": comparison.b.campaign.pool_host}
     differing = [key for key in ("pool host", "hostname", "cpu_model", "kernel", "logical_cpus")
                  if facts_a.get(key) != facts_b.get(key)]
     if differing:
@@ -98,8 +98,8 @@ def document(comparison: Comparison) -> dict[str, Any]:
 
 def _campaign(side: Side) -> dict[str, Any]:
     campaign = side.campaign
-    return {"id": campaign["id"], "name": campaign["name"],
-            "created_at": campaign["created_at"].isoformat(), "host": campaign["host_facts"]}
+    return {"id": campaign.id, "name": campaign.name,
+            "created_at": campaign.created_at.isoformat(), "host": campaign.host_facts}
 
 
 def _cell(cell: CellComparison) -> dict[str, Any]:

@@ -15,7 +15,7 @@ def efficiency_table(report: CampaignResults, footnotes: Footnotes | None = None
     if wall is None or report.samples is None:
         return None
     samples = list(report.samples.of_metrics(efficiency.TIMED, efficiency.IN_AGENT))
-    timed = [sample for sample in samples if sample["metric"] == efficiency.TIMED]
+    timed = [sample for sample in samples if sample.metric == efficiency.TIMED]
     spent = efficiency.of(wall, report.runs, samples)
     table = Table(f"Time: where the campaign's {efficiency.duration(wall)} went",
                   ["part", "runs", "host s", "timed s", "timed share"], [], label_columns=1,
@@ -35,14 +35,14 @@ def efficiency_table(report: CampaignResults, footnotes: Footnotes | None = None
         table.add(["starting and stopping environments", "-", _seconds(spent.starting_s),
                    "-", "-"])
     table.add(["outside runs", "-", _seconds(spent.between_s), "-", "-"])
-    by_run = {sample["run_id"]: sample["value"] for sample in timed}
+    by_run = {sample.run_id: sample.value for sample in timed}
     per_workload: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0])
     for run in report.runs:
-        row = per_workload[run["workload"]]
+        row = per_workload[run.workload]
         row[0] += 1
-        row[1] += run["host_seconds"] or 0.0
-        if run["id"] in by_run:
-            row[2] += by_run[run["id"]]
+        row[1] += run.host_seconds or 0.0
+        if run.id in by_run:
+            row[2] += by_run[run.id]
             row[3] += 1
     for workload, (runs, host_s, timed_s, reporting) in sorted(
             per_workload.items(), key=lambda item: -item[1][1]):

@@ -79,6 +79,6 @@ def _facts(group: dict, reports: list[tuple[str, analysed.CampaignResults]]) -> 
              + (f"; refused: {', '.join(group['refusals'])}" if group.get("refusals") else ""))
     for host, report in reports:
         facts = report.host_facts
-        table.add([host, f"{report.campaign['id']} ({report.campaign['status']})",
+        table.add([host, f"{report.campaign.id} ({report.campaign.status})",
                    *(str(facts.get(key, "?")) for _, key in FACTS)])
     return table

@@ -37,8 +37,8 @@ def _runs_by_label(report: CampaignResults, workloads: set[str]) -> dict[str, di
     """label -> params of its runs, for labels of the given workloads, in plan order."""
     found: dict[str, dict[str, Any]] = {}
     for run in report.runs:
-        if run["workload"] in workloads and run["label"] not in found:
-            found[run["label"]] = {"workload": run["workload"], **(run.get("params") or {})}
+        if run.workload in workloads and run.label not in found:
+            found[run.label] = {"workload": run.workload, **(run.params or {})}
     return found
 
 
@@ -209,12 +209,12 @@ def upload_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     # by each environment's own runs: a label's channel may belong to the environment
     grid: dict[str, dict[tuple[str, int], dict[str, str]]] = {}
     for run in report.runs:
-        if run["workload"] != "upload":
+        if run.workload != "upload":
             continue
-        params = run.get("params") or {}
+        params = run.params or {}
         key = (str(params.get("channel", "?")), int(params.get("size_mib", 0)))
-        grid.setdefault(run["environment"], {}).setdefault(key, {}).setdefault(
-            str(params.get("mode", "?")), run["label"])
+        grid.setdefault(run.environment, {}).setdefault(key, {}).setdefault(
+            str(params.get("mode", "?")), run.label)
     sizes = {size for by_key in grid.values() for _, size in by_key}
     one_size = len(sizes) == 1
     table = Table("Upload into the guest: MB/s" + (f" ({next(iter(sizes))} MiB)" if one_size else ""),
@@ -286,12 +286,12 @@ def _upload_labels(report: CampaignResults) -> dict[str, dict[tuple[str, int, st
     label's channel may belong to the environment)."""
     found: dict[str, dict[tuple[str, int, str], str]] = {}
     for run in report.runs:
-        params = run.get("params") or {}
-        if run["workload"] != "upload" or params.get("mode", "write") not in UPLOAD_TESTS:
+        params = run.params or {}
+        if run.workload != "upload" or params.get("mode", "write") not in UPLOAD_TESTS:
             continue
         key = (str(params.get("mode", "write")), int(params.get("size_mib", 0)),
                str(params.get("channel", "?")))
-        found.setdefault(run["environment"], {}).setdefault(key, run["label"])
+        found.setdefault(run.environment, {}).setdefault(key, run.label)
     return found
 
 
@@ -425,7 +425,7 @@ OWN_VERDICT_TABLES = frozenset({"fsync_honoured"})
 
 
 def verdict_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
-    workload_of = {run["label"]: run["workload"] for run in report.runs}
+    workload_of = {run.label: run.workload for run in report.runs}
     results = report.results
     rows = [(label, metric) for label, metric, _unit in results.rows
             if metric and workload_of.get(label) not in OWN_VERDICT_TABLES

@@ -24,8 +24,8 @@ CACHE_NOTE = (" Cold: the host's and the guest's caches dropped first; warm: aft
 
 
 def kernbench_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
-    labels = list(dict.fromkeys(run["label"] for run in report.runs
-                                if run["workload"] in BUILD_WORKLOADS))
+    labels = list(dict.fromkeys(run.label for run in report.runs
+                                if run.workload in BUILD_WORKLOADS))
     if not labels:
         return None
     several = len(labels) > 1
@@ -51,8 +51,8 @@ def kernbench_table(report: CampaignResults, footnotes: Footnotes) -> Table | No
 
 
 def _title(report: CampaignResults) -> str:
-    jobs = {(run.get("params") or {}).get("jobs") for run in report.runs
-            if run["workload"] in BUILD_WORKLOADS}
+    jobs = {(run.params or {}).get("jobs") for run in report.runs
+            if run.workload in BUILD_WORKLOADS}
     load = f", make -j{jobs.pop()}" if len(jobs) == 1 and None not in jobs else ""
     return f"kernbench: mean (standard deviation) of the runs{load}"
 

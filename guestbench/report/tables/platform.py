@@ -18,15 +18,15 @@ NOT_RECORDED = "not recorded"  # a campaign stored before its kind recorded vers
 
 def display_name(env: dict[str, Any]) -> str:
     """'runsc (ptrace)': the name, with gVisor's platform where the environment recorded one."""
-    platform = (env.get("facts") or {}).get("platform")
-    name = env["name"]
+    platform = (env.facts or {}).get("platform")
+    name = env.name
     return f"{name} ({platform})" if platform and platform not in name else name
 
 
 def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
     """'runc version 1.1.5+ds1', 'QEMU emulator version 7.2.22 (...); guest kernel 6.1.0';
     the host's kernel for native; 'not recorded' for a campaign older than these facts."""
-    facts = env.get("facts") or {}
+    facts = env.facts or {}
     keys = [*VERSION_FACTS, *sorted(key for key in facts
                                     if key.endswith("_version") and key not in VERSION_FACTS)]
     parts = [str(facts[key]) for key in keys if facts.get(key)]
@@ -35,7 +35,7 @@ def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
         parts.append(f"guest kernel {guest}")
     elif guest:  # UML: the binary's version is the guest kernel's release
         parts = [f"{part} (guest kernel)" if part == str(guest) else part for part in parts]
-    if not parts and env.get("kind") == "native" and host_kernel:
+    if not parts and env.kind == "native" and host_kernel:
         parts.append(f"host kernel {host_kernel}")
     return "; ".join(parts) or NOT_RECORDED
 
@@ -52,17 +52,17 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
                        "kind recorded versions.")
     for env in report.environments:
         ran = what_ran(env, host_kernel)
-        if not env.get("available"):
+        if not env.available:
             mark = problem_text(_unavailable(env, report), footnotes)
             ran = mark if ran == NOT_RECORDED else f"{ran} {mark}"
-        table.add([display_name(env), str(env.get("kind") or "-"), ran])
+        table.add([display_name(env), str(env.kind or "-"), ran])
     return table
 
 
 def _unavailable(env: dict, report: CampaignResults) -> Cell:
     """A cell standing for the environment's answer, so its footnote is the one every other
     table gives its unavailable cells: its runs' reason, else its probe's."""
-    reason = next((run["reason"] for run in report.runs if run["environment"] == env["name"]
-                   and run["status"] == "unavailable" and run["reason"]), None)
-    return Cell(env["name"], "", "", "", problems=[
-        ("unavailable", str(reason or env.get("probe") or "no reason given"))])
+    reason = next((run.reason for run in report.runs if run.environment == env.name
+                   and run.status == "unavailable" and run.reason), None)
+    return Cell(env.name, "", "", "", problems=[
+        ("unavailable", str(reason or env.probe or "no reason given"))])

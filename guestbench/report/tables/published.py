@@ -22,7 +22,7 @@ STREAM_KERNELS = ("copy", "scale", "add", "triad")
 def _family(report: CampaignResults, label: str) -> str:
     from guestbench.workloads import CATALOGUE
 
-    workload = next((run["workload"] for run in report.runs if run["label"] == label), "")
+    workload = next((run.workload for run in report.runs if run.label == label), "")
     found = CATALOGUE.get(workload)
     return found.family if found else ""
 
@@ -177,13 +177,13 @@ def scaling_groups(report: CampaignResults) -> dict[str, dict[tuple[int, str], s
     groups: dict[str, dict[tuple[int, str], str]] = defaultdict(dict)
     names: dict[str, str] = {}
     for env in report.environments:
-        spec = env["spec"] or {}
+        spec = env.spec or {}
         if "vcpus" not in spec:
             continue
         rest = {key: value for key, value in spec.items() if key not in ("name", *SCALED_KEYS)}
         key = json.dumps(rest, sort_keys=True, default=str)
-        names.setdefault(key, re.sub(r"-(vcpus\d+|placement[A-Za-z_]+)", "", env["name"]))
-        groups[names[key]][(int(spec["vcpus"]), str(spec.get("placement", "none")))] = env["name"]
+        names.setdefault(key, re.sub(r"-(vcpus\d+|placement[A-Za-z_]+)", "", env.name))
+        groups[names[key]][(int(spec["vcpus"]), str(spec.get("placement", "none")))] = env.name
     combos = {combo for members in groups.values() for combo in members}
     return dict(groups) if len(combos) > 1 else {}
 
@@ -247,7 +247,7 @@ def _scaling_text(cell: Cell, base: Cell, footnotes: Footnotes) -> str:
 
 def statistics_table(report: CampaignResults, footnotes: Footnotes) -> Table:
     """Every measured cell in full: n, median, mean, min, max, stdev, CV, interval, flags, stop."""
-    stops = {(stop.get("environment"), stop.get("label")): stop for stop in report.cell_stops}
+    stops = {(stop.environment, stop.label): stop for stop in report.cell_stops}
     table = Table("Statistics per cell", [
         "workload", "metric", "environment", "n", "median", "mean", "min", "max", "stdev", "CV",
         "95% CI of median", "outliers", "flags", "repetitions stopped"], [], label_columns=3,
@@ -279,8 +279,8 @@ def _statistics_values(cell: Cell, footnotes: Footnotes) -> list[str]:
 def _stop_text(stop: dict[str, Any] | None) -> str:
     if not stop:
         return "-"
-    text = f"{stop.get('reason')} after {stop.get('runs')}"
-    half_width = stop.get("half_width")
+    text = f"{stop.reason} after {stop.runs}"
+    half_width = stop.half_width
     if half_width is not None:
         text += f" (±{format_percent(half_width)})"
     return text

@@ -231,9 +231,9 @@ def _not_run_lines(report: CampaignResults, shown: list[str]) -> list[str]:
     """Environments that gave no value at all, in one line, each with its reason; those
     whose runs were all fine but measure nothing the table shows (hang) apart."""
     missing = [env for env in report.results.environments if env not in shown]
-    names = {env["id"]: env["name"] for env in report.environments}
-    ran_ok = {names.get(run.get("environment_id")) for run in report.runs
-              if run.get("status") == "ok"}
+    names = {env.id: env.name for env in report.environments}
+    ran_ok = {names.get(run.environment_id) for run in report.runs
+              if run.status == "ok"}
     parts, quiet = [], []
     for env in missing:
         reasons = dict.fromkeys((status, " ".join(reason.split())) for row in

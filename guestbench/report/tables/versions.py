@@ -54,18 +54,18 @@ def version_groups(report: CampaignResults) -> list[VersionGroup]:
     for key, fact in VERSION_KEYS.items():
         buckets: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for env in report.environments:
-            spec = env.get("spec") or {}
+            spec = env.spec or {}
             if key not in spec:
                 continue
             rest = {option: value for option, value in spec.items() if option not in ("name", key)}
-            bucket = (env["kind"], json.dumps(rest, sort_keys=True, default=str))
+            bucket = (env.kind, json.dumps(rest, sort_keys=True, default=str))
             buckets.setdefault(bucket, []).append(env)
         for members in buckets.values():
-            values = [_plain(env["spec"].get(key)) for env in members]
+            values = [_plain(env.spec.get(key)) for env in members]
             if len(set(values)) < 2:
                 continue
             groups.append(VersionGroup(key, _group_name(members, key),
-                                       [env["name"] for env in members],
+                                       [env.name for env in members],
                                        _headers(members, key, fact), values))
     return groups
 
@@ -77,7 +77,7 @@ def _plain(value: Any) -> str:
 def _group_name(members: list[dict[str, Any]], key: str) -> str:
     """'qemu' for qemu-kernel_boot_vmlinuz_A and qemu-kernel_boot_vmlinuz_B (a plan's sweep
     names each environment <name>-<key><value>)."""
-    stripped = {re.sub(rf"-{key}[A-Za-z0-9_.]*", "", env["name"]) for env in members}
+    stripped = {re.sub(rf"-{key}[A-Za-z0-9_.]*", "", env.name) for env in members}
     return stripped.pop() if len(stripped) == 1 else f"{members[0]['kind']} ({key} sweep)"
 
 
@@ -86,10 +86,10 @@ def _headers(members: list[dict[str, Any]], key: str, fact: str) -> list[str]:
     with the environment's name where two read the same."""
     headers = []
     for env in members:
-        facts = env.get("facts") or {}
-        value = facts.get(fact) or env["spec"].get(key)
-        headers.append(str(value) if value else env["name"])
-    return [f"{header} ({env['name']})" if headers.count(header) > 1 else header
+        facts = env.facts or {}
+        value = facts.get(fact) or env.spec.get(key)
+        headers.append(str(value) if value else env.name)
+    return [f"{header} ({env.name})" if headers.count(header) > 1 else header
             for header, env in zip(headers, members)]
 
 

@@ -30,7 +30,7 @@ def system_card(report: CampaignResults, warnings_anchor: str | None) -> str:
     lines = [("host", host), ("CPU", cpu), ("kernel", facts.get("kernel") or "?")]
     if memory:
         lines.append(("memory", f"{memory / 1024:.1f} GiB"))
-    lines.append(("guestbench", report.campaign.get("guestbench_version") or "?"))
+    lines.append(("guestbench", report.campaign.guestbench_version or "?"))
     host_rows = "".join(f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in lines)
     env_rows = "".join(_env_row(env, facts.get("kernel")) for env in report.environments)
     warnings = (report.host_checks or {}).get("warnings") or []
@@ -47,8 +47,8 @@ def system_card(report: CampaignResults, warnings_anchor: str | None) -> str:
 
 def _env_row(env: dict[str, Any], host_kernel: str | None) -> str:
     ran = what_ran(env, host_kernel)
-    if not env.get("available"):  # nothing is read from a program that could not run
-        why = _e(env.get("probe") or "unavailable")
+    if not env.available:  # nothing is read from a program that could not run
+        why = _e(env.probe or "unavailable")
         mark = (f'<span class="status-bad" title="{why}">{STATUS_MARKS["unavailable"]} '
                 "unavailable</span>")
         return (f'<tr><th scope="row">{_e(display_name(env))}</th><td>'

@@ -15,9 +15,9 @@ def _labels_by_count(report: CampaignResults) -> dict[int, str]:
     """N -> the density label that started N instances."""
     found: dict[int, str] = {}
     for run in report.runs:
-        count = (run.get("params") or {}).get("instances")
-        if report.workload_of.get(run["label"]) == "density" and isinstance(count, int):
-            found.setdefault(count, run["label"])
+        count = (run.params or {}).get("instances")
+        if report.workload_of.get(run.label) == "density" and isinstance(count, int):
+            found.setdefault(count, run.label)
     return dict(sorted(found.items()))
 
 

@@ -79,7 +79,7 @@ def render(report: CampaignResults, base_dir: Path | None) -> str:
                 _host_section(report), _plan_section(report),
                 _runs_section(report, runs, base_dir)]
     campaign = report.campaign
-    page_title = f"guestbench report: campaign {campaign['id']} '{campaign['name']}'"
+    page_title = f"guestbench report: campaign {campaign.id} '{campaign.name}'"
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -95,19 +95,19 @@ def render(report: CampaignResults, base_dir: Path | None) -> str:
 def _header(report: CampaignResults) -> str:
     """The campaign's name and facts in two lines: the overview must fit on the first screen."""
     campaign = report.campaign
-    finished = campaign.get("finished_at")
+    finished = campaign.finished_at
     facts = [
-        ("created", f"{campaign['created_at']:%Y-%m-%d %H:%M:%S} UTC"),
+        ("created", f"{campaign.created_at:%Y-%m-%d %H:%M:%S} UTC"),
         ("finished", f"{finished:%H:%M:%S} UTC" if finished else "-"),
         ("baseline", report.baseline or "none"),
-        ("runs", f"{len(report.runs)} ({sum(run['status'] == 'ok' for run in report.runs)} ok)"),
+        ("runs", f"{len(report.runs)} ({sum(run.status == 'ok' for run in report.runs)} ok)"),
         ("measured by", f"guestbench {campaign.get('guestbench_version', '?')}"),
         ("logs", campaign.get("log_dir", "-")),
-        *([("ended because", campaign["end_reason"])] if campaign.get("end_reason") else []),
+        *([("ended because", campaign.end_reason)] if campaign.end_reason else []),
     ]
     return "\n".join([
-        f"<header><h1>Campaign {_e(campaign['id'])} '{_e(campaign['name'])}' "
-        f"({_e(campaign['status'])}), {campaign['created_at']:%Y-%m-%d}</h1>",
+        f"<header><h1>Campaign {_e(campaign.id)} '{_e(campaign.name)}' "
+        f"({_e(campaign.status)}), {campaign.created_at:%Y-%m-%d}</h1>",
         '<dl class="campaign">',
         *(f"<div><dt>{_e(name)}</dt> <dd>{_e(value)}</dd></div>" for name, value in facts),
         "</dl></header>"])
@@ -196,13 +196,13 @@ def _fact_html(value: Any) -> str:
 def _environments_section(report: CampaignResults) -> Section:
     rows = []
     for env in report.environments:
-        spec = json.dumps(env.get("spec"), indent=2, sort_keys=True, default=str)
-        available = "yes" if env.get("available") else "no"
+        spec = json.dumps(env.spec, indent=2, sort_keys=True, default=str)
+        available = "yes" if env.available else "no"
         facts = "<br>".join(f"{_e(key)}: {_e(value)}" for key, value in
-                            (env.get("facts") or {}).items()) or "-"
+                            (env.facts or {}).items()) or "-"
         rows.append(
-            f'<tr><th scope="row">{_e(env["name"])}</th><td>{_e(env["kind"])}</td>'
-            f'<td class="{"status-ok" if env.get("available") else "status-bad"}">{available}'
+            f'<tr><th scope="row">{_e(env.name)}</th><td>{_e(env.kind)}</td>'
+            f'<td class="{"status-ok" if env.available else "status-bad"}">{available}'
             f'</td><td>{_e(env.get("probe", ""))}</td><td>{facts}</td>'
             f"<td><details><summary>spec</summary><pre>{_e(spec)}</pre></details></td></tr>")
     return Section("environments", "Environments", (
@@ -212,7 +212,7 @@ def _environments_section(report: CampaignResults) -> Section:
 
 
 def _plan_section(report: CampaignResults) -> Section:
-    plan = json.dumps(report.campaign.get("plan"), indent=2, sort_keys=False, default=str)
+    plan = json.dumps(report.campaign.plan, indent=2, sort_keys=False, default=str)
     return Section("plan", "Plan", "<details><summary>The resolved plan (JSON)</summary>"
                    f"<pre>{_e(plan)}</pre></details>")
 
@@ -279,9 +279,9 @@ def _boot_plot(report: CampaignResults) -> str:
     cells = report.boot
     if not cells:
         return ""
-    boot_labels = {run["label"] for run in report.runs if run["workload"] == "boot"}
+    boot_labels = {run.label for run in report.runs if run.workload == "boot"}
     envs = [env for env in report.results.environments
-            if env in cells or any(run["environment"] == env and run["label"] in boot_labels
+            if env in cells or any(run.environment == env and run.label in boot_labels
                                    for run in report.runs)]
     stacks = []
     for env in envs:
@@ -300,8 +300,8 @@ def _boot_plot(report: CampaignResults) -> str:
 
 
 def _boot_no_data(report: CampaignResults, env: str, boot_labels: set[str]) -> str:
-    return _no_data_text(run["status"] for run in report.runs if run["environment"] == env
-                         and run["label"] in boot_labels and run["status"] != "ok")
+    return _no_data_text(run.status for run in report.runs if run.environment == env
+                         and run.label in boot_labels and run.status != "ok")
 
 
 # -- tables --------------------------------------------------------------------------
@@ -395,7 +395,7 @@ class RunIndex:
     def __init__(self, report: CampaignResults, anchors: Anchors) -> None:
         self.runs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for run in report.runs:
-            self.runs[(run["environment"], run["label"])].append(run)
+            self.runs[(run.environment, run.label)].append(run)
         labels = list(dict.fromkeys(label for label, _metric, _unit in report.results.rows))
         labels += [label for _env, label in self.runs if label not in labels]
         order = {env: index for index, env in enumerate(report.results.environments)}
@@ -424,7 +424,7 @@ def _runs_section(report: CampaignResults, runs: RunIndex, base_dir: Path | None
     intro = ('<p class="note">Every run of every cell, ok or not, with its raw logs. Links are '
              + ("relative to this page's folder where the logs share a parent folder with it."
                 if base_dir else "absolute file:// links.") + "</p>")
-    not_ok = sum(run["status"] != "ok" for run in report.runs)
+    not_ok = sum(run.status != "ok" for run in report.runs)
     summary = (f"{len(report.runs)} runs of {len(runs.cells)} cells ({not_ok} not ok), with "
                "their logs")
     return Section("runs", "Runs and their logs", (
@@ -433,13 +433,13 @@ def _runs_section(report: CampaignResults, runs: RunIndex, base_dir: Path | None
 
 
 def _run_row(run: dict[str, Any], report: CampaignResults, base_dir: Path | None) -> str:
-    status_class = "status-ok" if run["status"] == "ok" else "status-bad"
-    folder, files = _log_cells(run.get("log_path"), report.campaign.get("log_dir"), base_dir)
-    started = run.get("started_at")
-    cells = [_e(run["id"]), _e(run["repetition"]), f"{started:%H:%M:%S}" if started else "-",
-             f'<span class="{status_class}">{_e(run["status"])}</span>',
-             _e(run["reason"] or "-"), f"{run['host_seconds']:.2f}",
-             _e(", ".join(run.get("flags") or []) or "-"), folder, files]
+    status_class = "status-ok" if run.status == "ok" else "status-bad"
+    folder, files = _log_cells(run.log_path, report.campaign.log_dir, base_dir)
+    started = run.started_at
+    cells = [_e(run.id), _e(run.repetition), f"{started:%H:%M:%S}" if started else "-",
+             f'<span class="{status_class}">{_e(run.status)}</span>',
+             _e(run.reason or "-"), f"{run.host_seconds:.2f}",
+             _e(", ".join(run.flags or []) or "-"), folder, files]
     return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
 
 
