@@ -90,7 +90,7 @@ def campaign_ids(url: str) -> list[int]:
     from guestbench import store as gb_store
     opened = gb_store.open(url, create=False)
     try:
-        return [row["id"] for row in opened.campaigns()]
+        return [campaign.id for campaign in opened.campaigns()]
     finally:
         opened.engine.dispose()
 

@@ -9,7 +9,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 CONFIDENCE = 0.95
 UNSTABLE_CV = 0.10  # pyperf's warning threshold: stdev above 10% of the mean
@@ -120,23 +120,34 @@ def metric_kind(unit: str, declared: str | None = None) -> str:
 def declared_directions(params: dict[str, Any] | None) -> dict[str, bool]:
     """{metric: higher is better} that a run's stored parameters declare: a workload whose
     parameters name its metrics (exec) lists them as metrics = [{name, better}, ...]."""
-    return {name: entry["better"] == "higher" for name, entry in _declared(params).items()
-            if entry.get("better") in ("higher", "lower")}
+    return {metric.name: metric.better == "higher" for metric in _declared(params)
+            if metric.better in ("higher", "lower")}
 
 
 def declared_kinds(params: dict[str, Any] | None) -> dict[str, str]:
     """{metric: kind} that a run's stored parameters declare (exec's metrics = [{name,
     kind}, ...]); metrics stored before kinds existed declare none."""
-    return {name: entry["kind"] for name, entry in _declared(params).items()
-            if entry.get("kind") in KINDS}
+    return {metric.name: metric.kind for metric in _declared(params) if metric.kind in KINDS}
 
 
-def _declared(params: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+class Declared(NamedTuple):
+    """What a run's stored parameters say of one of its metrics (exec's metrics = [...])."""
+
+    name: str
+    better: str | None
+    kind: str | None
+
+
+def _declared(params: dict[str, Any] | None) -> list[Declared]:
+    """The metrics a run's parameters declare, the last of a name winning; none where the
+    parameters are not what exec stores."""
     declared = (params or {}).get("metrics")
     if not isinstance(declared, list):
-        return {}
-    return {metric["name"]: metric for metric in declared
-            if isinstance(metric, dict) and isinstance(metric.get("name"), str)}
+        return []
+    by_name = {metric.get("name"): Declared(metric.get("name"), metric.get("better"),
+                                            metric.get("kind"))
+               for metric in declared if isinstance(metric, dict)}
+    return [metric for name, metric in by_name.items() if isinstance(name, str)]
 
 
 @dataclass

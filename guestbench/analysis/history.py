@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from guestbench.store.records import Campaign, Environment
+
 # Otava's own defaults (its command line): a change must beat p = 0.001; no minimum size.
 MAX_PVALUE = 0.001
 MIN_CHANGE = 0.0
@@ -74,7 +76,7 @@ class Series:
             else change.after > change.before
 
 
-def versions(environment: dict[str, Any], campaign: dict[str, Any]) -> dict[str, str]:
+def versions(environment: Environment, campaign: Campaign) -> dict[str, str]:
     """What a campaign's environment ran: the VMM and guest kernel it recorded, the host's
     kernel, and guestbench's version."""
     facts = environment.facts or {}
@@ -82,7 +84,7 @@ def versions(environment: dict[str, Any], campaign: dict[str, Any]) -> dict[str,
     kernel = (campaign.host_facts or {}).get("kernel")
     if kernel:
         found["host_kernel"] = str(kernel)
-    found["guestbench"] = str(campaign.get("guestbench_version", "?"))
+    found["guestbench"] = str(campaign.guestbench_version or "?")
     return found
 
 
@@ -123,10 +125,20 @@ def _natural(text: str) -> tuple:
                  for part in re.findall(r"\d+|\D+", text))
 
 
+@dataclass(frozen=True)
+class HistoryCampaign:
+    """A campaign history read, and the host it ran on (its pool name, else its hostname)."""
+
+    id: int
+    name: str
+    created_at: dt.datetime
+    host: str
+
+
 @dataclass
 class History:
     series: list[Series]
-    campaigns: list[dict[str, Any]]  # the campaigns read: id, name, created_at, host
+    campaigns: list[HistoryCampaign]  # the campaigns read
     left_out: list[tuple[int, str]] = field(default_factory=list)  # (campaign, why)
     order: str = "time"
     max_pvalue: float = MAX_PVALUE
@@ -134,13 +146,13 @@ class History:
 
     @property
     def hosts(self) -> list[str]:
-        return list(dict.fromkeys(row["host"] for row in self.campaigns))
+        return list(dict.fromkeys(campaign.host for campaign in self.campaigns))
 
 
 # One campaign as history reads it: its stored row (id, name, status, created_at, host
 # facts, pool host) and what gives its results (its digest, or a derivation from its
 # samples), called only for the finished campaigns the filters keep.
-Reading = tuple[dict[str, Any], Callable[[], Any]]
+Reading = tuple[Campaign, Callable[[], Any]]
 
 
 def build(readings: Iterable[Reading], host: str | None = None, group: str | None = None,
@@ -158,8 +170,8 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
         if campaign.status != "finished":
             found.left_out.append((campaign.id, f"{campaign.status}, not finished"))
             continue
-        found.campaigns.append({"id": campaign.id, "name": campaign.name,
-                                "created_at": campaign.created_at, "host": on})
+        found.campaigns.append(HistoryCampaign(campaign.id, campaign.name, campaign.created_at,
+                                               on))
         _add_points(series, results_of(), on, environments, workloads)
     if not found.campaigns:
         raise StoreError(f"{where}: no finished campaign matches"

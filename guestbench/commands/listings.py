@@ -45,8 +45,8 @@ def images(width: int | None = None) -> str:
 
 def campaigns(opened) -> str:
     """report --list: each stored campaign's id, start, status and name, one a line."""
-    return "".join(f"{row['id']:>5}  {row['created_at']:%Y-%m-%d %H:%M}  {row['status']:<11}  "
-                   f"{row['name']}\n" for row in opened.campaigns())
+    return "".join(f"{campaign.id:>5}  {campaign.created_at:%Y-%m-%d %H:%M}  "
+                   f"{campaign.status:<11}  {campaign.name}\n" for campaign in opened.campaigns())
 
 
 def _minute(stamp: str | None) -> str:

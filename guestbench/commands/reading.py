@@ -8,6 +8,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from guestbench.plan.errors import did_you_mean
+from guestbench.store.records import Campaign
 
 if TYPE_CHECKING:  # the store's engine loads only where a command reads through it
     from guestbench.store import Store
@@ -106,9 +107,9 @@ def _side(opened: Store, selector: str):
 def with_itself(urls: tuple[str, str], sides_read) -> str:
     """What compare says when both sides are one campaign of one store; else ""."""
     a, b = (side.campaign for side in sides_read)
-    if urls[0] != urls[1] or a["id"] != b["id"]:
+    if urls[0] != urls[1] or a.id != b.id:
         return ""
-    return (f"guestbench: compare: campaign {a['id']} ({a['name']!r}) with itself: every cell "
+    return (f"guestbench: compare: campaign {a.id} ({a.name!r}) with itself: every cell "
             "is 'same' by construction (fix: name two campaigns; 'guestbench report --list' "
             "shows them)")
 
@@ -171,8 +172,7 @@ def _digested_readings(url: str):
     if every is None or any(status == "finished" and results is None
                             for _id, status, results in every):
         return None
-    return [(results.campaign if results else {"id": campaign_id, "status": status,
-                                               "name": "", "host_facts": {}},
+    return [(results.campaign if results else Campaign(campaign_id, status=status),
              (lambda found=results: found)) for campaign_id, status, results in every]
 
 
@@ -182,13 +182,13 @@ def _store_readings(opened: Store, group: str | None):
     from guestbench.analysis import digest, results
     from guestbench.store import pool as pool_rows, StoreError
     if group is None:
-        ids = [row["id"] for row in opened.campaigns()]
+        ids = [campaign.id for campaign in opened.campaigns()]
     else:
         row = pool_rows.group(opened.engine, group)
         if row is None:
             raise StoreError(f"--group {group!r}: no such campaign group in this store "
                              "(fix: 'guestbench hosts' or 'guestbench report --list')")
-        ids = pool_rows.campaigns_of_plan(opened.engine, row["plan_hash"])
+        ids = pool_rows.campaigns_of_plan(opened.engine, row.plan_hash)
     for campaign_id in ids:
         campaign = opened.campaign(str(campaign_id))
 

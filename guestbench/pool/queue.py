@@ -84,7 +84,7 @@ def run_job(url: str, group_id: int, host: str, logs: Path, allow: list[str]) ->
     try:
         group = pool_rows.group(opened.engine, str(group_id))
         mine = [row for row in pool_rows.campaigns_of(opened.engine, group_id)
-                if row["pool_host"] == host]
+                if row.pool_host == host]
     finally:
         opened.engine.dispose()
     if group is None:
@@ -92,10 +92,10 @@ def run_job(url: str, group_id: int, host: str, logs: Path, allow: list[str]) ->
     base = [sys.executable, "-m", "guestbench", "run", "--db", url, "--quiet",
             "--logs", str(logs.resolve())]
     with tempfile.TemporaryDirectory(prefix="guestbench-job-") as folder, _reaped(folder):
-        if mine and mine[-1]["status"] == "finished":
+        if mine and mine[-1].status == "finished":
             return
-        plan_file = Path(folder) / Path(group["plan_source"]).name
-        plan_file.write_text(group["plan_text"])
+        plan_file = Path(folder) / Path(group.plan_source).name
+        plan_file.write_text(group.plan_text)
         refused = _refusal(plan_file, allow)
         if refused:
             opened = store.open(url, create=False)
@@ -105,7 +105,7 @@ def run_job(url: str, group_id: int, host: str, logs: Path, allow: list[str]) ->
                 opened.engine.dispose()
             raise JobRefused(refused)
         if mine:
-            argv = [*base, "--resume", str(mine[-1]["id"])]
+            argv = [*base, "--resume", str(mine[-1].id)]
         else:
             argv = [*base, str(plan_file), "--pool-group", str(group_id), "--pool-host", host]
         logs.mkdir(parents=True, exist_ok=True)

@@ -127,7 +127,7 @@ def legend(report_environments: list[dict[str, Any]], headers: dict[str, str]) -
         spec = env.spec or {}
         swept = ", ".join(f"{key}={plain_value(spec[key])}" for key in varying
                           if key in spec and f"-{key}{plain_value(spec[key])}" in env.name)
-        table.add([headers[env.name], env.name, str(env.get("kind", "")), swept or "-"])
+        table.add([headers[env.name], env.name, str(env.kind), swept or "-"])
     return table
 
 

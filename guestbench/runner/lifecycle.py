@@ -43,7 +43,7 @@ def run(the_plan, facts, db: str, logs_dir: Path | None, say: Say, quiet: bool =
     for line in reaper.sweep():  # what a guestbench killed with its reaper left
         say(f"guestbench: {line}")
     for left in stale:
-        if not resumed or left["id"] != resumed["id"]:
+        if not resumed or left["id"] != resumed.id:
             say(f"guestbench: campaign {left['id']} ({left['name']!r}) was left running: "
                 f"{left['reason']}; now marked interrupted (fix: 'guestbench run "
                 f"--resume {left['id']}' completes it)")
@@ -152,7 +152,7 @@ def time_spent(opened, campaign_id: int, wall_s: float,
     spent preparing before the campaign's first run."""
     from guestbench.analysis import efficiency
     preparing_s = 0.0
-    created = opened.campaign(str(campaign_id)).get("created_at") if started_at else None
+    created = opened.campaign(str(campaign_id)).created_at if started_at else None
     if created is not None:
         if created.tzinfo is None:
             created = created.replace(tzinfo=dt.timezone.utc)

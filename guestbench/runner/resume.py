@@ -9,10 +9,9 @@ Runner.resume and Store.reopen_campaign.
 
 from __future__ import annotations
 
-from typing import Any
-
-from guestbench.process import proc
 from guestbench.host import Host
+from guestbench.process import proc
+from guestbench.store.records import Campaign
 
 FINGERPRINT_KEYS = ("hostname", "cpu_model", "logical_cpus", "kernel", "memory_mib", "arch")
 
@@ -21,7 +20,7 @@ class NotResumable(Exception):
     """The campaign cannot be resumed here; the message says why and the fix."""
 
 
-def check(campaign: dict[str, Any], here: Host) -> str | None:
+def check(campaign: Campaign, here: Host) -> str | None:
     """None when the campaign may be resumed here, with nothing to say; a warning to print
     when it may but that is not certain; raises NotResumable otherwise."""
     name = f"campaign {campaign.id} ({campaign.name!r})"

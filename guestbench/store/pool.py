@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from guestbench.store import schema
+from guestbench.store.records import Campaign, CampaignGroup
 
 
 def _now() -> dt.datetime:
@@ -66,7 +67,7 @@ def refuse(engine: sa.Engine, group_id: int, host: str, reason: str) -> None:
                            .values(refusals={**current, host: reason}))
 
 
-def group(engine: sa.Engine, selector: str) -> dict[str, Any] | None:
+def group(engine: sa.Engine, selector: str) -> CampaignGroup | None:
     """A group by id or name (the latest of that name)."""
     table = schema.campaign_group
     as_id = int(selector) if selector.isdigit() else -1
@@ -74,14 +75,14 @@ def group(engine: sa.Engine, selector: str) -> dict[str, Any] | None:
         row = connection.execute(
             sa.select(table).where(sa.or_(table.c.id == as_id, table.c.name == selector))
             .order_by(table.c.id.desc())).mappings().first()
-    return _utc(dict(row)) if row else None
+    return CampaignGroup(**_utc(dict(row))) if row else None
 
 
-def campaigns_of(engine: sa.Engine, group_id: int) -> list[dict[str, Any]]:
-    """The group's campaigns: id, name, status, pool_host, in the order they were made."""
+def campaigns_of(engine: sa.Engine, group_id: int) -> list[Campaign]:
+    """The group's campaigns (id, name, status, pool_host read), in the order they were made."""
     table = schema.campaign
     with engine.connect() as connection:
-        return [dict(row) for row in connection.execute(
+        return [Campaign(**row) for row in connection.execute(
             sa.select(table.c.id, table.c.name, table.c.status, table.c.pool_host)
             .where(table.c.group_id == group_id).order_by(table.c.id)).mappings()]
 

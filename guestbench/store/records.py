@@ -58,21 +58,8 @@ class StoredSample(NamedTuple):
     value: float
 
 
-class _Row:
-    """Rows read by string key, as they were when the store gave dicts: kept only while the
-    readers move to attributes."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: str) -> Any:
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key, default)
-
-
 @dataclass(frozen=True, slots=True)
-class Campaign(_Row):
+class Campaign:
     """One stored campaign: a plan run on one host (a listing reads only some fields)."""
 
     id: int
@@ -94,7 +81,7 @@ class Campaign(_Row):
 
 
 @dataclass(frozen=True, slots=True)
-class Environment(_Row):
+class Environment:
     """One environment of a campaign: its name, kind, full resolved spec and probe's answer."""
 
     id: int
@@ -109,7 +96,7 @@ class Environment(_Row):
 
 
 @dataclass(frozen=True, slots=True)
-class Run(_Row):
+class Run:
     """One stored run (a reader may ask for some fields only: the others keep defaults);
     environment is its environment's name."""
 
@@ -130,7 +117,7 @@ class Run(_Row):
 
 
 @dataclass(frozen=True, slots=True)
-class StoredCellStop(_Row):
+class StoredCellStop:
     """Why one cell stopped repeating, as stored; environment is its environment's name."""
 
     id: int
@@ -143,3 +130,18 @@ class StoredCellStop(_Row):
     half_width: float | None = None
     target: float | None = None
     environment: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignGroup:
+    """One plan submitted to several pool hosts: a campaign on each."""
+
+    id: int
+    name: str
+    plan_text: str  # the plan file as submitted
+    plan_source: str  # its path where it was submitted
+    plan_hash: str  # sha256 of plan_text
+    submitted_by: str  # the database role
+    submitted_at: dt.datetime
+    hosts: list[str]  # the pool hosts it was queued for
+    refusals: dict[str, str]  # host -> why its worker ran nothing

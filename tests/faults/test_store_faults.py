@@ -145,7 +145,7 @@ def test_a_full_disk_is_exit_2_with_the_fix_and_keeps_what_was_stored(small_disk
     assert "free some space" in second.stderr
     filler.unlink()
     opened = gb_store.open(url)
-    assert [row["status"] for row in opened.campaigns()][0] == "finished"
+    assert [campaign.status for campaign in opened.campaigns()][0] == "finished"
     opened.engine.dispose()
 
 

@@ -64,4 +64,4 @@ def test_ab_on_the_fake_environment(tmp_path, fake_agent, b_scale, verdict):  # 
     assert result.exit_code == 0, result.output
     assert f"A/B: {verdict} of 4 cells" in result.stdout
     (row,) = campaigns_in(tmp_path / "ab.sqlite")
-    assert row["status"] == "finished"
+    assert row.status == "finished"

@@ -34,15 +34,15 @@ def run_quietly(run_plan):
 
 
 def stops(store, campaign_id: int) -> dict[tuple[str, str], dict]:
-    names = {env["id"]: env["name"] for env in store.environments(campaign_id)}
-    return {(names[s["environment_id"]], s["label"]): s for s in store.cell_stops(campaign_id)}
+    names = {env.id: env.name for env in store.environments(campaign_id)}
+    return {(names[s.environment_id], s.label): s for s in store.cell_stops(campaign_id)}
 
 
 def runs_of(store, campaign_id: int) -> dict[tuple[str, str], list[dict]]:
-    names = {env["id"]: env["name"] for env in store.environments(campaign_id)}
+    names = {env.id: env.name for env in store.environments(campaign_id)}
     out: dict[tuple[str, str], list[dict]] = {}
     for run in store.runs(campaign_id):
-        out.setdefault((names[run["environment_id"]], run["label"]), []).append(run)
+        out.setdefault((names[run.environment_id], run.label), []).append(run)
     return out
 
 
@@ -56,30 +56,30 @@ def test_steady_samples_converge_at_min_runs(build_plan, run_quietly, store) -> 
     plan = auto_plan(build_plan, [{"name": "a", "kind": "fake"}], **STEADY)
     campaign_id = run_quietly(plan)
     stop = stops(store, campaign_id)[("a", "getpid")]
-    assert (stop["reason"], stop["runs"], stop["ok_runs"]) == (StopReason.CONVERGED, 5, 5)
-    assert 0 < stop["half_width"] <= stop["target"] == 0.03
+    assert (stop.reason, stop.runs, stop.ok_runs) == (StopReason.CONVERGED, 5, 5)
+    assert 0 < stop.half_width <= stop.target == 0.03
     assert len(store.runs(campaign_id)) == 5
 
 
 def test_default_target_converges_too(build_plan, run_quietly, store) -> None:
     plan = build_plan([{"name": "a", "kind": "fake"}], [{"name": "getpid"}])  # micro: auto
     stop = stops(store, run_quietly(plan))[("a", "getpid")]
-    assert stop["reason"] == StopReason.CONVERGED and stop["target"] == 0.02
-    assert 5 <= stop["runs"] < 30 and stop["half_width"] <= 0.02
+    assert stop.reason == StopReason.CONVERGED and stop.target == 0.02
+    assert 5 <= stop.runs < 30 and stop.half_width <= 0.02
 
 
 def test_noisy_samples_stop_at_max_runs(build_plan, run_quietly, store) -> None:
     plan = auto_plan(build_plan, [{"name": "a", "kind": "fake"}], **NOISY)
     stop = stops(store, run_quietly(plan))[("a", "getpid")]
-    assert (stop["reason"], stop["runs"], stop["ok_runs"]) == (StopReason.MAX_RUNS, 6, 6)
-    assert stop["half_width"] > 0.001
+    assert (stop.reason, stop.runs, stop.ok_runs) == (StopReason.MAX_RUNS, 6, 6)
+    assert stop.half_width > 0.001
 
 
 def test_a_slow_cell_stops_at_max_time(build_plan, run_quietly, store) -> None:
     plan = auto_plan(build_plan, [{"name": "a", "kind": "fake"}], max_cell_s=1e-9)
     stop = stops(store, run_quietly(plan))[("a", "getpid")]
-    assert (stop["reason"], stop["runs"]) == (StopReason.MAX_TIME, 1)
-    assert stop["half_width"] is None  # one value says nothing about spread
+    assert (stop.reason, stop.runs) == (StopReason.MAX_TIME, 1)
+    assert stop.half_width is None  # one value says nothing about spread
 
 
 @pytest.mark.parametrize("behaviour", ["error", "crash", "infra", "hang"])
@@ -88,8 +88,8 @@ def test_a_failing_cell_stops_after_min_runs(build_plan, run_quietly, store, beh
                       timeout_s=0.05, auto={"min_runs": 3, "max_runs": 10})
     campaign_id = run_quietly(plan)
     stop = stops(store, campaign_id)[("bad", "getpid")]
-    assert (stop["reason"], stop["runs"], stop["ok_runs"]) == (StopReason.FAILING, 3, 0)
-    assert stop["half_width"] is None
+    assert (stop.reason, stop.runs, stop.ok_runs) == (StopReason.FAILING, 3, 0)
+    assert stop.half_width is None
     assert len(store.runs(campaign_id)) == 3
 
 
@@ -98,11 +98,11 @@ def test_unavailable_and_unsupported_stop_after_one_run(build_plan, run_quietly,
                                   {"name": "bare", "kind": "fake", "capabilities": []}])
     campaign_id = run_quietly(plan)
     found = stops(store, campaign_id)
-    assert (found[("gone", "getpid")]["reason"], found[("gone", "getpid")]["runs"]) == (
+    assert (found[("gone", "getpid")].reason, found[("gone", "getpid")].runs) == (
         StopReason.UNAVAILABLE, 1)
-    assert (found[("bare", "getpid")]["reason"], found[("bare", "getpid")]["runs"]) == (
+    assert (found[("bare", "getpid")].reason, found[("bare", "getpid")].runs) == (
         StopReason.UNSUPPORTED, 1)
-    assert [run["status"] for run in store.runs(campaign_id)] == ["unavailable", "unsupported"]
+    assert [run.status for run in store.runs(campaign_id)] == ["unavailable", "unsupported"]
 
 
 def test_every_cell_gets_one_stored_stop(build_plan, run_quietly, store) -> None:
@@ -112,7 +112,7 @@ def test_every_cell_gets_one_stored_stop(build_plan, run_quietly, store) -> None
                       [{"name": "getpid"}, {"name": "stream", "array_mib": 16, "repeat": 2}],
                       auto={"min_runs": 3, "max_runs": 8})
     campaign_id = run_quietly(plan)
-    found = {key: (stop["reason"], stop["runs"], stop["ok_runs"], stop["target"])
+    found = {key: (stop.reason, stop.runs, stop.ok_runs, stop.target)
              for key, stop in stops(store, campaign_id).items()}
     assert found == {
         ("a", "getpid"): ("converged", 3, 3, 0.02),
@@ -159,9 +159,9 @@ def test_fixed_repeat_is_unchanged(build_plan, run_quietly, store) -> None:
     plan = build_plan([{"name": "a", "kind": "fake"}], [{"name": "getpid"}], repeat=4)
     progress = Recorder()
     campaign_id = run_quietly(plan, progress)
-    assert [run["repetition"] for run in store.runs(campaign_id)] == [0, 1, 2, 3]
+    assert [run.repetition for run in store.runs(campaign_id)] == [0, 1, 2, 3]
     assert progress.totals == [4]
-    assert stops(store, campaign_id)[("a", "getpid")]["reason"] == StopReason.FIXED
+    assert stops(store, campaign_id)[("a", "getpid")].reason == StopReason.FIXED
 
 
 def test_interrupt_closes_open_cells_as_interrupted(build_plan, run_quietly, store) -> None:
@@ -178,7 +178,7 @@ def test_interrupt_closes_open_cells_as_interrupted(build_plan, run_quietly, sto
                       [{"name": "getpid"}, {"name": "sched_yield", "repeat": 1},
                        {"name": "clock_gettime", "repeat": 5}], repeat="auto", auto=NOISY)
     stop = run_interrupted(run_quietly, plan, create=StopOnSeventh)
-    found = {label: (s["reason"], s["runs"]) for (_, label), s in
+    found = {label: (s.reason, s.runs) for (_, label), s in
              stops(store, stop.campaign_id).items()}
     # round 0: 3 runs, sched_yield closes; round 1: getpid, clock_gettime; round 2: getpid,
     # then clock_gettime is stopped during its third run, which counts (stored as interrupted)
@@ -226,9 +226,9 @@ def test_cli_runs_an_auto_plan(tmp_path: Path) -> None:
     opened = gb_store.open(f"sqlite:///{tmp_path / 'x.sqlite'}")
     try:
         campaign = opened.campaign()
-        assert [w["repeat"] for w in campaign["plan"]["workloads"]] == ["auto", 2]
-        assert [s["reason"] for s in opened.cell_stops(campaign["id"])] == ["fixed", "converged"]
-        assert campaign["host_checks"]["after"] is not None
+        assert [w["repeat"] for w in campaign.plan["workloads"]] == ["auto", 2]
+        assert [s.reason for s in opened.cell_stops(campaign.id)] == ["fixed", "converged"]
+        assert campaign.host_checks["after"] is not None
     finally:
         opened.engine.dispose()
 
@@ -252,6 +252,6 @@ def test_cli_repeat_flag_beats_the_plan(tmp_path: Path) -> None:
     assert invoke(tmp_path, str(tmp_path / "auto.toml"), "--repeat", "1", "--quiet").exit_code == 0
     opened = gb_store.open(f"sqlite:///{tmp_path / 'x.sqlite'}")
     try:
-        assert len(opened.runs(opened.campaign()["id"])) == 2
+        assert len(opened.runs(opened.campaign().id)) == 2
     finally:
         opened.engine.dispose()

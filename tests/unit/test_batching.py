@@ -51,14 +51,14 @@ def test_a_round_boots_one_guest_for_every_plain_workload(build_plan, run_plan, 
                        {"name": "boot"}], repeat=3)
     campaign_id = run_plan(plan, create=create)
     runs = store.runs(campaign_id)
-    assert len(runs) == 12 and all(run["status"] == Status.OK for run in runs)
+    assert len(runs) == 12 and all(run.status == Status.OK for run in runs)
     assert made[0].started == 3 + 3  # one shared guest per round, and boot alone
-    shared = [run for run in runs if run["label"] != "boot"]
-    assert len({run["log_path"] for run in shared}) == 3  # one folder per round
+    shared = [run for run in runs if run.label != "boot"]
+    assert len({run.log_path for run in shared}) == 3  # one folder per round
     samples = {}
     for sample in store.samples(campaign_id):
         samples.setdefault(sample.run_id, set()).add(sample.metric)
-    assert all({"time_per_op", "tsc_per_op"} <= samples[run["id"]] for run in shared)
+    assert all({"time_per_op", "tsc_per_op"} <= samples[run.id] for run in shared)
 
 
 def test_process_kinds_keep_one_process_per_run(build_plan, run_plan, store):
@@ -112,12 +112,12 @@ def test_a_workload_that_times_out_in_a_shared_guest_keeps_the_others_samples(
                       [{"name": "getpid"}, {"name": "sched_yield"}, {"name": "fork_exit"}],
                       repeat=1, timeout_s=0.2)
     campaign_id = run_plan(plan)
-    runs = {run["label"]: run for run in store.runs(campaign_id)}
-    order = [run["label"] for run in sorted(runs.values(), key=lambda run: run["id"])]
-    statuses = [runs[label]["status"] for label in order]
+    runs = {run.label: run for run in store.runs(campaign_id)}
+    order = [run.label for run in sorted(runs.values(), key=lambda run: run.id)]
+    statuses = [runs[label].status for label in order]
     assert sorted(statuses) == [Status.OK, Status.OK, Status.TIMEOUT]
-    hung = next(run for run in runs.values() if run["status"] == Status.TIMEOUT)
+    hung = next(run for run in runs.values() if run.status == Status.TIMEOUT)
     assert "killed after the 0.6 s timeout of a guest shared by 3 workloads (the run " \
-           "timeout, 0.2 s, for each)" in hung["reason"]
+           "timeout, 0.2 s, for each)" in hung.reason
     kept = {sample.run_id for sample in store.samples(campaign_id)}
-    assert kept == {run["id"] for run in runs.values() if run["status"] == Status.OK}
+    assert kept == {run.id for run in runs.values() if run.status == Status.OK}

@@ -33,12 +33,12 @@ def opened(generated):
 
 def cells(store: gb_store.Store, campaign_id: int) -> dict[tuple[str, str, str], list[float]]:
     """{(environment, label, metric): values of the ok runs}."""
-    env_name = {env["id"]: env["name"] for env in store.environments(campaign_id)}
-    runs = {run["id"]: run for run in store.runs(campaign_id)}
+    env_name = {env.id: env.name for env in store.environments(campaign_id)}
+    runs = {run.id: run for run in store.runs(campaign_id)}
     out: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for sample in store.samples(campaign_id):
         run = runs[sample.run_id]
-        out[(env_name[run["environment_id"]], run["label"], sample.metric)].append(sample.value)
+        out[(env_name[run.environment_id], run.label, sample.metric)].append(sample.value)
     return out
 
 
@@ -73,42 +73,42 @@ def test_every_sample_belongs_to_a_run_of_its_campaign(generated, opened) -> Non
             .where(schema.run.c.id.is_(None))).scalar()
     assert orphans == 0
     for campaign_id in ids:
-        runs = {run["id"]: run for run in opened.runs(campaign_id)}
-        environments = {env["id"] for env in opened.environments(campaign_id)}
-        assert {run["environment_id"] for run in runs.values()} == environments
+        runs = {run.id: run for run in opened.runs(campaign_id)}
+        environments = {env.id for env in opened.environments(campaign_id)}
+        assert {run.environment_id for run in runs.values()} == environments
         with_samples = defaultdict(list)
         for sample in opened.samples(campaign_id):
             with_samples[sample.run_id].append(sample.metric)
         assert set(with_samples) <= set(runs)
         for run_id, run in runs.items():
             metrics = with_samples.get(run_id, [])
-            if run["status"] != "ok":
-                assert not metrics and run["reason"] and not run["flags"]
-            elif run["workload"] == "stream":
+            if run.status != "ok":
+                assert not metrics and run.reason and not run.flags
+            elif run.workload == "stream":
                 assert metrics[:5] == ["copy_bandwidth", "copy_time_avg", "copy_time_min",
                                        "copy_time_max", "scale_bandwidth"]
                 assert metrics[16] == "array_mib" and len(metrics) in (17, 18)
-            elif run["workload"].startswith("stream_"):
+            elif run.workload.startswith("stream_"):
                 assert metrics[:5] == ["bandwidth", "time_avg", "time_min", "time_max", "array_mib"]
             else:
                 assert metrics[:3] == ["time_per_op", "tsc_per_op", "iterations"]
                 assert metrics[3:] in ([], ["clock_ratio"])
-            assert run["log_path"].endswith(f"/{run['label']}/rep{run['repetition']}")
+            assert run.log_path.endswith(f"/{run.label}/rep{run.repetition}")
 
 
 def test_statuses_flags_and_campaign_rows(generated, opened) -> None:
     _url, ids = generated
     runs = [run for campaign_id in ids for run in opened.runs(campaign_id)]
-    statuses = {run["status"] for run in runs}
+    statuses = {run.status for run in runs}
     assert statuses == {"ok", "failed", "timeout", "crashed"}
-    assert sum(run["status"] != "ok" for run in runs) < 0.05 * len(runs)
-    assert any(run["flags"] == ["clock-drift"] for run in runs)
-    assert max(run["repetition"] for run in runs) >= 5
+    assert sum(run.status != "ok" for run in runs) < 0.05 * len(runs)
+    assert any(run.flags == ["clock-drift"] for run in runs)
+    assert max(run.repetition for run in runs) >= 5
     for campaign_id in ids:
         campaign = opened.campaign(str(campaign_id))
-        assert campaign["status"] == "finished" and campaign["baseline"] == "native"
-        assert campaign["finished_at"] > campaign["created_at"]
-    started = [run["started_at"] for run in opened.runs(ids[0])]
+        assert campaign.status == "finished" and campaign.baseline == "native"
+        assert campaign.finished_at > campaign.created_at
+    started = [run.started_at for run in opened.runs(ids[0])]
     assert started == sorted(started)
 
 
@@ -117,11 +117,11 @@ def test_the_campaigns_have_one_shape(generated, opened) -> None:
     names, labels = bigstore.shape()
     for campaign_id in (first, second):
         environments = opened.environments(campaign_id)
-        assert [env["name"] for env in environments] == names
-        assert environments[3]["spec"] == {"name": "runsc", "kind": "oci", "runtime": "runsc",
+        assert [env.name for env in environments] == names
+        assert environments[3].spec == {"name": "runsc", "kind": "oci", "runtime": "runsc",
                                            "platform": "ptrace", "network": None,
                                            "runtime_args": [], "cpu_quota": None, "cpus": None}
-        assert list(dict.fromkeys(run["label"] for run in opened.runs(campaign_id))) == labels
+        assert list(dict.fromkeys(run.label for run in opened.runs(campaign_id))) == labels
     assert "getpid[min_time_s=0.2]" in labels
     assert set(cells(opened, first)) == set(cells(opened, second))
 

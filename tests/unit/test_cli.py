@@ -149,8 +149,8 @@ def test_run_then_report_on_the_fake_environment(tmp_path, fake_agent):
     assert result.exit_code == 0, result.output
     assert "campaign 1 stored" in result.stderr
     (row,) = campaigns_in(db_file)
-    assert (row["name"], row["status"]) == ("cli-fake", "finished")
-    campaign_logs = Path(row["log_dir"])
+    assert (row.name, row.status) == ("cli-fake", "finished")
+    campaign_logs = Path(row.log_dir)
     assert campaign_logs.parent == tmp_path / "guestbench-logs" and campaign_logs.is_dir()
 
     report = invoke(["report", "--db", url, "--format", "markdown"], fake_agent)
@@ -198,7 +198,7 @@ def test_two_stores_never_share_a_log_folder(tmp_path, fake_agent):
         result = invoke(["run", str(plan_file), "--db", f"sqlite:///{db_file}", "--quiet"],
                         fake_agent)
         assert result.exit_code == 0, result.output
-        folders.append(campaigns_in(db_file)[0]["log_dir"])
+        folders.append(campaigns_in(db_file)[0].log_dir)
     assert folders[0] != folders[1]
 
 
@@ -234,8 +234,8 @@ def test_ctrl_c_during_a_run_keeps_finished_runs(tmp_path, fake_agent, monkeypat
     assert "guestbench report 1" in result.stderr
     opened = gb_store.open(f"sqlite:///{db_file}")
     try:
-        assert opened.campaign()["status"] == "interrupted"
-        assert [r["status"] for r in opened.runs(1)] == ["ok", "ok", "interrupted"]
+        assert opened.campaign().status == "interrupted"
+        assert [r.status for r in opened.runs(1)] == ["ok", "ok", "interrupted"]
     finally:
         opened.engine.dispose()
 

@@ -43,7 +43,7 @@ def test_the_digest_gives_the_summary_the_derivation_gives(tmp_path: Path) -> No
 def test_a_digest_of_other_runs_is_not_read(tmp_path: Path) -> None:
     url, opened, campaign = written(tmp_path)
     digest.keep(opened, analysed.load(opened, context_samples=False, primary_only=True))
-    env = opened.environments(campaign)[0]["id"]
+    env = opened.environments(campaign)[0].id
     opened.add_run(campaign, RunRecord(env, "getpid", "getpid", {}, 999, "ok", "",
                                        default_like.STARTED, 0.5, None,
                                        (("time_per_op", "ns", 1.0),), ()))

@@ -205,7 +205,7 @@ def test_every_published_table_with_the_markdown_text(report, dom: Node) -> None
 def test_every_sourced_value_links_to_its_runs(report, dom: Node) -> None:
     targets = ids(dom)
     drawn = {node.all("h3")[0].text(): node for node in dom.all("div", class_="table")}
-    ran = {(run["environment"], run["label"]) for run in report.runs}
+    ran = {(run.environment, run.label) for run in report.runs}
     linked = 0
     for table in select.tables(report, "published"):
         rows = drawn[table.title].all("tbody")[0].all("tr")
@@ -255,7 +255,7 @@ def test_run_links_are_relative_and_resolve(report, dom: Node, out_dir: Path, lo
         assert (out_dir / unquote(link)).resolve().exists(), link
     assert "%23" in links[0] and "%20" in links[0]  # '#' and ' ' in folder names are encoded
     folders = [link for link in links if link.endswith("/")]
-    assert len(folders) == sum(1 for run in report.runs if run["environment"] not in
+    assert len(folders) == sum(1 for run in report.runs if run.environment not in
                                ("gone", "lost"))
     assert any(link.endswith("console%20%5Braw%5D.log") for link in links)
 
@@ -362,7 +362,7 @@ def test_host_facts_checks_and_environments(report, dom: Node) -> None:
     assert "meltdown" in facts and "Not affected" in facts and "0.50, 0.25, 0.12" in facts
     environments = targets["environments"]
     rows = [row for row in environments.all("tr") if row.all("th", scope="row")]
-    assert [row.all("th")[0].text() for row in rows] == [env["name"] for env in report.environments]
+    assert [row.all("th")[0].text() for row in rows] == [env.name for env in report.environments]
     gone = next(row for row in rows if row.all("th")[0].text() == "gone")
     assert f"unavailable: {EVIL}" in gone.text() and '"note": ' in gone.all("pre")[0].text()
     assert json.dumps(EVIL) in targets["plan"].text()

@@ -86,14 +86,14 @@ def test_start_takes_a_runtime_s_steps_apart_unless_told(host, tmp_path):
 def test_every_run_of_start_stores_its_phases(build_plan, run_plan, store):
     plan = build_plan([{"name": "env", "kind": "fake"}], [{"name": "start"}], repeat=3)
     campaign_id = run_plan(plan)
-    runs = {run["id"]: run for run in store.runs(campaign_id)}
-    assert len(runs) == 3 and all(run["status"] == "ok" for run in runs.values())
+    runs = {run.id: run for run in store.runs(campaign_id)}
+    assert len(runs) == 3 and all(run.status == "ok" for run in runs.values())
     for run_id, run in runs.items():
         ms = {s.metric: s.value for s in store.samples(campaign_id)
               if s.run_id == run_id and s.unit == "ms"}
         assert set(ms) == {"start_ready", "start_teardown"}
-        assert 0 <= ms["start_ready"] <= run["host_seconds"] * 1000
-        assert 0 <= ms["start_teardown"] <= run["host_seconds"] * 1000
+        assert 0 <= ms["start_ready"] <= run.host_seconds * 1000
+        assert 0 <= ms["start_teardown"] <= run.host_seconds * 1000
 
 
 @pytest.mark.parametrize("given", [{"settle_s": -1}, {"settle_s": 61}, {"settle_s": "1"},

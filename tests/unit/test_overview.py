@@ -265,7 +265,7 @@ def test_the_runs_and_the_host_facts_are_folded(report, dom: Node) -> None:
     runs = targets["runs-list"]
     assert runs.tag == "details" and "open" not in runs.attrs
     assert len(runs.all("section", class_="cell")) == len(
-        {(run["environment"], run["label"]) for run in report.runs})
+        {(run.environment, run.label) for run in report.runs})
     summary = runs.all("summary")[0].text()
     assert re.fullmatch(rf"{len(report.runs)} runs of \d+ cells \(\d+ not ok\), with their logs",
                         summary)
@@ -295,7 +295,7 @@ def test_a_stored_ratio_of_the_environment_named_with_markup_is_escaped(report, 
 ])
 def test_a_row_the_baseline_could_not_measure_says_so(store, tmp_path, step_ns, said) -> None:
     campaign_id = rate_campaign(store, tmp_path / "logs")
-    half = next(env["id"] for env in store.environments(campaign_id) if env["name"] == "half")
+    half = next(env.id for env in store.environments(campaign_id) if env.name == "half")
     for repetition in range(3):  # getppid ran in half only
         store.add_run(campaign_id, RunRecord(
             environment_id=half, workload="getppid", label="getppid", params={},

@@ -334,7 +334,7 @@ def test_csv(report: analysed.CampaignResults) -> None:
                  "value", "version"):
         assert name in header
     sample_less_runs = [run for run in report.runs
-                        if not any(s.run_id == run["id"] for s in report.samples)]
+                        if not any(s.run_id == run.id for s in report.samples)]
     assert len(rows) == len(report.samples) + len(sample_less_runs)
     measured = [r for r in rows if r["environment"] == "base" and r["metric"] == "time_per_op"]
     assert sorted(float(r["value"]) for r in measured) == [100.0, 110.0, 120.0]
@@ -345,7 +345,7 @@ def test_csv(report: analysed.CampaignResults) -> None:
     assert len(hang) == 3
     assert all(r["status"] == "timeout" and r["value"] == "" and r["metric"] == "" for r in hang)
     assert all(r["reason"] == FAILING["hang"][1] for r in hang)
-    assert {r["campaign"] for r in rows} == {str(report.campaign["id"])}
+    assert {r["campaign"] for r in rows} == {str(report.campaign.id)}
     assert {r["run_flags"] for r in rows} == {""}
     flaky = [r for r in rows if r["environment"] == "flaky" and r["metric"] == "time_per_op"]
     assert [r["cell_flags"] for r in flaky] == [""]

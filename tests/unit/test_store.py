@@ -83,35 +83,35 @@ def test_round_trip(store: gb_store.Store) -> None:
     store.finish_campaign(campaign_id, "finished")
 
     campaign = store.campaign(str(campaign_id))
-    assert campaign["id"] == campaign_id
-    assert campaign["name"] == "c"
-    assert campaign["plan"] == PLAN
-    assert campaign["host_facts"] == FACTS
-    assert campaign["baseline"] == "native"
-    assert campaign["log_dir"] == "/logs"
-    assert campaign["guestbench_version"] == "0.1.0"
-    assert campaign["status"] == "finished"
-    assert campaign["finished_at"] is not None
-    assert campaign["finished_at"] >= campaign["created_at"]
+    assert campaign.id == campaign_id
+    assert campaign.name == "c"
+    assert campaign.plan == PLAN
+    assert campaign.host_facts == FACTS
+    assert campaign.baseline == "native"
+    assert campaign.log_dir == "/logs"
+    assert campaign.guestbench_version == "0.1.0"
+    assert campaign.status == "finished"
+    assert campaign.finished_at is not None
+    assert campaign.finished_at >= campaign.created_at
 
     envs = store.environments(campaign_id)
-    assert [(e["id"], e["name"], e["kind"], e["available"], e["probe"], e["position"])
+    assert [(e.id, e.name, e.kind, e.available, e.probe, e.position)
             for e in envs] == [(env_id, "native", "native", True, "the host itself", 0),
                                (gone_id, "runc", "oci", False, "runc not found", 1)]
-    assert envs[1]["spec"] == {"runtime": "runc"}
+    assert envs[1].spec == {"runtime": "runc"}
 
     runs = store.runs(campaign_id)
-    assert [r["id"] for r in runs] == [ok_id, failed_id]
+    assert [r.id for r in runs] == [ok_id, failed_id]
     ok = runs[0]
-    assert (ok["environment_id"], ok["workload"], ok["label"], ok["repetition"]) == (
+    assert (ok.environment_id, ok.workload, ok.label, ok.repetition) == (
         env_id, "getpid", "getpid", 0)
-    assert ok["params"] == {"min_time_s": 0.1}
-    assert (ok["status"], ok["reason"], ok["flags"]) == ("ok", "", ["unstable"])
-    assert ok["host_seconds"] == 0.25
-    assert ok["log_path"] == "/logs/campaign-1/native/getpid/rep0"
+    assert ok.params == {"min_time_s": 0.1}
+    assert (ok.status, ok.reason, ok.flags) == ("ok", "", ["unstable"])
+    assert ok.host_seconds == 0.25
+    assert ok.log_path == "/logs/campaign-1/native/getpid/rep0"
     # SQLite keeps no offset; the value is the same UTC wall time
-    assert ok["started_at"].replace(tzinfo=None) == STARTED.replace(tzinfo=None)
-    assert (runs[1]["status"], runs[1]["reason"]) == ("unavailable", "runc not found")
+    assert ok.started_at.replace(tzinfo=None) == STARTED.replace(tzinfo=None)
+    assert (runs[1].status, runs[1].reason) == ("unavailable", "runc not found")
 
     samples = list(store.samples(campaign_id))
     assert samples == [
@@ -129,7 +129,7 @@ def test_reading_is_scoped_to_one_campaign(store: gb_store.Store) -> None:
     store.add_run(second, a_run(env2, repetition=1, samples=(("time_per_op", "ns", 2.0),)))
     assert len(store.runs(first)) == 1 and len(store.runs(second)) == 2
     assert [s.value for s in store.samples(second)] == [1.0, 2.0]
-    assert [e["id"] for e in store.environments(second)] == [env2]
+    assert [e.id for e in store.environments(second)] == [env2]
 
 
 def test_a_reader_may_ask_for_some_columns_and_leave_metrics_out(store: gb_store.Store) -> None:
@@ -158,12 +158,12 @@ def test_campaign_selectors(store: gb_store.Store) -> None:
     first = new_campaign(store, "alpha")
     second = new_campaign(store, "beta")
     third = new_campaign(store, "alpha")
-    assert store.campaign()["id"] == third  # latest without a selector
-    assert store.campaign(str(first))["id"] == first  # by id
-    assert store.campaign(str(second))["name"] == "beta"
-    assert store.campaign("beta")["id"] == second  # by name
-    assert store.campaign("alpha")["id"] == third  # the latest of that name
-    assert [(c["id"], c["name"], c["status"]) for c in store.campaigns()] == [
+    assert store.campaign().id == third  # latest without a selector
+    assert store.campaign(str(first)).id == first  # by id
+    assert store.campaign(str(second)).name == "beta"
+    assert store.campaign("beta").id == second  # by name
+    assert store.campaign("alpha").id == third  # the latest of that name
+    assert [(c.id, c.name, c.status) for c in store.campaigns()] == [
         (first, "alpha", "running"), (second, "beta", "running"), (third, "alpha", "running")]
 
 
@@ -218,7 +218,7 @@ def test_reopening_keeps_data(store_url: str) -> None:
 
     again = gb_store.open(store_url)
     assert again.version() == SCHEMA_VERSION
-    assert [c["name"] for c in again.campaigns()] == ["kept"]
+    assert [c.name for c in again.campaigns()] == ["kept"]
     assert len(again.runs(campaign_id)) == 1
     assert len(list(again.samples(campaign_id))) == 2
     with again.engine.connect() as connection:
@@ -245,15 +245,15 @@ CHECKS = {"before": {"load_avg": [0.1, 0.2, 0.3]}, "after": None, "steal_pct": N
 
 def test_host_checks_at_start_and_at_finish(store: gb_store.Store) -> None:
     plain = new_campaign(store, "plain")
-    assert store.campaign(str(plain))["host_checks"] is None
+    assert store.campaign(str(plain)).host_checks is None
     checked = store.create_campaign("checked", PLAN, FACTS, "fp1", None, "/logs", "0.1.0",
                                     host_checks=CHECKS)
-    assert store.campaign(str(checked))["host_checks"] == CHECKS
+    assert store.campaign(str(checked)).host_checks == CHECKS
     store.finish_campaign(checked, "finished")  # without checks: the start's are kept
-    assert store.campaign(str(checked))["host_checks"] == CHECKS
+    assert store.campaign(str(checked)).host_checks == CHECKS
     final = {**CHECKS, "after": {"load_avg": [1.0, 0.5, 0.3]}, "steal_pct": 0.0}
     store.finish_campaign(checked, "finished", host_checks=final)
-    assert store.campaign(str(checked))["host_checks"] == final
+    assert store.campaign(str(checked)).host_checks == final
 
 
 def test_cell_stops_round_trip(store: gb_store.Store) -> None:
@@ -264,14 +264,14 @@ def test_cell_stops_round_trip(store: gb_store.Store) -> None:
     store.add_cell_stop(first, gb_store.CellStop(env, "stream", 5, 4, "fixed", None, None))
     store.add_cell_stop(second, gb_store.CellStop(other, "getpid", 1, 0, "unavailable", None, 0.02))
     stops = store.cell_stops(first)
-    assert [{key: stop[key] for key in ("campaign_id", "environment_id", "label", "runs",
+    assert [{key: getattr(stop, key) for key in ("campaign_id", "environment_id", "label", "runs",
                                         "ok_runs", "reason", "half_width", "target")}
             for stop in stops] == [
         {"campaign_id": first, "environment_id": env, "label": "getpid", "runs": 7,
          "ok_runs": 7, "reason": "converged", "half_width": 0.015, "target": 0.02},
         {"campaign_id": first, "environment_id": env, "label": "stream", "runs": 5,
          "ok_runs": 4, "reason": "fixed", "half_width": None, "target": None}]
-    assert [stop["reason"] for stop in store.cell_stops(second)] == ["unavailable"]
+    assert [stop.reason for stop in store.cell_stops(second)] == ["unavailable"]
 
 
 def version_1_store(url: str) -> None:
@@ -312,17 +312,17 @@ def test_version_1_store_migrates_to_the_current_keeping_everything(store_url: s
     store = gb_store.open(store_url)
     assert store.version() == SCHEMA_VERSION
     old = store.campaign("old")
-    assert (old["id"], old["status"], old["plan"], old["host_checks"]) == (
+    assert (old.id, old.status, old.plan, old.host_checks) == (
         1, "finished", {"source": "x"}, None)
-    assert [(r["repetition"], r["status"]) for r in store.runs(1)] == [(0, "ok"), (1, "ok")]
+    assert [(r.repetition, r.status) for r in store.runs(1)] == [(0, "ok"), (1, "ok")]
     assert [s.value for s in store.samples(1)] == [61.0, 62.0]
     assert store.cell_stops(1) == []
 
     store.add_cell_stop(1, gb_store.CellStop(1, "getpid", 2, 2, "fixed", None, None))
     new = store.create_campaign("new", PLAN, FACTS, "fp", None, "/logs", "0.2.0",
                                 host_checks=CHECKS)
-    assert store.campaign(str(new))["host_checks"] == CHECKS
-    assert store.cell_stops(1)[0]["reason"] == "fixed"
+    assert store.campaign(str(new)).host_checks == CHECKS
+    assert store.cell_stops(1)[0].reason == "fixed"
     assert raw_rows(store_url, "select value from schema_meta") == [(str(SCHEMA_VERSION),)]
     store.engine.dispose()
 
@@ -339,7 +339,7 @@ def test_environment_facts_round_trip(store: gb_store.Store) -> None:
                                  facts=QEMU_FACTS)
     plain = store.add_environment(campaign_id, "native", "native", {}, True, "", 1)
     empty = store.add_environment(campaign_id, "oci", "oci", {}, True, "", 2, facts={})
-    facts = {env["id"]: env["facts"] for env in store.environments(campaign_id)}
+    facts = {env.id: env.facts for env in store.environments(campaign_id)}
     assert facts == {qemu: QEMU_FACTS, plain: None, empty: {}}
     with store.engine.connect() as connection:  # "unknown" is SQL NULL, not the JSON text null
         nulls = connection.execute(sa.text(
@@ -382,19 +382,19 @@ def test_version_2_store_migrates_to_the_current_keeping_everything(store_url: s
     store = gb_store.open(store_url)
     assert store.version() == SCHEMA_VERSION
     old = store.campaign("old")
-    assert (old["status"], old["plan"], old["host_checks"]) == (
+    assert (old.status, old.plan, old.host_checks) == (
         "finished", {"source": "x"}, {"warnings": ["busy"]})
-    assert [(e["id"], e["name"], e["kind"], e["spec"], e["available"], e["probe"], e["position"],
-             e["facts"]) for e in store.environments(1)] == [
+    assert [(e.id, e.name, e.kind, e.spec, e.available, e.probe, e.position,
+             e.facts) for e in store.environments(1)] == [
         (1, "native", "native", {}, True, "the host", 0, None),
         (2, "qemu-kernelA", "qemu", {"kernel": "/boot/A"}, True, "kvm", 1, None)]
-    assert [(r["repetition"], r["status"]) for r in store.runs(1)] == [(0, "ok"), (1, "ok")]
+    assert [(r.repetition, r.status) for r in store.runs(1)] == [(0, "ok"), (1, "ok")]
     assert [s.value for s in store.samples(1)] == [61.0, 62.0]
-    assert [(c["label"], c["reason"]) for c in store.cell_stops(1)] == [("getpid", "fixed")]
+    assert [(c.label, c.reason) for c in store.cell_stops(1)] == [("getpid", "fixed")]
 
     new = new_campaign(store, "new", "fp")
     env = store.add_environment(new, "qemu", "qemu", {}, True, "kvm", 0, facts=QEMU_FACTS)
-    assert [e["facts"] for e in store.environments(new)] == [QEMU_FACTS]
+    assert [e.facts for e in store.environments(new)] == [QEMU_FACTS]
     assert env > 2
     assert raw_rows(store_url, "select value from schema_meta") == [(str(SCHEMA_VERSION),)]
     store.engine.dispose()
@@ -479,7 +479,7 @@ def test_a_damaged_block_is_said_to_be_damage_with_the_file_and_the_fix(store, d
             kind[0:4] = (7).to_bytes(4, "little")
             expected = "codes 0 to 7 for 2 kinds"
         if damage == "a run id":
-            run_id[0:8] = store.runs(other)[0]["id"].to_bytes(8, "little")
+            run_id[0:8] = store.runs(other)[0].id.to_bytes(8, "little")
             expected = "run ids that are not the campaign's"
         _alter_block(store, campaign_id, run_id=bytes(run_id), kind=bytes(kind),
                      checksum=packed.checksum(row.kinds, bytes(run_id), bytes(kind), bytes(value)))
@@ -588,7 +588,7 @@ def test_a_campaign_records_its_owner_and_reopening_forgets_what_was_unfinished(
         store: gb_store.Store) -> None:
     campaign_id = store.create_campaign("c", PLAN, FACTS, "fp1", "native", "/logs", "0.1.0",
                                         owner=OWNER)
-    assert store.campaign(str(campaign_id))["owner"] == OWNER
+    assert store.campaign(str(campaign_id)).owner == OWNER
     env = store.add_environment(campaign_id, "native", "native", {}, True, "", 0)
     done = store.add_run(campaign_id, a_run(env, 0))
     store.add_run(campaign_id, RunRecord(
@@ -604,9 +604,9 @@ def test_a_campaign_records_its_owner_and_reopening_forgets_what_was_unfinished(
     again = {**OWNER, "pid": 4343}
     assert store.reopen_campaign(campaign_id, again) == ["/logs/native/getpid/rep1"]
     reopened = store.campaign(str(campaign_id))
-    assert (reopened["status"], reopened["finished_at"], reopened["owner"]) == (
+    assert (reopened.status, reopened.finished_at, reopened.owner) == (
         "running", None, again)
-    assert [run["id"] for run in store.runs(campaign_id)] == [done]
+    assert [run.id for run in store.runs(campaign_id)] == [done]
     assert [sample.value for sample in store.samples(campaign_id)] == [61.25, 150.0]
     assert store.cell_stops(campaign_id) == []
     assert packed_size(store, campaign_id) is None
@@ -622,7 +622,7 @@ def test_version_4_store_migrates_to_5_with_no_owner_for_old_campaigns(store_url
     engine.dispose()
     store = gb_store.open(store_url)
     assert store.version() == SCHEMA_VERSION
-    assert store.campaign("old")["owner"] is None
+    assert store.campaign("old").owner is None
     store.engine.dispose()
 
 
@@ -646,7 +646,7 @@ def test_a_run_written_while_postgresql_restarts_is_stored_once_it_is_back(
         restart.join()
     assert time.monotonic() - began >= 2.5
     assert waits and "the store is unreachable" in waits[0]
-    assert [run["repetition"] for run in store.runs(campaign_id)] == [0, 1]
+    assert [run.repetition for run in store.runs(campaign_id)] == [0, 1]
     assert len(list(store.samples(campaign_id))) == 4
     store.engine.dispose()
 
@@ -696,7 +696,7 @@ def _a_run_naming(tmp_path: Path, environment_id: str):
     path = tmp_path / "damaged.sqlite"
     store = gb_store.open(f"sqlite:///{path}")
     campaign_id = _ended_campaign(store)
-    run_id = store.runs(campaign_id)[0]["id"]
+    run_id = store.runs(campaign_id)[0].id
     with store.engine.begin() as connection:
         connection.exec_driver_sql(
             f"update run set environment_id = {environment_id} where id = {run_id}")

@@ -43,13 +43,13 @@ def test_campaigns_written_at_once_keep_every_row_in_its_own_campaign(store_url:
     store = gb_store.open(store_url, create=False)
     with store.engine.connect() as connection:  # one host row, however many raced for it
         assert connection.execute(sa.text("select count(*) from host")).scalar() == 1
-    campaigns = {campaign["name"]: campaign["id"] for campaign in store.campaigns()}
+    campaigns = {campaign.name: campaign.id for campaign in store.campaigns()}
     assert sorted(campaigns) == [f"writer-{writer}" for writer in range(WRITERS)]
     for writer in range(WRITERS):
         campaign = campaigns[f"writer-{writer}"]
         runs = store.runs(campaign)
-        assert sorted(run["repetition"] for run in runs) == list(range(RUNS))
-        by_run = {run["id"]: run["repetition"] for run in runs}
+        assert sorted(run.repetition for run in runs) == list(range(RUNS))
+        by_run = {run.id: run.repetition for run in runs}
         samples = list(store.samples(campaign))
         assert len(samples) == 2 * RUNS
         for sample in samples:  # each value names its writer and repetition

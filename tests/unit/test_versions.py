@@ -163,7 +163,7 @@ def test_every_renderer_draws_the_version_table(kernels, tmp_path) -> None:
 
 def test_facts_reach_the_report_and_json(kernels) -> None:
     report = kernels.report()
-    assert [env["facts"] for env in report.environments] == [
+    assert [env.facts for env in report.environments] == [
         None, {"vmm_version": VMM, "guest_kernel": "6.1.0-41-amd64"},
         {"vmm_version": VMM, "guest_kernel": "6.12.9-amd64"}]
     document = json.loads(json_report.render(report))

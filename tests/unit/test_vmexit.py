@@ -80,10 +80,10 @@ def test_port_read_is_unsupported_without_port_io(build_plan, run_plan, store) -
                        {"name": "ports", "kind": "fake"}],
                       [{"name": "cpuid"}, {"name": "port_read"}], repeat=1)
     campaign_id = run_plan(plan)
-    names = {env["id"]: env["name"] for env in store.environments(campaign_id)}
-    runs = {(names[r["environment_id"]], r["label"]): r for r in store.runs(campaign_id)}
-    assert runs["noports", "cpuid"]["status"] == Status.OK
+    names = {env.id: env.name for env in store.environments(campaign_id)}
+    runs = {(names[r.environment_id], r.label): r for r in store.runs(campaign_id)}
+    assert runs["noports", "cpuid"].status == Status.OK
     refused = runs["noports", "port_read"]
-    assert refused["status"] == Status.UNSUPPORTED
-    assert refused["reason"].startswith("fake lacks port_io")
-    assert runs["ports", "port_read"]["status"] == Status.OK
+    assert refused.status == Status.UNSUPPORTED
+    assert refused.reason.startswith("fake lacks port_io")
+    assert runs["ports", "port_read"].status == Status.OK

@@ -22,13 +22,13 @@ def github_action_benchmark(report: CampaignResults) -> dict[str, list[dict[str,
     bigger: list[dict[str, Any]] = []
     for cell in measured(report):
         stats = cell.stats
-        entry = {"name": f"{cell.environment}/{cell.label} {cell.metric}",
-                 "value": stats.median, "unit": cell.unit}
-        if stats.ci_low is not None and stats.ci_high is not None:
-            entry["range"] = f"[{stats.ci_low:.6g}, {stats.ci_high:.6g}] (95% CI)"
+        known = stats.ci_low is not None and stats.ci_high is not None
         flags = f", flags: {', '.join(stats.flags)}" if stats.flags else ""
         spread = f"; cv {stats.cv:.3g}" if stats.cv is not None else ""
-        entry["extra"] = (f"campaign {report.campaign.id}; runs x values "
-                          f"{stats.count_text}{spread}{flags}")
-        (bigger if cell.higher_is_better else smaller).append(entry)
+        (bigger if cell.higher_is_better else smaller).append({
+            "name": f"{cell.environment}/{cell.label} {cell.metric}",
+            "value": stats.median, "unit": cell.unit,
+            **({"range": f"[{stats.ci_low:.6g}, {stats.ci_high:.6g}] (95% CI)"} if known else {}),
+            "extra": (f"campaign {report.campaign.id}; runs x values "
+                      f"{stats.count_text}{spread}{flags}")})
     return {"customSmallerIsBetter": smaller, "customBiggerIsBetter": bigger}

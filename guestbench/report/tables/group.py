@@ -19,15 +19,15 @@ def tables(store: Store, selector: str) -> list[Table]:
                          "(fix: 'guestbench submit' makes one)")
     reports = []
     latest = {}  # each host's latest campaign of the group, hosts in name order
-    for row in pool_rows.campaigns_of(store.engine, group["id"]):
-        latest[row["pool_host"] or f"campaign {row['id']}"] = row
+    for row in pool_rows.campaigns_of(store.engine, group.id):
+        latest[row.pool_host or f"campaign {row.id}"] = row
     for _, row in sorted(latest.items()):
-        reports.append((row["pool_host"] or f"campaign {row['id']}",
-                        analysed.load(store, str(row["id"]), context_samples=False,
+        reports.append((row.pool_host or f"campaign {row.id}",
+                        analysed.load(store, str(row.id), context_samples=False,
                                    primary_only=True)))
     if not reports:
-        raise StoreError(f"group {group['id']} ({group['name']!r}) has no campaign yet "
-                         f"(queued on {', '.join(group['hosts'])}; see 'guestbench hosts')")
+        raise StoreError(f"group {group.id} ({group.name!r}) has no campaign yet "
+                         f"(queued on {', '.join(group.hosts)}; see 'guestbench hosts')")
     return [_medians(group, reports), _facts(group, reports)]
 
 
@@ -37,21 +37,21 @@ def campaign_of_host(store: Store, selector: str, host: str) -> str:
     if group is None:
         raise StoreError(f"--group {selector!r}: no such campaign group in this store "
                          "(fix: 'guestbench report --list', or 'guestbench hosts')")
-    mine = [row for row in pool_rows.campaigns_of(store.engine, group["id"])
-            if row["pool_host"] == host]
+    mine = [row for row in pool_rows.campaigns_of(store.engine, group.id)
+            if row.pool_host == host]
     if not mine:
-        ran = sorted({row["pool_host"] for row in pool_rows.campaigns_of(store.engine,
-                                                                         group["id"])})
+        ran = sorted({row.pool_host for row in pool_rows.campaigns_of(store.engine,
+                                                                         group.id)})
         raise StoreError(f"--group {selector!r}: host {host!r} has no campaign in group "
-                         f"{group['id']} (fix: name one of {', '.join(ran) or 'none yet'})")
-    return str(mine[-1]["id"])
+                         f"{group.id} (fix: name one of {', '.join(ran) or 'none yet'})")
+    return str(mine[-1].id)
 
 
 def _medians(group: dict, reports: list[tuple[str, analysed.CampaignResults]]) -> Table:
     footnotes = Footnotes()
     columns = [(host, env, report) for host, report in reports
                for env in report.results.environments]
-    table = Table(f"Group {group['id']} ({group['name']!r}): median ±95% CI per host",
+    table = Table(f"Group {group.id} ({group.name!r}): median ±95% CI per host",
                   ["workload", "metric", *(f"{host} {env}" for host, env, _ in columns)], [],
                   name="group",
                   note="The same plan on each host of the group, one campaign per host. Hosts "
@@ -73,10 +73,10 @@ def _medians(group: dict, reports: list[tuple[str, analysed.CampaignResults]]) -
 
 
 def _facts(group: dict, reports: list[tuple[str, analysed.CampaignResults]]) -> Table:
-    table = Table(f"Group {group['id']}: the hosts", ["host", "campaign", *(
+    table = Table(f"Group {group.id}: the hosts", ["host", "campaign", *(
         name for name, _ in FACTS)], [], name="group-hosts", label_columns=2,
-        note=f"Plan sha256 {group['plan_hash'][:16]}..., submitted by {group['submitted_by']}"
-             + (f"; refused: {', '.join(group['refusals'])}" if group.get("refusals") else ""))
+        note=f"Plan sha256 {group.plan_hash[:16]}..., submitted by {group.submitted_by}"
+             + (f"; refused: {', '.join(group.refusals)}" if group.refusals else ""))
     for host, report in reports:
         facts = report.host_facts
         table.add([host, f"{report.campaign.id} ({report.campaign.status})",

@@ -3,6 +3,7 @@ per cell, its change points (guestbench.analysis.history), as tables, JSON or an
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from guestbench.analysis.history import Change, History, Point, Series
@@ -90,7 +91,7 @@ def _versions_text(change: Change | None) -> str:
 
 
 def _span(campaigns: list[dict[str, Any]]) -> str:
-    first, last = campaigns[0]["created_at"], campaigns[-1]["created_at"]
+    first, last = campaigns[0].created_at, campaigns[-1].created_at
     return f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
 
 
@@ -102,8 +103,9 @@ def document(found: History) -> dict[str, Any]:
         "method": {"name": "Apache Otava change points (E-Divisive means, t-test)",
                    "of": "each campaign's median", "max_pvalue": found.max_pvalue,
                    "min_change": found.min_change, "order": found.order},
-        "campaigns": [{**row, "created_at": row["created_at"].isoformat()}
-                      for row in found.campaigns],
+        "campaigns": [{**dataclasses.asdict(campaign),
+                       "created_at": campaign.created_at.isoformat()}
+                      for campaign in found.campaigns],
         "left_out": [{"campaign": cid, "why": why} for cid, why in found.left_out],
         "series": [_series_document(one) for one in found.series],
     }

@@ -20,6 +20,7 @@ from guestbench.analysis import results as analysed
 from guestbench.analysis.compare import FASTER, SAME, SLOWER, THRESHOLD, beyond_threshold
 from guestbench.analysis.cells import Interval, Cell
 from guestbench.analysis.results import CampaignResults
+from guestbench.store.records import Environment
 from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_value,
                                      problem_text, row_scale)
 
@@ -52,7 +53,7 @@ def version_groups(report: CampaignResults) -> list[VersionGroup]:
     """
     groups = []
     for key, fact in VERSION_KEYS.items():
-        buckets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        buckets: dict[tuple[str, str], list[Environment]] = {}
         for env in report.environments:
             spec = env.spec or {}
             if key not in spec:
@@ -74,14 +75,14 @@ def _plain(value: Any) -> str:
     return "default" if value is None else str(value)
 
 
-def _group_name(members: list[dict[str, Any]], key: str) -> str:
+def _group_name(members: list[Environment], key: str) -> str:
     """'qemu' for qemu-kernel_boot_vmlinuz_A and qemu-kernel_boot_vmlinuz_B (a plan's sweep
     names each environment <name>-<key><value>)."""
     stripped = {re.sub(rf"-{key}[A-Za-z0-9_.]*", "", env.name) for env in members}
-    return stripped.pop() if len(stripped) == 1 else f"{members[0]['kind']} ({key} sweep)"
+    return stripped.pop() if len(stripped) == 1 else f"{members[0].kind} ({key} sweep)"
 
 
-def _headers(members: list[dict[str, Any]], key: str, fact: str) -> list[str]:
+def _headers(members: list[Environment], key: str, fact: str) -> list[str]:
     """The version each environment ran, from its facts, else its spec's value; made unique
     with the environment's name where two read the same."""
     headers = []

@@ -176,7 +176,7 @@ def row_titles(report: CampaignResults, rows: list[tuple[str, str]]) -> list[tup
 
 def _facts(report: CampaignResults, env: str) -> dict:
     """What the environment recorded about what it ran (environments' facts())."""
-    return next((row.get("facts") or {} for row in report.environments if row["name"] == env),
+    return next((row.facts or {} for row in report.environments if row.name == env),
                 {})
 
 
@@ -231,7 +231,7 @@ def _spread(cell: Cell) -> str:
 
 def _geomean_row(report: CampaignResults) -> str:
     cells = []
-    available = {row["name"]: row.get("available") for row in report.environments}
+    available = {row.name: row.available for row in report.environments}
     for env in report.results.environments:
         geomean = report.geomeans.get(env)
         if env == report.baseline:
@@ -271,7 +271,7 @@ def geomean_chart(report: CampaignResults, headers: dict[str, str]) -> str:
     """Each environment's geometric-mean ratio over its workloads' primary metrics, a dot
     with a whisker over its interval, on a log axis with the baseline's 1 marked."""
     baseline = report.baseline
-    available = {row["name"]: row.get("available") for row in report.environments}
+    available = {row.name: row.available for row in report.environments}
     dots = []
     for env in report.results.environments:
         if env == baseline:

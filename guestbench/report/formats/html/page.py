@@ -101,8 +101,8 @@ def _header(report: CampaignResults) -> str:
         ("finished", f"{finished:%H:%M:%S} UTC" if finished else "-"),
         ("baseline", report.baseline or "none"),
         ("runs", f"{len(report.runs)} ({sum(run.status == 'ok' for run in report.runs)} ok)"),
-        ("measured by", f"guestbench {campaign.get('guestbench_version', '?')}"),
-        ("logs", campaign.get("log_dir", "-")),
+        ("measured by", f"guestbench {campaign.guestbench_version or '?'}"),
+        ("logs", campaign.log_dir or "-"),
         *([("ended because", campaign.end_reason)] if campaign.end_reason else []),
     ]
     return "\n".join([
@@ -203,7 +203,7 @@ def _environments_section(report: CampaignResults) -> Section:
         rows.append(
             f'<tr><th scope="row">{_e(env.name)}</th><td>{_e(env.kind)}</td>'
             f'<td class="{"status-ok" if env.available else "status-bad"}">{available}'
-            f'</td><td>{_e(env.get("probe", ""))}</td><td>{facts}</td>'
+            f'</td><td>{_e(env.probe)}</td><td>{facts}</td>'
             f"<td><details><summary>spec</summary><pre>{_e(spec)}</pre></details></td></tr>")
     return Section("environments", "Environments", (
         '<div class="scroll"><table class="environments"><thead><tr><th>name</th><th>kind</th>'
