@@ -13,7 +13,7 @@ already hold the requested count of samples, rebuilt otherwise):
 Each command runs in a fresh process (`.venv/bin/guestbench ...`, stdout to a
 file), --repeat times; the table shows the median wall-clock time. A format or
 command that does not exist yet shows as "not available (exit 2: ...)": rerun
-the script once it does. Rows "store.runs()+samples()" and "analysed.load()" time,
+the script once it does. Rows "store.runs()+samples()" and "reading.load()" time,
 in this process, the plain read of one campaign through the store API and the
 report's load step (read + summarise), to tell store time from analysis time.
 
@@ -38,12 +38,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guestbench.analysis import results as analysed
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support import bigstore  # noqa: E402
+from guestbench.commands import reading
 
 GUESTBENCH = str(ROOT / ".venv/bin/guestbench")
 FORMATS = ("table", "markdown", "json", "csv", "html")
@@ -139,7 +139,7 @@ def model_load(url: str, campaign: int) -> str:
     from guestbench import store as gb_store
     opened = gb_store.open(url, create=False)
     try:
-        loaded = analysed.load(opened, str(campaign))
+        loaded = reading.load(opened, str(campaign))
     finally:
         opened.engine.dispose()
     return f"{len(loaded.results.cells)} rows x {len(loaded.results.environments)} columns (in process)"
@@ -151,7 +151,7 @@ def measure(shape: str, url: str, ids: list[int], repeat: int) -> list[Row]:
                         [GUESTBENCH, "report", "--list", "--db", url], repeat),
             run_in_process(shape, f"store.runs()+samples() of {latest}",
                            lambda: store_read(url, latest), repeat),
-            run_in_process(shape, f"analysed.load() of {latest}",
+            run_in_process(shape, f"reading.load() of {latest}",
                            lambda: model_load(url, latest), repeat)]
     for output_format in FORMATS:
         rows.append(run_command(shape, f"report {latest} --format {output_format}",

@@ -123,32 +123,3 @@ def _dated(row: dict[str, Any]) -> dict[str, Any]:
     return {key: dt.datetime.fromisoformat(value[DATED])
             if isinstance(value, dict) and set(value) == {DATED} else value
             for key, value in row.items()}
-
-
-def read(url: str, selector: str | None) -> CampaignResults | None:
-    """A campaign's results from its digest, where one was kept from its present runs."""
-    from guestbench.store import digest_reader
-    text = digest_reader.digest_text(url, selector, FORMAT)
-    return None if text is None else decode(text)
-
-
-def read_every(url: str) -> list[tuple[int, str, CampaignResults | None]] | None:
-    """Every campaign of a SQLite store as (id, status, results from its digest or None);
-    None where the store cannot be read without its engine."""
-    from guestbench.store import digest_reader
-    found = digest_reader.every_digest(url, FORMAT)
-    if found is None:
-        return None
-    return [(campaign_id, status, None if text is None else decode(text))
-            for campaign_id, status, text in found]
-
-
-def keep(store, results: CampaignResults) -> None:
-    """Keep a summary's results as the campaign's digest, where the store lets this command
-    write; a store it may not write (a reader's role, a read-only file) goes without."""
-    campaign = results.campaign
-    try:
-        store.put_digest(campaign.id, FORMAT, campaign.status,
-                         store.run_mark(campaign.id), encode(results))
-    except Exception:  # noqa: BLE001 - a digest is a convenience; its absence costs time only
-        store.engine.dispose()

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from guestbench.store.errors import StoreError
 from guestbench.store.records import Campaign, Environment
 
 # Otava's own defaults (its command line): a change must beat p = 0.001; no minimum size.
@@ -160,7 +161,6 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
           name: str | None = None, order: str = "time", max_pvalue: float = MAX_PVALUE,
           min_change: float = MIN_CHANGE, where: str = "this store") -> History:
     """Each cell's series over the finished campaigns, and its change points."""
-    from guestbench.store.errors import StoreError
     found = History([], [], order=order, max_pvalue=max_pvalue, min_change=min_change)
     series: dict[tuple[str, str, str, str], Series] = {}
     for campaign, results_of in readings:

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from guestbench.analysis.cells import (CONTEXT_METRICS, PERFORMANCE, RESAMPLES, Cell, CellStats,
                                        Interval, Results, row_kind)
 
-if TYPE_CHECKING:  # numpy and the store's engine load only where results are derived
-    from guestbench.store import Store
+if TYPE_CHECKING:  # numpy loads only where results are derived
     from guestbench.store.columns import Samples
+
+from guestbench.store.records import Campaign, Environment, Run, StoredCellStop
 
 RATIO_RULE = "x baseline, above 1 is worse (rates inverted)"
 
@@ -102,46 +104,45 @@ class CampaignResults:
                 if row_kind(self.results.cells[(label, metric)]) == PERFORMANCE}
 
 
-def load(store: Store, selector: str | None = None, baseline: str | None = None,
-         all_metrics: bool = False, resamples: int | None = None,
-         context_samples: bool = True, primary_only: bool = False) -> CampaignResults:
-    """One campaign's results. For a view that shows neither (the summary):
-    context_samples=False leaves the context metrics' samples (iterations, clock ratios)
-    unread, a third of a micro campaign's samples; primary_only=True describes only the
-    primary metrics' cells, and leaves the others' statistics None."""
+class Described(Protocol):
+    """What analysis needs of a workload (workloads/base.py's Workload gives it): the name a
+    table shows, each metric's title, and the metric it leads with."""
+
+    name: str
+    display: str
+    primary_metric: str | None
+
+    def metric_title(self, metric: str) -> str: ...
+
+
+def derive(campaign: Campaign, environments: list[Environment], runs: list[Run],
+           samples: Samples, cell_stops: list[StoredCellStop], baseline: str | None,
+           described: Mapping[str, Described], all_metrics: bool = False,
+           resamples: int | None = None, primary_only: bool = False) -> CampaignResults:
+    """One campaign's results from its stored rows; described: each workload by name.
+    primary_only=True describes only the primary metrics' cells (what the summary shows),
+    and leaves the others' statistics None."""
     from guestbench.analysis.summary import analyse, summarise
-    from guestbench.store import StoreError
-    campaign = store.campaign(selector)
-    environments = store.environments(campaign.id)
     names = [env.name for env in environments]
-    baseline = baseline or campaign.baseline
-    if baseline is not None and baseline not in names:
-        raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
-                         f"{campaign.id} (fix: use one of {', '.join(names)})")
-    runs = store.runs(campaign.id)
-    samples = store.samples(campaign.id, () if context_samples or all_metrics
-                            else CONTEXT_METRICS)
     results = summarise(names, runs, samples, include_context=all_metrics)
-    primary = primary_metrics(results, runs)
+    primary = primary_metrics(results, runs, described)
     used = analyse(results, resamples, primary.items() if primary_only else None,
                    judged=primary.items())
-    cell_stops = store.cell_stops(campaign.id)
     workload_of = {run.label: run.workload for run in runs}
     return CampaignResults(campaign, environments, runs, samples, baseline, results, used,
                            primary, ratios(results, baseline),
                            geomeans(results, baseline, primary), cell_stops, workload_of,
-                           *display_names(results, workload_of), not primary_only)
+                           *display_names(results, workload_of, described), not primary_only)
 
 
-def display_names(results: Results, workload_of: dict[str, str]
+def display_names(results: Results, workload_of: dict[str, str],
+                  described: Mapping[str, Described]
                   ) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """Each label's title and its metrics' titles, from the workload catalogue; a label the
-    plan gave (label = "...") and a metric no workload names stay as they are."""
-    from guestbench.workloads import CATALOGUE
-
+    """Each label's title and its metrics' titles, from the workloads' descriptions; a label
+    the plan gave (label = "...") and a metric no workload names stay as they are."""
     labels, metrics = {}, {}
     for label, metric, _unit in results.rows:
-        workload = CATALOGUE.get(workload_of.get(label, ""))
+        workload = described.get(workload_of.get(label, ""))
         if workload is None:
             continue
         if label == workload.name:
@@ -153,11 +154,10 @@ def display_names(results: Results, workload_of: dict[str, str]
     return labels, metrics
 
 
-def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, str]:
+def primary_metrics(results: Results, runs: list[Run],
+                    described: Mapping[str, Described]) -> dict[str, str]:
     """Each label's primary metric: the workload's own choice, else its first performance
     metric, else its first metric."""
-    from guestbench.workloads import CATALOGUE
-
     workload_of = {run.label: run.workload for run in runs}  # the last run's
     metrics: dict[str, list[str]] = {}
     for label, metric, _unit in results.rows:
@@ -165,7 +165,7 @@ def primary_metrics(results: Results, runs: list[dict[str, Any]]) -> dict[str, s
             metrics.setdefault(label, []).append(metric)
     chosen = {}
     for label, present in metrics.items():
-        workload = CATALOGUE.get(workload_of.get(label, ""))
+        workload = described.get(workload_of.get(label, ""))
         wanted = getattr(workload, "primary_metric", None)
         judged = [metric for metric in present
                   if row_kind(results.cells[(label, metric)]) == PERFORMANCE]

@@ -1,17 +1,27 @@
 """What report, compare, ab and history read from the store, and the one place each of
 them calls its loader: a campaign's report, compare's two sides, ab's two halves, the
-history. A name that matches nothing stored ends the command with the nearest names."""
+history, a pool group's campaigns. This is where stored rows meet analysis/: a campaign
+is read here (or its digest, the summary kept in the store) and derived there, so that
+analysis never opens a store. A name that matches nothing stored ends the command with
+the nearest names."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import TYPE_CHECKING
 
+from guestbench import store
+from guestbench.analysis import digest, history as trend
+from guestbench.analysis.cells import CONTEXT_METRICS
+from guestbench.analysis.results import CampaignResults, derive
 from guestbench.plan.errors import did_you_mean
-from guestbench.store.records import Campaign
+from guestbench.process import forked
+from guestbench.store import digest_reader
+from guestbench.store.errors import StoreError
+from guestbench.store.records import Campaign, CampaignGroup
 
 if TYPE_CHECKING:  # the store's engine loads only where a command reads through it
-    from guestbench.store import Store
+    from guestbench.store.engine import Store
 
 
 def digested(url: str, selector: str | None, baseline: str | None, all_metrics: bool,
@@ -20,28 +30,25 @@ def digested(url: str, selector: str | None, baseline: str | None, all_metrics: 
     of the campaign's own baseline; None where there is none to trust, or another view."""
     if not summary or baseline is not None or all_metrics:
         return None
-    from guestbench.analysis import digest
-    return digest.read(url, selector)
+    return read_digest(url, selector)
 
 
 def report(opened: Store, selector: str | None, baseline: str | None, all_metrics: bool,
            summary: bool):
     """One campaign's report; summary: only what the summary shows is described, and kept
     as the campaign's digest for the next summary."""
-    from guestbench.analysis import digest, results
     if baseline is not None:
         _check_baseline(opened, selector, baseline)
     keep = summary and baseline is None and not all_metrics
     # a summary to keep describes every cell, so that compare can read the digest too
-    loaded = results.load(opened, selector, baseline, all_metrics, context_samples=not summary,
-                          primary_only=summary and not keep)
+    loaded = load(opened, selector, baseline, all_metrics, context_samples=not summary,
+                  primary_only=summary and not keep)
     if keep:
-        digest.keep(opened, loaded)
+        keep_digest(opened, loaded)
     return loaded
 
 
 def _check_baseline(opened: Store, selector: str | None, baseline: str) -> None:
-    from guestbench.store import StoreError
     campaign = opened.campaign(selector)
     names = [env.name for env in opened.environments(campaign.id)]
     if baseline not in names:
@@ -56,11 +63,9 @@ def compared(urls: tuple[str, str], selectors: tuple[str, str], group: str | Non
     found = None if group else digested_sides(urls, selectors)
     if found is not None:
         return found
-    from guestbench import store
     stores = (store.open(urls[0], create=False),)
     stores += (store.open(urls[1], create=False),) if urls[1] != urls[0] else stores
     if group is not None:
-        from guestbench.report.tables.group import campaign_of_host
         selectors = tuple(campaign_of_host(opened, group, host)
                           for opened, host in zip(stores, selectors))
     return sides(stores, selectors)
@@ -69,10 +74,10 @@ def compared(urls: tuple[str, str], selectors: tuple[str, str], group: str | Non
 def digested_sides(urls: tuple[str, str], selectors: tuple[str, str]):
     """Both campaigns as compare reads them, from their digests, where both have one that
     describes every cell; else None."""
-    from guestbench.analysis import compare as comparing, digest
+    from guestbench.analysis import compare as comparing  # deferred: numpy (0.11 s)
     out = []
     for url, selector in zip(urls, selectors):
-        read = digest.read(url, selector)
+        read = read_digest(url, selector)
         side = comparing.side_of(read) if read is not None else None
         if side is None:
             return None
@@ -83,7 +88,6 @@ def digested_sides(urls: tuple[str, str], selectors: tuple[str, str]):
 def sides(stores: tuple[Store, Store], selectors: tuple[str, str]):
     """Both campaigns as compare reads them: A in a child process while this one reads B
     (guestbench/process/forked.py), when the host has two CPUs."""
-    from guestbench.process import forked
 
     def read_a():
         stores[0].engine.dispose(close=False)  # the child's own connections, not the parent's
@@ -96,8 +100,7 @@ def sides(stores: tuple[Store, Store], selectors: tuple[str, str]):
 def _side(opened: Store, selector: str):
     """One campaign as compare reads it: context metrics (iterations, clock ratios) are
     never compared, and are left unread."""
-    from guestbench.analysis import compare as comparing
-    from guestbench.analysis.summary import CONTEXT_METRICS
+    from guestbench.analysis import compare as comparing  # deferred: numpy (0.11 s)
     campaign = opened.campaign(selector)
     return comparing.side(campaign, opened.environments(campaign.id),
                           opened.runs(campaign.id, comparing.RUN_COLUMNS),
@@ -116,8 +119,7 @@ def with_itself(urls: tuple[str, str], sides_read) -> str:
 
 def ab_sides(opened: Store, campaign_id: int):
     """The A and B halves of an ab campaign, each with its environments' plain names."""
-    from guestbench.analysis import compare as comparing
-    from guestbench.analysis.summary import CONTEXT_METRICS
+    from guestbench.analysis import compare as comparing  # deferred: numpy (0.11 s)
     campaign = opened.campaign(str(campaign_id))
     environments = opened.environments(campaign_id)
     runs, samples = opened.runs(campaign_id), opened.samples(campaign_id, CONTEXT_METRICS)
@@ -140,8 +142,6 @@ def history(url: str, host: str | None, group: str | None,
     campaigns' digests where every finished one has one, else read from the store (and
     each campaign's digest kept for the next time). An --env or --workload that no stored
     campaign has ends it with the nearest names."""
-    from guestbench.analysis import history as trend
-    from guestbench.store.errors import StoreError
     asked = (host, group, environments, workloads, name, order, max_pvalue, min_change)
     quick = _digested_readings(url) if group is None else None
     if quick is not None:
@@ -152,7 +152,6 @@ def history(url: str, host: str | None, group: str | None,
                 return found
         except StoreError:
             pass  # said again below, with the names a misspelling may have meant
-    from guestbench import store
     opened = store.open(url, create=False)
     try:
         found = trend.build(_store_readings(opened, group), *asked, where=str(opened.engine.url))
@@ -167,8 +166,7 @@ def history(url: str, host: str | None, group: str | None,
 
 def _digested_readings(url: str):
     """Every campaign from its digest, or None where a finished one has none to trust."""
-    from guestbench.analysis import digest
-    every = digest.read_every(url)
+    every = read_every_digest(url)
     if every is None or any(status == "finished" and results is None
                             for _id, status, results in every):
         return None
@@ -179,8 +177,7 @@ def _digested_readings(url: str):
 def _store_readings(opened: Store, group: str | None):
     """Every campaign of the store (or of a pool group's plan), each derived from its
     samples when history asks for it, its digest kept."""
-    from guestbench.analysis import digest, results
-    from guestbench.store import pool as pool_rows, StoreError
+    from guestbench.store import pool as pool_rows  # deferred: see group_reports
     if group is None:
         ids = [campaign.id for campaign in opened.campaigns()]
     else:
@@ -193,15 +190,14 @@ def _store_readings(opened: Store, group: str | None):
         campaign = opened.campaign(str(campaign_id))
 
         def derived(selector=str(campaign_id)):
-            loaded = results.load(opened, selector, context_samples=False, primary_only=True)
-            digest.keep(opened, loaded)
+            loaded = load(opened, selector, context_samples=False, primary_only=True)
+            keep_digest(opened, loaded)
             return loaded
         yield campaign, derived
 
 
 def _check_names(opened: Store, environments: tuple[str, ...],
                  workloads: tuple[str, ...]) -> None:
-    from guestbench.store import StoreError
     stored_environments: set[str] = set()
     stored_workloads: set[str] = set()
     for campaign in opened.campaigns():
@@ -215,3 +211,92 @@ def _check_names(opened: Store, environments: tuple[str, ...],
                 raise StoreError(f"no cell of those campaigns matches ({flag} {one}): no "
                                  f"stored campaign has this {kind}{did_you_mean(one, stored)} "
                                  f"(fix: use one of {', '.join(sorted(stored))})")
+
+
+def load(opened: Store, selector: str | None = None, baseline: str | None = None,
+         all_metrics: bool = False, resamples: int | None = None,
+         context_samples: bool = True, primary_only: bool = False) -> CampaignResults:
+    """One campaign's results, read from the store and derived (analysis/results.py). For a
+    view that shows neither (the summary): context_samples=False leaves the context
+    metrics' samples (iterations, clock ratios) unread, a third of a micro campaign's
+    samples; primary_only=True describes only the primary metrics' cells."""
+    # deferred: the workloads' catalogue (pydantic) and numpy load only where a campaign is
+    # derived from its samples; a summary read from its digest needs neither (0.3 s)
+    from guestbench.workloads import CATALOGUE
+    campaign = opened.campaign(selector)
+    environments = opened.environments(campaign.id)
+    names = [env.name for env in environments]
+    baseline = baseline or campaign.baseline
+    if baseline is not None and baseline not in names:
+        raise StoreError(f"--baseline: {baseline!r} is not an environment of campaign "
+                         f"{campaign.id} (fix: use one of {', '.join(names)})")
+    samples = opened.samples(campaign.id, () if context_samples or all_metrics
+                             else CONTEXT_METRICS)
+    return derive(campaign, environments, opened.runs(campaign.id), samples,
+                  opened.cell_stops(campaign.id), baseline, CATALOGUE, all_metrics, resamples,
+                  primary_only)
+
+
+def read_digest(url: str, selector: str | None) -> CampaignResults | None:
+    """A campaign's results from its digest, where one was kept from its present runs."""
+    text = digest_reader.digest_text(url, selector, digest.FORMAT)
+    return None if text is None else digest.decode(text)
+
+
+def read_every_digest(url: str) -> list[tuple[int, str, CampaignResults | None]] | None:
+    """Every campaign of a SQLite store as (id, status, results from its digest or None);
+    None where the store cannot be read without its engine."""
+    found = digest_reader.every_digest(url, digest.FORMAT)
+    if found is None:
+        return None
+    return [(campaign_id, status, None if text is None else digest.decode(text))
+            for campaign_id, status, text in found]
+
+
+def keep_digest(opened: Store, results: CampaignResults) -> None:
+    """Keep a summary's results as the campaign's digest, where the store lets this command
+    write; a store it may not write (a reader's role, a read-only file) goes without."""
+    campaign = results.campaign
+    try:
+        opened.put_digest(campaign.id, digest.FORMAT, campaign.status,
+                          opened.run_mark(campaign.id), digest.encode(results))
+    except Exception:  # noqa: BLE001 - a digest is a convenience; its absence costs time only
+        opened.engine.dispose()
+
+
+def group_reports(opened: Store, selector: str
+                  ) -> tuple[CampaignGroup, list[tuple[str, CampaignResults]]]:
+    """A pool group and each host's latest campaign of it, derived: (host, results) in host
+    name order, for report --group."""
+    # deferred, as wherever the pool's rows are read here: their queries load SQLAlchemy
+    # (0.2 s), which a report of one campaign from its digest never needs
+    from guestbench.store import pool as pool_rows
+    group = pool_rows.group(opened.engine, selector)
+    if group is None:
+        raise StoreError(f"{opened.engine.url}: no campaign group {selector!r} in this store "
+                         "(fix: 'guestbench submit' makes one)")
+    latest = {}  # each host's latest campaign of the group, hosts in name order
+    for row in pool_rows.campaigns_of(opened.engine, group.id):
+        latest[row.pool_host or f"campaign {row.id}"] = row
+    reports = [(host, load(opened, str(row.id), context_samples=False, primary_only=True))
+               for host, row in sorted(latest.items())]
+    if not reports:
+        raise StoreError(f"group {group.id} ({group.name!r}) has no campaign yet "
+                         f"(queued on {', '.join(group.hosts)}; see 'guestbench hosts')")
+    return group, reports
+
+
+def campaign_of_host(opened: Store, selector: str, host: str) -> str:
+    """The id of the group's latest campaign on a pool host (compare --group G HOST HOST)."""
+    from guestbench.store import pool as pool_rows  # deferred: see group_reports
+    group = pool_rows.group(opened.engine, selector)
+    if group is None:
+        raise StoreError(f"--group {selector!r}: no such campaign group in this store "
+                         "(fix: 'guestbench report --list', or 'guestbench hosts')")
+    mine = [row for row in pool_rows.campaigns_of(opened.engine, group.id)
+            if row.pool_host == host]
+    if not mine:
+        ran = sorted({row.pool_host for row in pool_rows.campaigns_of(opened.engine, group.id)})
+        raise StoreError(f"--group {selector!r}: host {host!r} has no campaign in group "
+                         f"{group.id} (fix: name one of {', '.join(ran) or 'none yet'})")
+    return str(mine[-1].id)

@@ -44,12 +44,14 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
     asked = _tables_asked(table_names, output_format, plain, links)
     if group is not None:
         from guestbench import store
-        from guestbench.report.tables import group as grouped
+        from guestbench.commands import reading
         from guestbench.report.formats import text
+        from guestbench.report.tables import group as grouped
         if campaign is not None or output_format != formats.DEFAULT:
             raise BadInput("--group: the group's tables are shown on their own, as a "
                            "table (fix: drop CAMPAIGN and --format)")
-        emit(text.draw(grouped.tables(store.open(db, create=False), group), output), output)
+        found = reading.group_reports(store.open(db, create=False), group)
+        emit(text.draw(grouped.tables(*found), output), output)
     elif list_campaigns:
         from guestbench import store
         from guestbench.commands import listings

@@ -13,6 +13,7 @@ from guestbench.analysis import results as analysed
 from guestbench.report import model, select
 from guestbench.report.tables import boot as boot_tables
 from guestbench.store import RunRecord
+from guestbench.commands import reading
 
 STARTED = dt.datetime(2026, 11, 25, 23, 15, tzinfo=dt.timezone.utc)
 FACTS = {"hostname": "h", "cpu_model": "AMD EPYC", "logical_cpus": 2, "kernel": "6.18",
@@ -57,7 +58,7 @@ class Campaign:
 
     def report(self) -> analysed.CampaignResults:
         self.store.finish_campaign(self.id, "finished")
-        return analysed.load(self.store, str(self.id))
+        return reading.load(self.store, str(self.id))
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@ characters and a legend; short names stay as they are."""
 
 from __future__ import annotations
 
-from guestbench.analysis import results as analysed
 from guestbench.report import columns, select
 from tests.unit.test_published import THREE, Campaign
 from guestbench.store.records import Environment
+from guestbench.commands import reading
 
 SWEPT = {f"tcg-machine{machine}-vcpus{vcpus}-placement{placement}": {
     "kind": "qemu", "machine": machine, "vcpus": vcpus, "placement": placement}
@@ -46,7 +46,7 @@ def test_every_table_uses_the_short_headers_and_a_legend_explains_them(store) ->
     for jitter in THREE:
         for name in ["native", *SWEPT]:
             campaign.run(name, "getpid", [("time_per_op", "ns", 100 * jitter)])
-    report = analysed.load(store, str(campaign.id))
+    report = reading.load(store, str(campaign.id))
     for view in ("summary", "published"):
         tables = select.tables(report, view)
         widest = max(len(cell) for table in tables for cell in table.header)
@@ -79,7 +79,7 @@ def test_no_header_of_any_published_table_is_longer_than_24_characters(store) ->
             campaign.run(name, "bonnie", [("out_char", "KiB/s", 1300 * jitter),
                                           ("out_char_cpu", "%", 97.0)],
                          params={"size_mib": 128, "files": 1}, flags=("too-fast:out_block",))
-    report = analysed.load(store, str(campaign.id))
+    report = reading.load(store, str(campaign.id))
     tables = select.tables(report, "published")
     assert {"basic", "stream-stream", "percent", "build", "build-runs", "upload-rates", "dbench",
             "durability", "bonnie-output", "bonnie-percent", "columns"} <= {t.name for t in tables}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from guestbench.analysis import results as analysed
 from guestbench.report.formats.html import density_plot, page as html
 from guestbench.store import RunRecord
+from guestbench.commands import reading
 
 STARTED = dt.datetime(2024, 5, 6, 7, 8, 9, tzinfo=dt.timezone.utc)
 
@@ -39,18 +39,18 @@ def _campaign(store, with_density: bool = True) -> None:
 
 def test_a_row_per_environment_and_n_for_start_and_memory(store):
     _campaign(store)
-    drawn = density_plot.figures(analysed.load(store))
+    drawn = density_plot.figures(reading.load(store))
     assert [metric for metric, _, _ in drawn] == ["density_start", "density_pss"]
     start = drawn[0][2]
     rows = ["runc, N=1", "runc, N=2", "runsc, N=1", "runsc, N=2"]
     assert [start.index(row) for row in rows] == sorted(start.index(row) for row in rows)
     assert "ms" in start and "MiB" in drawn[1][2]
-    page = html.render(analysed.load(store), None)
+    page = html.render(reading.load(store), None)
     assert "density: each instance&#x27;s start to its agent against N" in page
     assert "density: host memory per instance (PSS) against N" in page
 
 
 def test_no_density_runs_no_density_plot(store):
     _campaign(store, with_density=False)
-    assert density_plot.figures(analysed.load(store)) == []
-    assert "against N" not in html.render(analysed.load(store), None)
+    assert density_plot.figures(reading.load(store)) == []
+    assert "against N" not in html.render(reading.load(store), None)

@@ -15,6 +15,7 @@ from guestbench.store import RunRecord
 from tests.support import default_like
 from tests.unit.test_cli import fake_agent, invoke  # noqa: F401 - fixture
 from tests.unit.test_history import campaigns, history_json, noisy  # noqa: F401 - fixture
+from guestbench.commands import reading
 
 
 def written(tmp_path: Path) -> tuple[str, gb_store.Store, int]:
@@ -30,29 +31,29 @@ def summary_rows(results: analysed.CampaignResults) -> list:
 
 def test_the_digest_gives_the_summary_the_derivation_gives(tmp_path: Path) -> None:
     url, opened, campaign = written(tmp_path)
-    derived = analysed.load(opened, context_samples=False, primary_only=True)
-    assert digest.read(url, None) is None  # none kept yet
-    digest.keep(opened, derived)
+    derived = reading.load(opened, context_samples=False, primary_only=True)
+    assert reading.read_digest(url, None) is None  # none kept yet
+    reading.keep_digest(opened, derived)
     for selector in (None, str(campaign), "quick"):
-        read = digest.read(url, selector)
+        read = reading.read_digest(url, selector)
         assert read is not None and read.samples is None
         assert summary_rows(read) == summary_rows(derived)
-    assert digest.read(url, "no such campaign") is None
+    assert reading.read_digest(url, "no such campaign") is None
 
 
 def test_a_digest_of_other_runs_is_not_read(tmp_path: Path) -> None:
     url, opened, campaign = written(tmp_path)
-    digest.keep(opened, analysed.load(opened, context_samples=False, primary_only=True))
+    reading.keep_digest(opened, reading.load(opened, context_samples=False, primary_only=True))
     env = opened.environments(campaign)[0].id
     opened.add_run(campaign, RunRecord(env, "getpid", "getpid", {}, 999, "ok", "",
                                        default_like.STARTED, 0.5, None,
                                        (("time_per_op", "ns", 1.0),), ()))
-    assert digest.read(url, None) is None  # the campaign has a run the digest has not seen
+    assert reading.read_digest(url, None) is None  # the campaign has a run the digest has not seen
 
 
 def test_a_damaged_or_foreign_store_is_left_to_the_ordinary_path(tmp_path: Path) -> None:
     url, opened, _campaign = written(tmp_path)
-    digest.keep(opened, analysed.load(opened, context_samples=False, primary_only=True))
+    reading.keep_digest(opened, reading.load(opened, context_samples=False, primary_only=True))
     opened.engine.dispose()
     path = tmp_path / "d.sqlite"
     data = bytearray(path.read_bytes())
@@ -93,7 +94,7 @@ def test_history_from_digests_is_the_history_from_the_store(tmp_path: Path,
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     campaigns(url, noisy(6, seed=3, slower_from=4, by=1.5))
     from_store = history_json(campaigns, url)  # each campaign's digest kept on the way
-    every = digest.read_every(url)
+    every = reading.read_every_digest(url)
     assert every is not None and all(results is not None for _id, _status, results in every)
     from_digests = history_json(campaigns, url)
     assert json.dumps(from_digests, sort_keys=True) == json.dumps(from_store, sort_keys=True)
@@ -108,7 +109,7 @@ def test_compare_from_digests_is_the_compare_from_the_store(tmp_path: Path,
     assert from_store.exit_code == 0, from_store.output
     for campaign in ("1", "2"):  # each campaign's summary keeps its digest
         assert invoke(["report", campaign, "--db", url], fake_agent).exit_code == 0
-    assert all(digest.read(url, campaign).every_cell for campaign in ("1", "2"))
+    assert all(reading.read_digest(url, campaign).every_cell for campaign in ("1", "2"))
     from_digests = invoke(["compare", "1", "2", "--db", url, "--format", "json"], fake_agent)
     assert from_digests.exit_code == 0, from_digests.output
     assert json.loads(from_digests.output) == json.loads(from_store.output)

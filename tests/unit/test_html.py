@@ -18,6 +18,7 @@ from guestbench.analysis import results as analysed
 from guestbench.report import links, select
 from guestbench.report.formats.html import page as html
 from guestbench.store import RunRecord
+from guestbench.commands import reading
 
 EVIL = '<script>alert(1)</script> "quoted" & more'
 EVIL_ENV = 'ev<script>alert(1)</script>"&'
@@ -140,7 +141,7 @@ def logs(tmp_path: Path) -> Path:
 @pytest.fixture
 def report(store, logs) -> analysed.CampaignResults:
     populate(store, logs)
-    return analysed.load(store)
+    return reading.load(store)
 
 
 @pytest.fixture
@@ -370,7 +371,7 @@ def test_host_facts_checks_and_environments(report, dom: Node) -> None:
 
 def test_renders_without_host_checks_or_baseline(store, logs, out_dir) -> None:
     populate(store, logs)
-    loaded = analysed.load(store)
+    loaded = reading.load(store)
     report = dataclasses.replace(loaded, baseline=None,
                                  campaign=dataclasses.replace(loaded.campaign, host_checks=None))
     dom = parse(html.render(report, out_dir))

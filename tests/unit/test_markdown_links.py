@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from guestbench.analysis import results as analysed
 from guestbench.report.formats import markdown
 from guestbench.store import RunRecord
 from tests.unit.test_published import THREE, Campaign
 from tests.unit.test_report import STARTED
+from guestbench.commands import reading
 
 
 def test_values_link_to_the_cells_log_folders(store, tmp_path: Path) -> None:
@@ -21,7 +21,7 @@ def test_values_link_to_the_cells_log_folders(store, tmp_path: Path) -> None:
             store.add_run(campaign.id, RunRecord(
                 campaign.env_ids[env], "getpid", "getpid", {}, repetition, "ok", "", STARTED,
                 0.5, str(folder), (("time_per_op", "ns", value * jitter),)))
-    report = analysed.load(store, str(campaign.id))
+    report = reading.load(store, str(campaign.id))
     text = markdown.render(report, tmp_path, links=True)
     assert "[100 ±0.1%](guestbench-logs/20261125T1200-ab/native/getpid/)" in text
     assert "(guestbench-logs/20261125T1200-ab/uml/getpid/)" in text

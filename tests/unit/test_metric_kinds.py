@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from guestbench.analysis import compare as comparing, results as analysed
+from guestbench.analysis import compare as comparing
 from guestbench.analysis.cells import CONTEXT, PERFORMANCE, VERDICT, metric_kind
 from guestbench.report import select
 from guestbench.report.formats import github_action_benchmark
 from tests.unit.test_published import Campaign, row
+from guestbench.commands import reading
 
 EXEC_PARAMS = {"argv": ["prog"], "metrics": [
     {"name": "events", "regex": "e=(?P<value>.*)", "unit": "events/s", "better": "higher",
@@ -87,7 +88,7 @@ def test_ratios_hold_performance_metrics_only(mixed: Campaign) -> None:
 
 
 def test_geometric_mean_covers_the_performance_workloads_alone(mixed: Campaign) -> None:
-    report = analysed.load(mixed.store, str(mixed.id))
+    report = reading.load(mixed.store, str(mixed.id))
     geomean = report.geomeans["guest"]
     # upload, build and exec: each 2x slower; fsync_honoured's verdict is no workload here
     assert (geomean.workloads, geomean.of) == (3, 3)
@@ -119,7 +120,7 @@ def test_verdicts_have_their_own_tables(mixed: Campaign) -> None:
 
 
 def test_the_summary_says_a_verdict_and_divides_no_context(mixed: Campaign) -> None:
-    report = analysed.load(mixed.store, str(mixed.id))
+    report = reading.load(mixed.store, str(mixed.id))
     summary = {r[0].split(" (")[0]: r for r in select.tables(report, "summary")[0].rows}
     assert summary["fsync honoured"][0] == "fsync honoured (verdict)"
     assert summary["fsync honoured"][2] == "no"  # a verdict says yes or no, never a ratio
@@ -136,7 +137,7 @@ def test_compare_and_dashboards_judge_performance_only(mixed: Campaign) -> None:
     assert {("build", "elapsed"), ("upload", "bandwidth"), ("exec", "events")} <= paired
     assert not paired & {("build", "sleeps"), ("upload", "bytes"), ("fsync_honoured", "honoured"),
                          ("exec", "retries"), ("exec", "ok")}
-    report = analysed.load(store, str(mixed.id))
+    report = reading.load(store, str(mixed.id))
     document = github_action_benchmark.github_action_benchmark(report)
     names = {entry["name"] for entries in document.values() for entry in entries}
     assert "guest/build elapsed" in names and "native/upload bandwidth" in names
@@ -148,7 +149,7 @@ def test_a_varying_context_count_earns_no_stability_flag(store) -> None:
     campaign = Campaign(store, {"native": {"kind": "native"}})
     for index, jitter in enumerate((0.999, 1.0, 1.001, 1.0, 0.999)):
         campaign.run("native", "build", build(10 * jitter, 100 * (1 + 2 * index)))  # sleeps: CV ~60%
-    report = analysed.load(store, str(campaign.id))
+    report = reading.load(store, str(campaign.id))
     sleeps = report.results.cells[("build", "sleeps")]["native"]
     assert sleeps.stats is not None and sleeps.stats.flags == ["unstable"]  # the values say so
     assert sleeps.flag_names == []  # ... but a context figure is not judged

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from guestbench.analysis import results as analysed, stats
+from guestbench.commands import reading
 from guestbench.report import columns, model
 from guestbench.report.formats.html import overview, page as html
 from guestbench.store import RunRecord
@@ -21,7 +22,7 @@ from tests.unit.test_html import (CHECKS, EVIL, EVIL_ENV, EVIL_LABEL, FACTS, STA
 @pytest.fixture
 def report(store, tmp_path: Path) -> analysed.CampaignResults:
     populate(store, tmp_path / "logs")
-    return analysed.load(store)
+    return reading.load(store)
 
 
 @pytest.fixture
@@ -129,7 +130,7 @@ def rate_campaign(store, logs: Path) -> int:
 
 def test_rates_are_inverted_so_that_above_1_is_worse_everywhere(store, tmp_path) -> None:
     rate_campaign(store, tmp_path / "logs")
-    report = analysed.load(store)
+    report = reading.load(store)
     dom = parse(html.render(report, tmp_path))
     _headers, rows = heatmap_rows(dom)
     by_label = {label_of(row): row for row in rows}
@@ -211,7 +212,7 @@ def card_campaign(store, logs: Path) -> int:
 
 def test_the_system_card_says_what_each_environment_ran(store, tmp_path) -> None:
     card_campaign(store, tmp_path / "logs")
-    dom = parse(html.render(analysed.load(store), tmp_path))
+    dom = parse(html.render(reading.load(store), tmp_path))
     card = ids(dom)["system-card"]
     host = dict(zip((dt.text() for dt in card.all("dt")), (dd.text() for dd in card.all("dd"))))
     assert host["host"] == EVIL and host["CPU"] == "Test CPU, 4 logical CPUs"
@@ -275,7 +276,7 @@ def test_the_runs_and_the_host_facts_are_folded(report, dom: Node) -> None:
 
 def test_without_a_baseline_the_overview_says_why_and_keeps_the_card(store, tmp_path) -> None:
     populate(store, tmp_path / "logs")
-    report = dataclasses.replace(analysed.load(store), baseline=None, ratios={}, geomeans={})
+    report = dataclasses.replace(reading.load(store), baseline=None, ratios={}, geomeans={})
     dom = parse(html.render(report, tmp_path))
     heatmap = ids(dom)["overview-heatmap"]
     assert not heatmap.all("table") and "No ratios: no baseline was chosen" in heatmap.text()
@@ -302,7 +303,7 @@ def test_a_row_the_baseline_could_not_measure_says_so(store, tmp_path, step_ns, 
             repetition=repetition, status="ok", reason="", started_at=STARTED,
             host_seconds=0.5, log_path=None,
             samples=(("time_per_op", "ns", 120.0 + step_ns * repetition),)))
-    report = analysed.load(store)
+    report = reading.load(store)
     _headers, rows = heatmap_rows(parse(html.render(report, tmp_path)))
     getppid = cells_by_env(report, next(row for row in rows if label_of(row) == "getppid"))
     assert getppid["base"].text() == "not run" and getppid["half"].text() == said

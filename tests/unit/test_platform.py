@@ -13,6 +13,7 @@ from guestbench.report.model import Footnotes, measured_table
 from guestbench.report.tables.platform import platform_table
 from guestbench.store import RunRecord
 from tests.unit.test_report import FACTS, STARTED
+from guestbench.commands import reading
 
 QEMU = "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)"
 KVM_ABSENT = "/dev/kvm exists but a test guest did not boot under KVM within 8 s"
@@ -46,7 +47,7 @@ def campaign(store) -> analysed.CampaignResults:
         samples = (("time_per_op", "ns", 140.0 + position),) if available else ()
         store.add_run(campaign_id, RunRecord(env_id, "getpid", "getpid", {}, position, status,
                                              reason, STARTED, 0.5, None, samples))
-    return analysed.load(store, str(campaign_id))
+    return reading.load(store, str(campaign_id))
 
 
 def test_the_platform_table_lists_every_environment_with_what_it_ran(store) -> None:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from guestbench.analysis import results as analysed
+from guestbench.commands import reading
 from guestbench.report import model, select
 from guestbench.report.tables import published
 from guestbench.store import RunRecord
@@ -38,7 +38,7 @@ class Campaign:
             tuple(samples), flags))
 
     def tables(self, **load) -> dict[str, model.Table]:
-        report = analysed.load(self.store, str(self.id), **load)
+        report = reading.load(self.store, str(self.id), **load)
         return {table.name: table for table in select.tables(report, "published")}
 
 
@@ -143,7 +143,7 @@ def test_each_flag_marks_its_cell_in_every_table_with_a_footnote(store, values, 
     for quiet in ("q1", "q2"):  # the campaign's other cells vary by under 1%
         for value in QUIET:
             campaign.run(quiet, "pipe_switch", micro(value))
-    report = analysed.load(store, str(campaign.id))
+    report = reading.load(store, str(campaign.id))
     tables = select.tables(report, "published")
     text = tables[0].rows[1][2]  # the first row after the runs row
     assert re.search(rf"[!,]{flag}\b", text), text
@@ -160,7 +160,7 @@ def test_a_spread_every_cell_shares_is_said_once_and_marks_none(store) -> None:
     for env, scale in (("a", 1.0), ("b", 2.0), ("c", 3.0)):
         for value in HOGGED_SCHED_YIELD:
             campaign.run(env, "pipe_switch", micro(value * scale))
-    report = analysed.load(store, str(campaign.id))
+    report = reading.load(store, str(campaign.id))
     measured = select.tables(report, "published")[0]
     assert not any("unstable" in cell for row in measured.rows for cell in row)
     spread = report.results.spread
@@ -177,7 +177,7 @@ def test_outliers_are_counted_not_flagged(store) -> None:
     campaign = Campaign(store, {"e": {}})
     for value in NATIVE_FORK_EXIT_US:
         campaign.run("e", "pipe_switch", micro(value))
-    tables = {table.name: table for table in select.tables(analysed.load(store, str(campaign.id)),
+    tables = {table.name: table for table in select.tables(reading.load(store, str(campaign.id)),
                                                            "published")}
     assert not any("outliers" in cell for row in tables["measured"].rows for cell in row)
     stats_row = tables["statistics"].rows[0]

@@ -9,6 +9,7 @@ from guestbench.report.tables.kernbench import kernbench_table
 from guestbench.report.tables.io import upload_times_table
 
 from .test_published import Campaign
+from guestbench.commands import reading
 
 KVM_ABSENT = "/dev/kvm exists but a test guest did not boot under KVM within 8 s"
 
@@ -21,7 +22,7 @@ def build(elapsed_s: float, run: int) -> list[tuple[str, str, float]]:
 
 
 def load(store, campaign: Campaign) -> analysed.CampaignResults:
-    return analysed.load(store, str(campaign.id))
+    return reading.load(store, str(campaign.id))
 
 
 def row(table, first: str) -> list[str]:

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from guestbench import cli, store as gb_store
-from guestbench.analysis import results as analysed
 from guestbench.plan import catalogue
 from guestbench.report import select
 from guestbench.report.formats import markdown
 from tests.support import default_like
+from guestbench.commands import reading
 
 INTERVAL = re.compile(r"±|\[\d[\d.]*-|\]\(")  # "±2%", "[1.0-1.2x]", a link "](...)"
 MARK = re.compile(r"\[(\d+)\]")
@@ -25,7 +25,7 @@ def stored(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('published') / 'p.sqlite'}"
     opened = gb_store.open(url)
     default_like.write(opened)
-    yield url, analysed.load(opened)
+    yield url, reading.load(opened)
     opened.engine.dispose()
 
 
@@ -111,7 +111,7 @@ def test_a_plan_s_table_entries_are_its_markdown(tmp_path) -> None:
         {"table": "basic", "environments": ["qemu-*", "native"], "decimals": 0,
          "labels": {"qemu-user": "QEMU user"}},
     ]})
-    report = analysed.load(opened)
+    report = reading.load(opened)
     opened.engine.dispose()
     text = markdown.render(report)
     assert [line for line in text.splitlines() if line.startswith("### ")] == [

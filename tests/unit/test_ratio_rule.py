@@ -18,6 +18,7 @@ from guestbench.report import select
 from guestbench.report.formats.html import page as html
 from guestbench.report.formats import json as json_report
 from tests.support import default_like
+from guestbench.commands import reading
 
 RULE = "above 1 is worse"
 
@@ -26,7 +27,7 @@ RULE = "above 1 is worse"
 def campaign(tmp_path_factory) -> analysed.CampaignResults:
     opened = gb_store.open(f"sqlite:///{tmp_path_factory.mktemp('rule') / 'r.sqlite'}")
     default_like.write(opened)
-    yield analysed.load(opened)
+    yield reading.load(opened)
     opened.engine.dispose()
 
 

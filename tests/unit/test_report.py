@@ -19,6 +19,7 @@ from guestbench.report import model, select
 from guestbench.report.formats import markdown, terminal
 from guestbench.report.model import STATUS_MARKS, format_ratio, format_value, row_scale
 from guestbench.store import RunRecord, StoreError
+from guestbench.commands import reading
 
 FACTS = {"hostname": "h", "cpu_model": "Test CPU", "logical_cpus": 4, "kernel": "6.1.0-test",
          "llc_bytes": 32 * 2**20}
@@ -80,7 +81,7 @@ def populate(store, baseline: str | None = "base") -> int:
 @pytest.fixture
 def report(store) -> analysed.CampaignResults:
     populate(store)
-    return analysed.load(store)
+    return reading.load(store)
 
 
 def row_of(table: model.Table, label: str, metric_prefix: str) -> dict[str, str]:
@@ -203,7 +204,7 @@ def test_footnotes_are_numbered_once_per_reason(report: analysed.CampaignResults
 
 def test_without_baseline_no_table_against_it(store) -> None:
     populate(store, baseline=None)
-    drawn = detail(analysed.load(store))
+    drawn = detail(reading.load(store))
     assert drawn[0].name == "measured"
     assert not {"ratios", "percent"} & set(by_name(drawn))
     assert drawn[-1].footnotes  # the footnotes go under the last table
@@ -211,16 +212,16 @@ def test_without_baseline_no_table_against_it(store) -> None:
 
 def test_load_with_another_baseline(store) -> None:
     populate(store)
-    ratio = by_name(detail(analysed.load(store, baseline="slow")))["ratios"]
+    ratio = by_name(detail(reading.load(store, baseline="slow")))["ratios"]
     assert ratio.title.startswith("Relative to slow")
     assert row_of(ratio, "getpid", "time per op")["base"].startswith("0.50x [")
     with pytest.raises(StoreError, match=r"--baseline: 'nope' is not an environment.*fix:"):
-        analysed.load(store, baseline="nope")
+        reading.load(store, baseline="nope")
 
 
 def test_all_metrics_shows_context(store) -> None:
     populate(store)
-    measured = by_name(detail(analysed.load(store, all_metrics=True)))["measured"]
+    measured = by_name(detail(reading.load(store, all_metrics=True)))["measured"]
     assert row_of(measured, "getpid", "iterations")["metric"] == "iterations (count)"
 
 
@@ -293,7 +294,7 @@ def test_large_ns_values_are_shown_in_us(store) -> None:
         store.add_run(campaign_id, RunRecord(env, "fork_exit", "fork_exit", {}, repetition, "ok",
                                              "", STARTED, 0.1, None,
                                              (("time_per_op", "ns", value),)))
-    measured = by_name(detail(analysed.load(store)))["measured"]
+    measured = by_name(detail(reading.load(store)))["measured"]
     assert measured.rows == [["runs", "n", "2"], ["fork + exit", "time per op (us)", "155 (150-160)"]]  # n=2: no interval
 
 
@@ -321,7 +322,7 @@ def test_markdown_escapes_pipes(store) -> None:
     env = store.add_environment(campaign_id, "a", "fake", {}, True, "", 0)
     store.add_run(campaign_id, RunRecord(env, "getpid", "getpid", {}, 0, "failed",
                                          "stderr: a | b", STARTED, 0.1, None))
-    text = markdown.render(analysed.load(store))
+    text = markdown.render(reading.load(store))
     assert "| getpid | - | ✗ failed [1] |" in text.splitlines()
     assert "[1] a: ✗ failed: stderr: a \\| b  " in text.splitlines()
 
@@ -417,7 +418,7 @@ def test_the_terminal_detail_and_the_published_view_are_one_list(report: analyse
 
 def test_a_baseline_without_data_gives_a_note_not_a_wall_of_blanks(store) -> None:
     populate(store)
-    drawn = by_name(detail(analysed.load(store, baseline="gone")))
+    drawn = by_name(detail(reading.load(store, baseline="gone")))
     assert not {"ratios", "percent"} & set(drawn)
     assert "the baseline gone has no successful run" in drawn["measured"].note
 
@@ -431,7 +432,7 @@ def test_a_clock_drift_flag_marks_the_cell_with_a_footnote(store) -> None:
             environment_id=vm, workload="getpid", label="getpid", params={}, repetition=repetition,
             status="ok", reason="", started_at=STARTED, host_seconds=1.0, log_path=None,
             samples=(("time_per_op", "ns", 100.0),), flags=flags))
-    drawn = detail(analysed.load(store))
+    drawn = detail(reading.load(store))
     cell = by_name(drawn)["measured"].rows[1][2]  # after the runs row
     assert "!clock-drift" in cell and "[1]" in cell
     assert any("clock-drift (vm): the guest's clock" in line for line in drawn[-1].footnotes)
@@ -452,7 +453,7 @@ def test_flags_travel_into_csv_and_json(store) -> None:
             store.add_run(campaign_id, RunRecord(
                 other, "sched_yield", "sched_yield", {}, repetition, "ok", "", STARTED, 1.0,
                 None, (("time_per_op", "ns", 500.0 + repetition * 5),), ()))
-    loaded = analysed.load(store)
+    loaded = reading.load(store)
     rows = [row for row in csv.DictReader(io.StringIO(csv_report.render(loaded)))
             if row["environment"] == "vm"]
     assert [r["run_flags"] for r in rows] == ["clock-drift"] + [""] * 5
@@ -502,7 +503,7 @@ def test_a_flag_on_several_environments_is_one_footnote_naming_them(store) -> No
             environment_id=env, workload="getpid", label="getpid", params={}, repetition=0,
             status="ok", reason="", started_at=STARTED, host_seconds=1.0, log_path=None,
             samples=(("time_per_op", "ns", 100.0),), flags=flags))
-    drawn = detail(analysed.load(store))
+    drawn = detail(reading.load(store))
     row = by_name(drawn)["measured"].rows[1]  # after the runs row
     assert "[1]" in row[2] and "[1]" in row[3] and "[" not in row[4]
     lines = [line for line in drawn[-1].footnotes if "clock-drift" in line]

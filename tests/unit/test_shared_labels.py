@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from guestbench.analysis import results as analysed
 from guestbench.plan import PlanError, load
 from guestbench.plan.expand import check_shared_labels
 from guestbench.report import select
 from tests.unit.test_published import THREE, Campaign, row
+from guestbench.commands import reading
 
 ENVIRONMENTS = """
 [[environment]]
@@ -74,7 +74,7 @@ def test_the_rows_align_and_the_tables_say_what_differed(store) -> None:
             campaign.run(env, "upload", [("bandwidth", "MB/s", mbps * jitter),
                                          ("bytes", "bytes", 5e8)], label="upload",
                          params={"channel": channel, "size_mib": 476})
-    report = analysed.load(store, str(campaign.id))
+    report = reading.load(store, str(campaign.id))
     tables = {table.name: table for table in select.tables(report, "published")}
     ratio = row(tables["ratios"], "upload")
     assert ratio[1].startswith("bandwidth") and "rate, inverted" in ratio[1]

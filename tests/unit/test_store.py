@@ -714,11 +714,10 @@ def test_a_value_of_a_type_never_written_there_is_damage(tmp_path: Path) -> None
 
 
 def test_a_run_that_names_another_campaigns_environment_is_damage(tmp_path: Path) -> None:
-    from guestbench.analysis import results
     _path, store, campaign_id, run_id = _a_run_naming(tmp_path, "999")
     with pytest.raises(StoreError, match=rf"damaged \(run {run_id} of campaign {campaign_id} "
                                          r"names environment 999, not one of the campaign's\)"):
-        results.load(store, str(campaign_id))
+        store.runs(campaign_id)
     store.engine.dispose()
 
 

@@ -20,6 +20,7 @@ from guestbench.analysis import results as analysed
 from guestbench.report import select
 from guestbench.report.formats import terminal
 from tests.support import default_like
+from guestbench.commands import reading
 
 GOLDEN = Path(__file__).parent / "data"
 WIDTHS = (80, 120, 200)
@@ -29,7 +30,7 @@ WIDTHS = (80, 120, 200)
 def campaign(tmp_path_factory) -> analysed.CampaignResults:
     opened = gb_store.open(f"sqlite:///{tmp_path_factory.mktemp('summary') / 'g.sqlite'}")
     default_like.write(opened)
-    yield analysed.load(opened, context_samples=False, primary_only=True)
+    yield reading.load(opened, context_samples=False, primary_only=True)
     opened.engine.dispose()
 
 

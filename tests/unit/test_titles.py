@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from guestbench.analysis import results as analysed
 from guestbench.report import model, select
 from guestbench.report.formats import json as json_report
 from tests.unit.test_published import JITTER, Campaign, micro, row, stream
+from guestbench.commands import reading
 
 
 def test_tables_show_titles_and_exports_keep_the_names(store) -> None:
@@ -18,7 +18,7 @@ def test_tables_show_titles_and_exports_keep_the_names(store) -> None:
         campaign.run("native", "stream", stream(20000.0, jitter))
         campaign.run("native", "getpid", micro(100 * jitter), label="mine")  # the plan's label
         campaign.run("native", "stream", stream(20000.0, jitter), label="stream[array_mib=32]")
-    report = analysed.load(store, str(campaign.id))
+    report = reading.load(store, str(campaign.id))
     tables = {table.name: table for table in select.tables(report, "published")}
     basic = tables["basic"]
     assert [r[0] for r in basic.rows] == ["malloc 1 MiB", "first write access", "mine"]
@@ -37,7 +37,7 @@ def test_plain_units_write_whole_numbers_and_keep_stored_units(store) -> None:
     campaign = Campaign(store, {"native": {"kind": "native"}})
     for jitter in JITTER:
         campaign.run("native", "fork_exit", micro(450_800 * jitter))
-    report = analysed.load(store, str(campaign.id))
+    report = reading.load(store, str(campaign.id))
     basic = {table.name: table for table in select.tables(report, "published")}["basic"]
     assert row(basic, "fork + exit")[1].startswith("1.172M cyc (450.8 us)")
     with model.units("plain"):

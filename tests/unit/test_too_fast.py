@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from guestbench.analysis import results as analysed
 from guestbench.analysis.cells import flags_of_metric
 from guestbench.report import select
 from tests.unit.test_published import THREE, Campaign, row
+from guestbench.commands import reading
 
 FILES = [("create", "files/s", 250_000.0), ("delete", "files/s", 10_000.0)]
 
@@ -53,7 +53,7 @@ def test_too_fast_cells_show_plus_signs_and_no_interval(fast: Campaign) -> None:
 
 
 def test_no_ratio_percent_or_geometric_mean_uses_them(fast: Campaign) -> None:
-    report = analysed.load(fast.store, str(fast.id))
+    report = reading.load(fast.store, str(fast.id))
     assert ("metadata", "create", "guest") not in report.ratios
     assert ("metadata", "delete", "guest") in report.ratios
     ratios = {(r[0], r[1].split(" (")[0]): r for r in select.tables(report, "published")[1].rows}

@@ -14,6 +14,7 @@ from guestbench.report.formats import json as json_report, markdown, terminal
 from guestbench.report.tables import versions
 from guestbench.store import RunRecord
 from tests.unit.test_report import FACTS, STARTED
+from guestbench.commands import reading
 
 QEMU = {"kind": "qemu", "accel": "kvm", "machine": "microvm", "vcpus": 1, "kernel": None,
         "binary": "qemu-system-x86_64", "disk_cache": "writeback"}
@@ -45,7 +46,7 @@ class Campaign:
             0.5, f"/logs/{env}/{workload}/rep{self.repetition}", tuple(samples)))
 
     def report(self) -> analysed.CampaignResults:
-        return analysed.load(self.store, str(self.id))
+        return reading.load(self.store, str(self.id))
 
 
 def micro(time_ns: float) -> list[tuple[str, str, float]]:

@@ -3,51 +3,22 @@ host and environment, and each host's facts, for the same plan on several machin
 
 from __future__ import annotations
 
-from guestbench.analysis import results as analysed
+from guestbench.analysis.results import CampaignResults
 from guestbench.report import model
 from guestbench.report.model import Footnotes, Table
-from guestbench.store import pool as pool_rows, Store, StoreError
+from guestbench.store.records import CampaignGroup
 
 FACTS = (("CPU", "cpu_model"), ("CPUs", "logical_cpus"), ("kernel", "kernel"),
          ("memory (MiB)", "memory_mib"), ("virtualised", "virtualised"))
 
 
-def tables(store: Store, selector: str) -> list[Table]:
-    group = pool_rows.group(store.engine, selector)
-    if group is None:
-        raise StoreError(f"{store.engine.url}: no campaign group {selector!r} in this store "
-                         "(fix: 'guestbench submit' makes one)")
-    reports = []
-    latest = {}  # each host's latest campaign of the group, hosts in name order
-    for row in pool_rows.campaigns_of(store.engine, group.id):
-        latest[row.pool_host or f"campaign {row.id}"] = row
-    for _, row in sorted(latest.items()):
-        reports.append((row.pool_host or f"campaign {row.id}",
-                        analysed.load(store, str(row.id), context_samples=False,
-                                   primary_only=True)))
-    if not reports:
-        raise StoreError(f"group {group.id} ({group.name!r}) has no campaign yet "
-                         f"(queued on {', '.join(group.hosts)}; see 'guestbench hosts')")
+def tables(group: CampaignGroup, reports: list[tuple[str, CampaignResults]]) -> list[Table]:
+    """The group's medians side by side, one column per host and environment, and each
+    host's facts; reports: (host, its latest campaign's results), in host order."""
     return [_medians(group, reports), _facts(group, reports)]
 
 
-def campaign_of_host(store: Store, selector: str, host: str) -> str:
-    """The id of the group's latest campaign on a pool host (compare --group G HOST HOST)."""
-    group = pool_rows.group(store.engine, selector)
-    if group is None:
-        raise StoreError(f"--group {selector!r}: no such campaign group in this store "
-                         "(fix: 'guestbench report --list', or 'guestbench hosts')")
-    mine = [row for row in pool_rows.campaigns_of(store.engine, group.id)
-            if row.pool_host == host]
-    if not mine:
-        ran = sorted({row.pool_host for row in pool_rows.campaigns_of(store.engine,
-                                                                         group.id)})
-        raise StoreError(f"--group {selector!r}: host {host!r} has no campaign in group "
-                         f"{group.id} (fix: name one of {', '.join(ran) or 'none yet'})")
-    return str(mine[-1].id)
-
-
-def _medians(group: dict, reports: list[tuple[str, analysed.CampaignResults]]) -> Table:
+def _medians(group: CampaignGroup, reports: list[tuple[str, CampaignResults]]) -> Table:
     footnotes = Footnotes()
     columns = [(host, env, report) for host, report in reports
                for env in report.results.environments]
@@ -72,7 +43,7 @@ def _medians(group: dict, reports: list[tuple[str, analysed.CampaignResults]]) -
     return table
 
 
-def _facts(group: dict, reports: list[tuple[str, analysed.CampaignResults]]) -> Table:
+def _facts(group: dict, reports: list[tuple[str, CampaignResults]]) -> Table:
     table = Table(f"Group {group.id}: the hosts", ["host", "campaign", *(
         name for name, _ in FACTS)], [], name="group-hosts", label_columns=2,
         note=f"Plan sha256 {group.plan_hash[:16]}..., submitted by {group.submitted_by}"
