@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import guestbench
 
 PACKAGE_ROOT = Path(guestbench.__file__).parent
@@ -116,6 +118,29 @@ def test_no_module_imports_one_that_imports_it_back():
         "  " + " -> ".join(loop) for loop in found)
 
 
+def folder_graph(graph: dict[str, set[str]], depth: int) -> dict[str, set[str]]:
+    """The graph of folders: each module as the folder it is in, `depth` names below the
+    package (depth 1: guestbench.report; 2: guestbench.report.tables), a folder's imports
+    the union of its modules' imports of other folders."""
+    def folder(name: str) -> str:
+        return ".".join(name.split(".")[:depth + 1])
+    folders: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        folders.setdefault(folder(name), set()).update(
+            folder(target) for target in targets if folder(target) != folder(name))
+    for targets in list(folders.values()):
+        for target in targets:
+            folders.setdefault(target, set())
+    return folders
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_no_folder_imports_one_that_imports_it_back(depth):
+    found = cycles(folder_graph(import_graph(), depth))
+    assert not found, "folders that import each other:\n" + "\n".join(
+        "  " + " -> ".join(loop) for loop in found)
+
+
 # -- the test's own parts, on a made-up package ----------------------------------------
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -124,6 +149,16 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text)
     return root
+
+
+def test_two_folders_that_import_each_other_are_a_loop(tmp_path):
+    root = _package(tmp_path, {
+        "a/__init__.py": "", "a/x.py": "from pkg.b import y\n",
+        "b/__init__.py": "", "b/y.py": "def later():\n    from pkg.a import z\n",
+        "a/z.py": "",
+    })
+    assert cycles(import_graph(root)) == []  # no two modules import each other
+    assert cycles(folder_graph(import_graph(root), 1)) == [["pkg.a", "pkg.b", "pkg.a"]]
 
 
 def test_a_function_level_import_closes_a_loop(tmp_path):
