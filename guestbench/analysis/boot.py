@@ -49,7 +49,7 @@ def breakdown(runs: Iterable[dict[str, Any]], samples: Iterable[dict[str, Any]]
         "boot_clock_zero"}
     by_run: dict[int, dict[str, float]] = defaultdict(dict)
     # most samples of a campaign are not boot points: only these are read one by one
-    from guestbench.store.columns import Samples
+    from guestbench.store.columns import Samples  # deferred: numpy, as in results.py
     for sample in Samples.coerce(samples).of_metrics(*wanted):
         by_run[sample.run_id][sample.metric] = sample.value
     durations: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

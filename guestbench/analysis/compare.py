@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guestbench.analysis import stats
+from guestbench.analysis.summary import analyse, summarise
 from guestbench.analysis.cells import CellStats, Interval, Cell, Results, higher_is_better
 
 THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
@@ -37,7 +38,6 @@ def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
     two processes). Its cells get the resamples that the work budget allows for two
     campaigns of its size: the budget holds for both sides together, and two sides of
     one size get the same resamples."""
-    from guestbench.analysis.summary import analyse, summarise
     params: dict[str, dict[str, Any]] = {}
     for run in runs:
         params.setdefault(run.label, run.params or {})

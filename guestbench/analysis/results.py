@@ -75,7 +75,7 @@ class CampaignResults:
     def boot(self) -> dict[str, dict[str, Any]]:
         """Boot phases per environment, each a median over its runs (analysis/boot.py);
         {} for results read from a digest, which keeps no boot samples."""
-        from guestbench.analysis.boot import breakdown
+        from guestbench.analysis.boot import breakdown  # deferred: numpy, as stats below
         return breakdown(self.runs, self.samples) if self.samples is not None else {}
 
     def comparable_geomeans(self, environments: list[str] | None = None
@@ -122,7 +122,7 @@ def derive(campaign: Campaign, environments: list[Environment], runs: list[Run],
     """One campaign's results from its stored rows; described: each workload by name.
     primary_only=True describes only the primary metrics' cells (what the summary shows),
     and leaves the others' statistics None."""
-    from guestbench.analysis.summary import analyse, summarise
+    from guestbench.analysis.summary import analyse, summarise  # deferred: numpy, as below
     names = [env.name for env in environments]
     results = summarise(names, runs, samples, include_context=all_metrics)
     primary = primary_metrics(results, runs, described)
@@ -183,7 +183,7 @@ def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
 
 def slowdown(base: Cell, cell: Cell) -> Interval | None:
     """A cell's ratio to the baseline's under the one rule, with its interval."""
-    from guestbench.analysis import stats
+    from guestbench.analysis import stats  # deferred: numpy (0.1 s); a digest's summary needs none
     if base.stats is None or cell.stats is None:
         return None
     return stats.ratio_interval(*slowdown_pair(base, cell))
@@ -192,7 +192,7 @@ def slowdown(base: Cell, cell: Cell) -> Interval | None:
 def change(base: Cell, cell: Cell) -> Interval | None:
     """median(cell) / median(base) with its interval, whatever the unit: how much a number
     itself changed between two versions (the version table gives it as a % change)."""
-    from guestbench.analysis import stats
+    from guestbench.analysis import stats  # deferred: numpy (0.1 s); a digest's summary needs none
     if base.stats is None or cell.stats is None:
         return None
     return stats.ratio_interval(base.stats, cell.stats)
@@ -220,7 +220,7 @@ def geomeans(results: Results, baseline: str | None, primary: dict[str, str]
              ) -> dict[str, Geomean]:
     """Each environment's geometric mean of its primary metrics' ratios, over the workloads
     it shares with the baseline, with how many of the baseline's it covers."""
-    from guestbench.analysis import stats
+    from guestbench.analysis import stats  # deferred: numpy (0.1 s); a digest's summary needs none
     if baseline is None:
         return {}
     rows = [results.cells[(label, metric)] for label, metric in primary.items()

@@ -17,6 +17,7 @@ from typing import Literal
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.plan import catalogue
+from guestbench.plan.tables import matches, ordered, table_specs
 from guestbench.report import columns, model, titles
 from guestbench.report.model import Footnotes, Style, Table, spread_line, styled
 from guestbench.report.tables import (
@@ -151,7 +152,6 @@ def from_plan(report: CampaignResults) -> list[Choice]:
     stored = report.campaign.plan or {}
     if not stored.get("tables"):
         return []  # most plans: nothing to read, and the plan's models need not load
-    from guestbench.plan.tables import table_specs
     out = []
     for spec in table_specs(stored):
         given = {key: tuple(value) if isinstance(value, list) else value
@@ -205,11 +205,9 @@ def narrowed(report: CampaignResults, choice: Choice) -> CampaignResults:
     names = report.results.environments
     shown = names
     if choice.environments:  # a stored entry may name more than its campaign ran (--env)
-        from guestbench.plan.tables import ordered
         shown = ordered(choice.environments, names)
     rows = report.results.rows
     if choice.workloads:
-        from guestbench.plan.tables import matches
         rows = [row for row in rows if any(
             matches(pattern, row[0]) or matches(pattern, report.workload_of.get(row[0], ""))
             for pattern in choice.workloads)]
