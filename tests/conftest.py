@@ -1,9 +1,13 @@
 """Fixtures of the whole suite: a private PostgreSQL server, started once when a test asks
-for it (tests/support/postgres.py) and removed at the end; no signal noted as received."""
+for it (tests/support/postgres.py) and removed at the end; no signal noted as received; and,
+for the integration and faults suites, the built agent, this host's facts and the presets'
+probes (each asked once per session, only by a test that names it: the unit suite never
+imports the environments here)."""
 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +97,30 @@ def _empty(server, name: str) -> bool:
             return left == (1,)
     except psycopg.Error:
         return False
+
+
+@pytest.fixture(scope="session")
+def agent_path() -> Path:
+    from guestbench import agent
+    try:
+        return agent.path()
+    except agent.AgentMissing as error:
+        pytest.skip(f"agent not built: {error}")
+
+
+@pytest.fixture(scope="session")
+def host_facts():
+    from guestbench import host
+    return host.collect()
+
+
+@pytest.fixture(scope="session")
+def probes(host_facts, agent_path):
+    """Every preset's environment and its probe answer, asked once per test session."""
+    from guestbench import environments
+    from tests.support.real_environments import PRESETS
+    probed = {}
+    for name in PRESETS:
+        environment = environments.create(environments.preset_spec(name))
+        probed[name] = (environment, environment.probe(host_facts))
+    return probed

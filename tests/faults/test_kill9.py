@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from guestbench import environments
-from tests.integration.conftest import FULL_SYSTEM_PRESETS, prepared
+from tests.support.real_environments import FULL_SYSTEM_PRESETS, prepared
 from tests.support.leaks import guest_folders, guest_network, guest_processes, left_since
 
 GUESTBENCH = [sys.executable, "-m", "guestbench"]

@@ -6,16 +6,9 @@ import pytest
 
 from guestbench import workloads
 from guestbench.process import proc
-from guestbench.protocol import RecordStream
+from tests.support.guests import records_of
 
 pytestmark = pytest.mark.integration
-
-
-def records_of(output: str):
-    stream = RecordStream()
-    records = list(stream.feed((0, line.encode()) for line in output.splitlines()))
-    stream.finish()
-    return records
 
 
 def test_agent_is_static(agent_path):

@@ -12,8 +12,8 @@ import pytest
 
 from guestbench.workloads.bonnie import FIGURES
 
-from .campaigns import run_plan
-from .test_cli import guestbench
+from tests.support.real_campaigns import run_plan
+from tests.support.cli import guestbench
 
 pytestmark = pytest.mark.integration
 

@@ -6,22 +6,15 @@ import json
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import agent_processes
+from tests.support.guests import agent_processes
+from tests.support.cli import GUESTBENCH, guestbench
 
 pytestmark = pytest.mark.integration
-GUESTBENCH = [sys.executable, "-m", "guestbench"]
-
-
-def guestbench(*args: str, cwd: Path, timeout_s: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*GUESTBENCH, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout_s)
-
 
 def test_campaign_then_reports(tmp_path, available):
     available("native")

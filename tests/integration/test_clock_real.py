@@ -8,7 +8,8 @@ import pytest
 
 from guestbench.runner import Status
 
-from .test_full_system import environment, run
+from tests.support.guests import run
+from tests.support.real_environments import environment
 
 pytestmark = pytest.mark.integration
 

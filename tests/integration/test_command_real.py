@@ -17,10 +17,10 @@ from guestbench.environments.base import Capability, Job, JobNeeds, PlanNeeds
 from guestbench.runner import Status
 from guestbench.runner.outcomes import watch
 
-from .conftest import prepared
-from .test_cli import guestbench
-from .test_full_system import assert_gone, run
-from .test_instance_real import ok_runs
+from tests.support.real_environments import prepared
+from tests.support.cli import guestbench
+from tests.support.guests import assert_gone, run
+from tests.support.cli import ok_runs
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli import guestbench
+from tests.support.cli import guestbench
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .campaigns import run_plan
+from tests.support.real_campaigns import run_plan
 
 pytestmark = pytest.mark.integration
 

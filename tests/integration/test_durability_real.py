@@ -9,7 +9,7 @@ import pytest
 
 from guestbench.environments.fullsystem import tracedisk
 
-from .test_cli import guestbench
+from tests.support.cli import guestbench
 
 pytestmark = pytest.mark.integration
 

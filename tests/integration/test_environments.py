@@ -10,22 +10,12 @@ from pathlib import Path
 import pytest
 
 from guestbench import environments
-from guestbench.process import proc
-from guestbench.environments.base import Job
-from guestbench.runner import Outcome
-from guestbench.runner.outcomes import watch
 
-from .conftest import PRESETS, agent_processes
+from tests.support.guests import agent_processes
+from tests.support.real_environments import PRESETS
+from tests.support.guests import run_job
 
 pytestmark = pytest.mark.integration
-
-
-def run_job(environment, agent_path, logs, args, timeout_s=60.0) -> Outcome:
-    workload = args[-1]
-    job = Job(workload, agent_path, tuple(args))
-    guest = environment.start(job, logs, proc.now_ns() + int(timeout_s * 1e9))
-    with guest:
-        return watch(guest, timeout_s, workload, expect_samples=workload != "hang")
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from .test_cli import guestbench
+from tests.support.cli import guestbench
 
 pytestmark = pytest.mark.integration
 

@@ -14,93 +14,16 @@ from guestbench import environments
 from guestbench.process import proc
 from guestbench.environments.base import Job
 from guestbench.runner import Status
-from guestbench.runner.outcomes import watch
 
-from .conftest import FULL_SYSTEM_PRESETS, prepared
+from tests.support.real_environments import FULL_SYSTEM_PRESETS, environment
+from tests.support.guests import leftovers, run
 
 pytestmark = pytest.mark.integration
 
 
-def environment(host_facts, preset: str, **options):
-    """The preset with options changed, probed; skips with the probe's reason if unavailable."""
-    base = dict(environments.PRESETS[preset])
-    spec = environments.spec_model(base["kind"])(name=preset, **{**base, **options})
-    return prepared(host_facts, environments.create(spec))
-
-
-def run(env, agent_path, tmp_path, args, timeout_s=120.0, workload=None):
-    workload = workload or args[-1]
-    guest = env.start(Job(workload, agent_path, tuple(args)), tmp_path / "logs",
-                      proc.now_ns() + int(timeout_s * 1e9))
-    with guest:
-        outcome = watch(guest, timeout_s, workload, expect_samples=workload != "hang")
-    assert_gone(guest)
-    return outcome, guest
-
-
-def assert_gone(guest) -> None:
-    """Nothing of this guest is left: no process of its process group, no scratch folder."""
-    group = guest._process.pid
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        alive = _group_members(group)
-        scratch = [path for path in guest.scratch if path.exists()]
-        if not alive and not scratch:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"left behind: processes {alive}, folders {scratch}")
-
-
-def _group_members(group: int) -> list[int]:
-    members = []
-    for pid in _live_pids():
-        try:
-            if os.getpgid(pid) == group:
-                members.append(pid)
-        except ProcessLookupError:
-            pass
-    return members
-
-
-def _live_pids() -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in ("Z", "X"):
-            pids.append(int(entry.name))
-    return pids
-
-
-def leftovers(scratch_root: Path) -> set:
-    """What a campaign whose TMPDIR was scratch_root left: folders there, processes naming it.
-    The reapers' journal folder stays (it is shared by every guestbench), but empty: each
-    reaper removes its journal once it has done (within moments of its guestbench's end)."""
-    journals = scratch_root / "guestbench-reaper"
-    deadline = time.monotonic() + 5
-    while journals.is_dir() and any(journals.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    folders = {p.name for p in scratch_root.glob("guestbench-*") if p != journals}
-    folders |= {f"guestbench-reaper/{p.name}" for p in journals.glob("*")}
-    vmms = set()
-    for pid in _live_pids():
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if str(scratch_root).encode() in cmdline:  # the QMP socket, UML's uml_dir
-            vmms.add(pid)
-    return folders | vmms
-
-
-@pytest.fixture
-def nothing_left_behind():
-    """Kept for readability of the tests' signatures; run() checks each guest it started."""
-    yield
+# The suite's nothing_left_behind (tests/integration/conftest.py) is kept in the tests'
+# signatures for readability; run() (tests/support/guests.py) checks each guest it started.
+GUESTS_CHECKED_BY_RUN = True
 
 
 @pytest.mark.parametrize("preset", FULL_SYSTEM_PRESETS)

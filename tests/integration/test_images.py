@@ -35,25 +35,25 @@ def uml_argv(image: images.Image, append: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
+def module_cache_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("images")
 
 
 @pytest.fixture(scope="module")
-def qemu_image(cache_dir) -> images.Image:
+def qemu_image(module_cache_dir) -> images.Image:
     if not shutil.which("qemu-system-x86_64"):
         pytest.skip("qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)")
     try:
-        return images.build(cache_dir=cache_dir)
+        return images.build(cache_dir=module_cache_dir)
     except images.ImageError as error:
         pytest.skip(f"no image for QEMU: {error}")
 
 
 @pytest.fixture(scope="module")
-def uml_image(cache_dir) -> images.Image:
+def uml_image(module_cache_dir) -> images.Image:
     if not UML.is_file():
         pytest.skip(f"user-mode Linux is not installed at {UML} (apt-get install user-mode-linux)")
-    return images.build(kernel=UML, cache_dir=cache_dir)
+    return images.build(kernel=UML, cache_dir=module_cache_dir)
 
 
 def boot(argv: list[str]) -> str:

@@ -5,29 +5,18 @@ full-system guests."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from guestbench import environments
 
-from .conftest import prepared
-from .test_cli import guestbench
+from tests.support.real_environments import prepared
+from tests.support.cli import ok_runs
 
 pytestmark = pytest.mark.integration
 
 PRESETS = ["native", "namespace", "runc", "crun", "runsc", "qemu-user", "qemu-tcg", "uml"]
-
-
-def ok_runs(folder: Path, count: int, *args: str) -> list[dict]:
-    """`guestbench run ARGS --quiet` in folder: its `count` runs, every one asserted ok."""
-    run = guestbench("run", *args, "--quiet", cwd=folder)
-    assert run.returncode == 0, run.stderr
-    runs = json.loads(guestbench("report", "--format", "json", cwd=folder).stdout)["runs"]
-    assert len(runs) == count and all(entry["status"] == "ok" for entry in runs), [
-        (entry["workload"], entry["status"], entry["reason"]) for entry in runs]
-    return runs
 
 
 def _workload_runs(preset: str, repeat: int, workload: str, tmp_path, host_facts) -> list[dict]:

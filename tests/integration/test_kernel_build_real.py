@@ -13,9 +13,9 @@ import pytest
 
 from guestbench.workloads.build import kernel_source as kernelsrc
 
-from .campaigns import run_plan
-from .test_cli import guestbench
-from .test_full_system import leftovers
+from tests.support.real_campaigns import run_plan
+from tests.support.cli import guestbench
+from tests.support.guests import leftovers
 
 pytestmark = pytest.mark.integration
 

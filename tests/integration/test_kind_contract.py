@@ -13,7 +13,7 @@ from guestbench import environments
 from guestbench.process import proc
 from guestbench.environments.base import Capability, Job, JobNeeds, ProcessGuest
 
-from .conftest import prepared
+from tests.support.real_environments import prepared
 
 pytestmark = pytest.mark.integration
 

@@ -12,9 +12,9 @@ import pytest
 
 from guestbench import environments
 
-from .conftest import prepared
-from .test_cli import guestbench
-from .test_instance_real import ok_runs
+from tests.support.real_environments import prepared
+from tests.support.cli import guestbench
+from tests.support.cli import ok_runs
 
 pytestmark = pytest.mark.integration
 

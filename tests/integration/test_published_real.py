@@ -13,7 +13,7 @@ import pytest
 
 from guestbench import environments
 
-from .conftest import prepared
+from tests.support.real_environments import prepared
 
 pytestmark = pytest.mark.integration
 GUESTBENCH = [sys.executable, "-m", "guestbench"]

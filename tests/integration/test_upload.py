@@ -254,7 +254,7 @@ EXPECTED_UNSUPPORTED = {("qemu-tcg", "hostfs"), ("uml", "virtio-serial"), ("uml"
 
 def test_uploads_through_every_channel_via_guestbench(tmp_path):
     """The environments' own wiring (GuestDevices, feeders, gb.mount, pass_fds), end to end."""
-    from .test_cli import guestbench
+    from tests.support.cli import guestbench
 
     (tmp_path / "plan.toml").write_text(PLAN)
     run = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=900)

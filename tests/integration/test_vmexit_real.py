@@ -13,8 +13,8 @@ from guestbench import environments, workloads
 from guestbench.process import proc
 from guestbench.environments.base import Capability
 
-from .test_agent import records_of
-from .test_environments import run_job
+from tests.support.guests import records_of
+from tests.support.guests import run_job
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import host, plan
+from guestbench import plan
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +36,6 @@ def header(path: Path) -> str:
 def run_here(path: Path) -> str | None:
     found = re.search(r"^Run here:\s*(yes|no)\b", header(path), re.MULTILINE)
     return found.group(1) if found else None
-
-
-@pytest.fixture(scope="module")
-def host_facts():
-    return host.collect()
 
 
 def test_every_vmm_has_a_template():

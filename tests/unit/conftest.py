@@ -1,4 +1,6 @@
-"""Shared fixtures of the unit suite: a fake host, a temporary store, plan helpers.
+"""Shared fixtures of the unit suite: a fake host, a temporary store, plan helpers, a fake agent
+for the command line, campaigns run through it (history), and the HTML report's campaign full of
+markup (markup_report). Plain helpers are in tests/support/.
 
 Nothing here starts a real environment or reads the machine's own facts.
 """
@@ -15,7 +17,11 @@ import pytest
 from guestbench import plan as gb_plan, store as gb_store
 from guestbench.host import Host
 from guestbench.plan import build as plan_build
+from guestbench.analysis import results as analysed
+from guestbench.commands import reading
 from guestbench.runner import Progress, Runner
+from tests.support.cli import invoke
+from tests.support.html_report import populate
 
 HOST_FACTS: dict[str, Any] = {
     "hostname": "testhost",
@@ -102,3 +108,48 @@ def run_plan(store: gb_store.Store, host: Host, tmp_path: Path) -> Callable[...,
         return runner.run()
 
     return run
+
+
+@pytest.fixture
+def fake_agent(tmp_path: Path) -> Path:
+    """Any executable file satisfies the CLI's agent check; the fake environment never runs it."""
+    agent = tmp_path / "fake-gbagent"
+    agent.write_text("#!/bin/sh\nexit 0\n")
+    agent.chmod(0o755)
+    return agent
+
+
+HISTORY_PLAN = """\
+[campaign]
+name = "{name}"
+repeat = 3
+timeout_s = 5
+
+[[environment]]
+name = "vm"
+kind = "fake"
+scale = {scale}
+
+[[workload]]
+name = "getpid"
+"""
+
+
+@pytest.fixture
+def campaigns(tmp_path: Path, fake_agent: Path):
+    def run(url: str, scales: list[float], name: str = "nightly") -> None:
+        for scale in scales:
+            plan = tmp_path / "plan.toml"
+            plan.write_text(HISTORY_PLAN.format(name=name, scale=f"{scale:.6f}"))
+            result = invoke(["run", str(plan), "--db", url, "--quiet"], fake_agent)
+            assert result.exit_code == 0, result.output
+    run.agent = fake_agent
+    return run
+
+
+@pytest.fixture
+def markup_report(store, tmp_path: Path) -> analysed.CampaignResults:
+    """The campaign of tests/support/html_report.py (markup to escape in every name, its logs in
+    tmp_path / "logs"), read back from the store."""
+    populate(store, tmp_path / "logs")
+    return reading.load(store)

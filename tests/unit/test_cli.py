@@ -7,29 +7,11 @@ import signal
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from guestbench import store as gb_store
 from guestbench.cli import EXIT_BAD_INPUT, main
-
-GOOD_FAKE_PLAN = """\
-[campaign]
-name = "cli-fake"
-repeat = 2
-timeout_s = 5
-
-[[environment]]
-name = "base"
-kind = "fake"
-
-[[environment]]
-name = "slow"
-kind = "fake"
-scale = 2
-
-[[workload]]
-name = "getpid"
-"""
+from tests.support.cli import GOOD_FAKE_PLAN, campaigns_in, invoke
 
 BAD_PLANS = [
     pytest.param('[campaign]\nrepeat = 0\n[[environment]]\npreset = "native"\n'
@@ -42,27 +24,6 @@ BAD_PLANS = [
                  '[[workload]]\nname = "getpid"\n', "environment[0].name", id="bad-name"),
     pytest.param("[campaign\n", "TOML syntax error", id="toml-syntax"),
 ]
-
-
-@pytest.fixture
-def fake_agent(tmp_path: Path) -> Path:
-    """Any executable file satisfies the CLI's agent check; the fake environment never runs it."""
-    agent = tmp_path / "fake-gbagent"
-    agent.write_text("#!/bin/sh\nexit 0\n")
-    agent.chmod(0o755)
-    return agent
-
-
-def invoke(args: list[str], agent: Path) -> Result:
-    return CliRunner().invoke(main, args, env={"GUESTBENCH_AGENT": str(agent)})
-
-
-def campaigns_in(db_file: Path) -> list:
-    opened = gb_store.open(f"sqlite:///{db_file}")
-    try:
-        return opened.campaigns()
-    finally:
-        opened.engine.dispose()
 
 
 @pytest.mark.parametrize("text, field", BAD_PLANS)

@@ -68,7 +68,7 @@ def html_text(page: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> Path:
+def default_campaign_file(tmp_path_factory) -> Path:
     """A copy of the stored campaign (commands keep digests in it: never in the original)."""
     path = tmp_path_factory.mktemp("default-campaign") / "guestbench.sqlite"
     with gzip.open(DATA / "guestbench.sqlite.gz") as packed, path.open("wb") as out:
@@ -76,9 +76,9 @@ def store(tmp_path_factory) -> Path:
     return path
 
 
-def output_of(store: Path, name: str, monkeypatch) -> str:
+def output_of(default_campaign_file: Path, name: str, monkeypatch) -> str:
     monkeypatch.setenv("COLUMNS", "120")
-    result = CliRunner().invoke(main, [*OUTPUTS[name], "--db", f"sqlite:///{store}"])
+    result = CliRunner().invoke(main, [*OUTPUTS[name], "--db", f"sqlite:///{default_campaign_file}"])
     assert result.exit_code == 0, result.output
     return html_text(result.stdout) if name.endswith("-html.txt") else result.stdout
 
@@ -96,13 +96,13 @@ def expect(name: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("name", OUTPUTS)
-def test_each_output_is_as_it_was(store, name, monkeypatch):
-    expect(name, output_of(store, name, monkeypatch))
+def test_each_output_is_as_it_was(default_campaign_file, name, monkeypatch):
+    expect(name, output_of(default_campaign_file, name, monkeypatch))
 
 
-def test_the_summary_derived_without_the_digest_is_the_same(store, tmp_path, monkeypatch):
+def test_the_summary_derived_without_the_digest_is_the_same(default_campaign_file, tmp_path, monkeypatch):
     undigested = tmp_path / "undigested.sqlite"
-    shutil.copy(store, undigested)
+    shutil.copy(default_campaign_file, undigested)
     with sqlite3.connect(undigested) as connection:
         assert connection.execute("DELETE FROM campaign_digest").rowcount == 2
     expect("summary.txt", output_of(undigested, "summary.txt", monkeypatch))

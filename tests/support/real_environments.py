@@ -1,0 +1,33 @@
+"""This machine's environments: the presets by sort, each probed and prepared or the test skipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from guestbench import environments
+
+
+# Process-level presets; full-system guests (each kind says whether it is one) have
+# tests/integration/test_full_system.py.
+PRESETS = [name for name, spec in environments.PRESETS.items()
+           if not environments.KINDS[spec["kind"]].full_system]
+FULL_SYSTEM_PRESETS = [name for name, spec in environments.PRESETS.items()
+                       if environments.KINDS[spec["kind"]].full_system]
+
+
+def prepared(host_facts, environment):
+    """The environment probed and prepared (its image built); skips with the reason if either
+    says it cannot run here."""
+    answer = environment.probe(host_facts)
+    if answer.available:
+        answer = environment.prepare(host_facts)
+    if not answer.available:
+        pytest.skip(f"{environment.spec.name} unavailable here: {answer.reason}")
+    return environment
+
+
+def environment(host_facts, preset: str, **options):
+    """The preset with options changed, probed; skips with the probe's reason if unavailable."""
+    base = dict(environments.PRESETS[preset])
+    spec = environments.spec_model(base["kind"])(name=preset, **{**base, **options})
+    return prepared(host_facts, environments.create(spec))

@@ -1,0 +1,212 @@
+"""guestbench compare: pairing like with like, verdicts, exit codes (fake environment, real CLI)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from guestbench.analysis.compare import FASTER, SAME, SLOWER, judge
+from guestbench.analysis.cells import Interval
+from tests.support.cli import invoke
+
+PLAN = """\
+[campaign]
+name = "{name}"
+repeat = {repeat}
+timeout_s = 5
+
+[[environment]]
+name = "base"
+kind = "fake"
+
+[[environment]]
+name = "vm"
+kind = "fake"
+scale = {scale}
+
+[[workload]]
+name = "{workload}"
+{extra}"""
+
+
+@pytest.fixture
+def run_campaign(tmp_path: Path, fake_agent: Path, store_url: str):
+    url = store_url  # on SQLite and on PostgreSQL
+
+    def run(name: str, scale: float = 1.0, repeat: int = 5, extra: str = "",
+            workload: str = "getpid") -> str:
+        plan = tmp_path / f"{name}.toml"
+        plan.write_text(PLAN.format(name=name, scale=scale, repeat=repeat, extra=extra,
+                                    workload=workload))
+        result = invoke(["run", str(plan), "--db", url, "--quiet"], fake_agent)
+        assert result.exit_code == 0, result.output
+        return name
+
+    run.url = url
+    run.agent = fake_agent
+    return run
+
+
+def compare(run_campaign, *args: str):
+    return invoke(["compare", *args, "--db", run_campaign.url], run_campaign.agent)
+
+
+def test_a_against_a_is_same_everywhere(run_campaign) -> None:
+    run_campaign("a1"), run_campaign("a2")
+    result = compare(run_campaign, "a1", "a2", "--format", "json", "--fail-on-regression")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["schema"] == "guestbench-compare"
+    assert document["summary"] == {"slower": 0, "faster": 0, "same": 4}
+    assert {cell["verdict"] for cell in document["cells"]} == {SAME}
+    assert document["unpaired"] == []
+
+
+def test_a_slowed_environment_is_slower_and_fails_the_check(run_campaign) -> None:
+    run_campaign("before"), run_campaign("after", scale=1.2)
+    plain = compare(run_campaign, "before", "after")
+    assert plain.exit_code == 0  # a spec change is not paired by default
+    assert "spec differs in scale" in plain.output
+    result = compare(run_campaign, "before", "after", "--ignore-spec", "scale",
+                     "--fail-on-regression", "--format", "json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    verdicts = {(c["environment"], c["metric"]): c["verdict"] for c in document["cells"]}
+    assert verdicts == {("base", "time_per_op"): SAME, ("base", "tsc_per_op"): SAME,
+                        ("vm", "time_per_op"): SLOWER, ("vm", "tsc_per_op"): SLOWER}
+    vm = next(c for c in document["cells"] if c["environment"] == "vm")
+    assert vm["ratio"] == pytest.approx(1.2)
+    assert vm["ratio_ci"][0] > 1.05 and vm["pvalue"] < 0.01
+    assert "cell(s) slower in B" in result.stderr
+
+
+def test_the_reverse_is_faster_and_passes_the_check(run_campaign) -> None:
+    run_campaign("slow", scale=1.2), run_campaign("fast")
+    result = compare(run_campaign, "slow", "fast", "--ignore-spec", "scale", "--fail-on-regression")
+    assert result.exit_code == 0, result.output
+    assert "faster" in result.output and "SLOWER" not in result.output
+
+
+def test_too_few_runs_never_give_a_verdict_and_say_why(run_campaign) -> None:
+    run_campaign("few", repeat=3), run_campaign("few-slow", scale=2.0, repeat=3)
+    result = compare(run_campaign, "few", "few-slow", "--ignore-spec", "scale", "--format", "json")
+    document = json.loads(result.output)
+    vm = next(c for c in document["cells"] if c["environment"] == "vm")
+    assert vm["verdict"] == SAME and vm["ratio"] == pytest.approx(2.0)
+    assert any("too few runs" in note for note in vm["notes"])
+
+
+def test_cells_that_cannot_be_paired_are_listed(run_campaign) -> None:
+    run_campaign("one"), run_campaign("two", extra='\n[[workload]]\nname = "sched_yield"\n')
+    result = compare(run_campaign, "one", "two", "--format", "json")
+    unpaired = {row["what"]: row["why"] for row in json.loads(result.output)["unpaired"]}
+    assert unpaired == {"workload sched_yield": "only in B"}
+
+
+def test_an_environment_or_workload_without_results_is_one_line_not_one_per_cell(run_campaign) -> None:
+    extra = '[[environment]]\nname = "broken"\nkind = "fake"\nbehaviour = "error"\n'
+    run_campaign("a", extra=extra)
+    run_campaign("b", extra=extra)
+    result = compare(run_campaign, "a", "b", "--format", "json")
+    unpaired = {row["what"]: row["why"] for row in json.loads(result.output)["unpaired"]}
+    assert unpaired == {"environment broken": "no successful run in A and B"}
+
+
+def test_markdown_output(run_campaign) -> None:
+    run_campaign("m1"), run_campaign("m2")
+    result = compare(run_campaign, "m1", "m2", "--format", "markdown")
+    assert result.exit_code == 0
+    assert result.output.startswith("### Compare: A = campaign 1 'm1'")
+    assert "| base | getpid | time_per_op (ns) |" in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope", "m1"], "no campaign 'nope'"),
+    (["m1", "m1", "--threshold", "-1"], "--threshold"),
+    (["m1", "m1", "--alpha", "2"], "--alpha"),
+])
+def test_bad_input_exits_2(run_campaign, args, message) -> None:
+    run_campaign("m1")
+    result = compare(run_campaign, *args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_nothing_to_pair_exits_2_and_says_why(run_campaign) -> None:
+    run_campaign("x"), run_campaign("y", workload="sched_yield")
+    result = compare(run_campaign, "x", "y")
+    assert result.exit_code == 2
+    assert "no cell of campaign x pairs with one of y" in result.output
+    assert "workload getpid: only in A" in result.output
+
+
+@pytest.mark.parametrize("ratio, pvalue, unit, verdict", [
+    ((1.20, 1.15, 1.25), 0.001, "ns", SLOWER), ((0.80, 0.75, 0.85), 0.001, "ns", FASTER),
+    ((0.80, 0.75, 0.85), 0.001, "MB/s", SLOWER), ((1.20, 1.15, 1.25), 0.001, "MB/s", FASTER),
+    ((1.04, 1.03, 1.05), 0.0001, "ns", SAME),  # significant but within the 5% noise threshold
+    ((1.066, 1.023, 1.098), 0.002, "ns", SAME),  # recorded A/A: past 5%, its interval is not
+    ((1.50, 1.20, 1.90), 0.02, "ns", SAME),  # large but not significant
+    ((1.50, 1.20, 1.90), None, "ns", SAME),
+    ((1.20, None, None), 0.001, "ns", SLOWER),  # no interval: the point estimate decides
+])
+def test_judge(ratio, pvalue, unit, verdict) -> None:
+    assert judge(Interval(*ratio), pvalue, unit, 0.05, 0.01) == verdict
+
+
+def test_a_missing_second_store_exits_2(run_campaign, tmp_path) -> None:
+    run_campaign("m1")
+    result = compare(run_campaign, "m1", "m1", "--db-b", f"sqlite:///{tmp_path / 'nope.sqlite'}")
+    assert result.exit_code == 2 and "no store at" in result.output
+
+
+@pytest.mark.parametrize("target, message", [
+    ("missing/report.html", "does not exist (fix: create it first)"),
+    (".", "is a folder (fix: name a file in it)"),
+])
+def test_report_output_to_a_bad_place_exits_2_and_writes_nothing(run_campaign, tmp_path, target,
+                                                                 message) -> None:
+    run_campaign("m1")
+    result = invoke(["report", "--db", run_campaign.url, "--format", "html", "-o",
+                     str(tmp_path / target)], run_campaign.agent)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not list(tmp_path.glob(".report.html.*")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_report_output_is_written_whole_and_readable_by_others(run_campaign, tmp_path) -> None:
+    run_campaign("m1")
+    target = tmp_path / "out.md"
+    result = invoke(["report", "--db", run_campaign.url, "--format", "markdown", "-o", str(target)],
+                    run_campaign.agent)
+    assert result.exit_code == 0, result.output
+    assert target.read_text().startswith("### Measured")
+    assert target.stat().st_mode & 0o044  # not the 0600 of a temporary file
+
+
+def test_the_cycle_collector_is_on_again_after_report_and_compare(run_campaign) -> None:
+    import gc
+
+    run_campaign("a")
+    run_campaign("b")
+    assert compare(run_campaign, "a", "b").exit_code == 0 and gc.isenabled()
+    result = invoke(["report", "--db", run_campaign.url], run_campaign.agent)
+    assert result.exit_code == 0 and gc.isenabled()
+
+
+def test_report_and_compare_leave_the_environment_as_they_found_it(run_campaign, monkeypatch) -> None:
+    """They give OpenBLAS one thread for their own run, and only when the user did not
+    choose a number: nothing of it stays in a process that goes on."""
+    import os
+
+    run_campaign("a")
+    run_campaign("b")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert compare(run_campaign, "a", "b").exit_code == 0
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    assert invoke(["report", "--db", run_campaign.url], run_campaign.agent).exit_code == 0
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert compare(run_campaign, "a", "b").exit_code == 0
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"

@@ -1,0 +1,98 @@
+"""guestbench history: series over campaigns and Apache Otava's change points (fake
+environment whose values are scaled per campaign; real CLI; SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from guestbench.analysis import history
+from guestbench.analysis.history import Point, Series
+from tests.support.cli import invoke
+from tests.support.history import history_json, noisy
+
+
+def test_a_slowdown_from_the_sixth_campaign_is_found_there(campaigns, store_url):
+    campaigns(store_url, noisy(10, seed=3, slower_from=6))
+    document = history_json(campaigns, store_url)
+    [series] = [s for s in document["series"] if s["metric"] == "time_per_op"]
+    assert len(series["points"]) == 10
+    [change] = series["change_points"]
+    sixth = series["points"][5]["campaign"]
+    assert change["index"] == 5 and change["campaign"] == sixth
+    assert change["worse"] and 0.07 < change["change"] < 0.13 and change["pvalue"] < 0.001
+    assert document["method"]["name"].startswith("Apache Otava")
+
+
+def test_ten_a_a_campaigns_have_no_change_point(campaigns, sqlite_url):
+    campaigns(sqlite_url, noisy(10, seed=4))
+    document = history_json(campaigns, sqlite_url)
+    assert document["series"] and all(not s["change_points"] for s in document["series"])
+    table = invoke(["history", "--db", sqlite_url], campaigns.agent)
+    assert table.exit_code == 0 and "none" in table.output and "10" in table.output
+
+
+def test_the_table_and_the_page_name_the_campaign_of_the_change(campaigns, sqlite_url,
+                                                                tmp_path):
+    campaigns(sqlite_url, noisy(8, seed=5, slower_from=5, by=1.3))
+    table = invoke(["history", "--db", sqlite_url, "--detail"], campaigns.agent)
+    assert table.exit_code == 0, table.output
+    assert "+30" in table.output or "+29" in table.output or "+31" in table.output
+    assert "campaign 5: +" in table.output and "% worse, p=" in table.output
+    assert max(len(line) for line in table.output.splitlines()) <= 120
+    page = tmp_path / "history.html"
+    result = invoke(["history", "--db", sqlite_url, "--format", "html", "-o", str(page)],
+                    campaigns.agent)
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert text.count("<svg") == 1 and 'class="change"' in text  # the primary metric
+    assert "Apache Otava" in text
+
+
+def test_filters_and_what_is_left_out(campaigns, sqlite_url):
+    campaigns(sqlite_url, noisy(4, seed=6))
+    campaigns(sqlite_url, [1.0], name="other")
+    document = history_json(campaigns, sqlite_url, "--name", "nightly", "--workload", "getpid",
+                            "--env", "vm")
+    assert len(document["campaigns"]) == 4
+    for args, words in ((["--env", "nope"], "no cell of those campaigns matches (--env nope)"),
+                        (["--host", "elsewhere"], "no finished campaign matches (--host "),
+                        (["--group", "7"], "no such campaign group"),
+                        (["--output", "x.txt"], "--format json or html")):
+        result = invoke(["history", "--db", sqlite_url, *args], campaigns.agent)
+        assert result.exit_code == 2 and words in result.output, result.output
+
+
+def test_no_store_is_a_clear_error(tmp_path, fake_agent):
+    result = invoke(["history", "--db", f"sqlite:///{tmp_path}/none.sqlite"], fake_agent)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def _series(medians: list[float], versions: list[dict[str, str]]) -> Series:
+    start = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    return Series("h", "qemu", "boot", "boot_userspace", "ms", False, [
+        Point(i + 1, "n", start + dt.timedelta(days=i), m, m * 0.99, m * 1.01, 5, v)
+        for i, (m, v) in enumerate(zip(medians, versions))])
+
+
+def test_a_change_point_names_the_versions_that_changed_there():
+    old, new = {"vmm_version": "QEMU 7.2.0"}, {"vmm_version": "QEMU 8.0.0"}
+    medians = [100, 101, 99, 100.5, 100, 90, 91, 89.5, 90.5, 90]
+    one = _series(medians, [old] * 5 + [new] * 5)
+    [change] = history.find_changes(one)
+    assert change.index == 5 and change.campaign == 6
+    assert change.versions_changed == {"vmm_version": ("QEMU 7.2.0", "QEMU 8.0.0")}
+    assert not one.worse(change) and change.change == pytest.approx(-0.1, abs=0.01)
+
+
+def test_too_few_or_flat_series_have_no_change_point():
+    assert history.find_changes(_series([1, 2, 3], [{}] * 3)) == []
+    assert history.find_changes(_series([5.0] * 8, [{}] * 8)) == []
+
+
+def test_version_order_is_natural():
+    points = _series([1, 2, 3], [{"guest_kernel": "6.1.10"}, {"guest_kernel": "6.1.9"},
+                                 {"guest_kernel": "5.10.2"}]).points
+    ordered = sorted(points, key=history.version_key)
+    assert [p.versions["guest_kernel"] for p in ordered] == ["5.10.2", "6.1.9", "6.1.10"]

@@ -1,0 +1,68 @@
+"""Figures too fast to measure: shown as +++++ (bonnie++'s mark), never with a tight interval.
+
+Two ways in: a tool says its runtime was under its clock's resolution (fio's metadata
+phases of a few milliseconds: the run carries too-fast:<metric>), or every run gave the
+same number, a quantised figure.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from guestbench.analysis.cells import flags_of_metric
+from guestbench.report import select
+from tests.support.campaigns import Campaign, row
+from tests.support.samples import THREE
+from guestbench.commands import reading
+
+FILES = [("create", "files/s", 250_000.0), ("delete", "files/s", 10_000.0)]
+
+
+def metadata(factor: float, jitter: float) -> list[tuple[str, str, float]]:
+    return [(metric, unit, value / factor * jitter) for metric, unit, value in FILES]
+
+
+@pytest.fixture
+def fast(store) -> Campaign:
+    campaign = Campaign(store, {"native": {}, "guest": {"kind": "qemu"}}, baseline="native")
+    for env, factor in (("native", 1.0), ("guest", 2.0)):
+        for jitter in THREE:
+            campaign.run(env, "metadata", metadata(factor, jitter),
+                         flags=("too-fast:create",) if env == "native" else ())
+            campaign.run(env, "getpid", [("time_per_op", "ns", 100.0 * factor)])  # quantised
+            campaign.run(env, "fork_exit", [("time_per_op", "ns", 9e4 * factor * jitter)])
+    return campaign
+
+
+def test_a_flag_scoped_to_a_metric_marks_that_metric_alone() -> None:
+    flags = ["clock-drift", "too-fast:create", "too-fast:stat"]
+    assert flags_of_metric(flags, "create") == ["clock-drift", "too-fast"]
+    assert flags_of_metric(flags, "delete") == ["clock-drift"]
+
+
+def test_too_fast_cells_show_plus_signs_and_no_interval(fast: Campaign) -> None:
+    tables = fast.tables()
+    measured = {(r[0], r[1]): r for r in tables["measured"].rows}
+    create = measured[("metadata", "create (files/s)")]
+    assert create[2].startswith("+++++ (250k) [") and "±" not in create[2]
+    assert create[3].startswith("125k ±")  # the guest's own runs were long enough
+    assert "±" in measured[("metadata", "delete (files/s)")][2]
+    getpid = measured[("getpid", "time per op (ns)")]
+    assert getpid[2].startswith("+++++ (100) [") and getpid[3].startswith("+++++ (200) [")
+    footnotes = tables["host" if "host" in tables else list(tables)[-1]].footnotes
+    assert any("too-fast" in line and "+++++" in line for line in footnotes)
+
+
+def test_no_ratio_percent_or_geometric_mean_uses_them(fast: Campaign) -> None:
+    report = reading.load(fast.store, str(fast.id))
+    assert ("metadata", "create", "guest") not in report.ratios
+    assert ("metadata", "delete", "guest") in report.ratios
+    ratios = {(r[0], r[1].split(" (")[0]): r for r in select.tables(report, "published")[1].rows}
+    assert ratios[("metadata", "create")][3].startswith("+++++")
+    assert ratios[("getpid", "time per op")][3].startswith("+++++")
+    # metadata's primary is create, getpid is quantised: fork_exit alone is judged
+    geomean = report.geomeans["guest"]
+    assert (geomean.workloads, geomean.of) == (1, 3)
+    assert geomean.interval.value == pytest.approx(2.0, rel=0.01)
+    percent = {table.name: table for table in select.tables(report, "published")}["percent"]
+    assert row(percent, "guest")[1:3] == ["+++++", "+++++"]

@@ -1,0 +1,67 @@
+"""guestbench ab: A and B in one interleaved campaign, compared with Holm-adjusted verdicts."""
+
+from __future__ import annotations
+
+import pytest
+
+from guestbench.analysis.compare import holm
+from guestbench.plan import PlanError, ab_plan, assignments, load
+
+from tests.support.cli import campaigns_in, invoke
+
+PLAN = """
+[campaign]
+name = "ab"
+repeat = 10
+
+[[environment]]
+name = "f"
+kind = "fake"
+
+[[workload]]
+name = "getpid"
+
+[[workload]]
+name = "sched_yield"
+environments = ["f"]
+"""
+
+
+def test_assignments_read_toml_values_else_text():
+    assert assignments(("vcpus=2", "platform=systrap", "on=true", "xs=[1, 2]"), "--a") == {
+        "vcpus": 2, "platform": "systrap", "on": True, "xs": [1, 2]}
+    for bad, words in (("vcpus", "not KEY=VALUE"), ("=2", "not KEY=VALUE"),
+                       ("name=x", "cannot differ")):
+        with pytest.raises(PlanError, match=words):
+            assignments((bad,), "--b")
+
+
+def test_the_ab_plan_doubles_every_environment_and_interleaves(write_plan, host):
+    plan = ab_plan(load(write_plan(PLAN), host), {"scale": 1.0}, {"scale": 2.0})
+    assert [spec.name for spec in plan.environments] == ["f.a", "f.b"]
+    assert [spec.scale for spec in plan.environments] == [1.0, 2.0]
+    assert plan.interleave and plan.as_dict()["interleave"] is True
+    assert all(case.runs_in("f.b") for case in plan.workloads)
+    with pytest.raises(PlanError, match=r"--b \(environment f\): .*scal"):
+        ab_plan(load(write_plan(PLAN), host), {}, {"scal": 2.0})
+    same = ab_plan(load(write_plan(PLAN), host), {}, {})  # an A/A check
+    assert [spec.name for spec in same.environments] == ["f.a", "f.b"]
+
+
+def test_holm_multiplies_the_kth_smallest_and_keeps_order():
+    assert holm([0.01, 0.04, None, 0.03]) == pytest.approx([0.03, 0.06, None, 0.06])
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("b_scale, verdict", [(1.0, "0 slower, 0 faster, 4 same"),
+                                              (2.0, "4 slower, 0 faster, 0 same")])
+def test_ab_on_the_fake_environment(tmp_path, fake_agent, b_scale, verdict):
+    plan_file = tmp_path / "ab.toml"
+    plan_file.write_text(PLAN)
+    url = f"sqlite:///{tmp_path / 'ab.sqlite'}"
+    result = invoke(["ab", str(plan_file), "--a", "scale=1.0", "--b", f"scale={b_scale}",
+                     "--db", url], fake_agent)
+    assert result.exit_code == 0, result.output
+    assert f"A/B: {verdict} of 4 cells" in result.stdout
+    (row,) = campaigns_in(tmp_path / "ab.sqlite")
+    assert row.status == "finished"
