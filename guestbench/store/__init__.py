@@ -14,9 +14,10 @@ from typing import Any
 
 from guestbench.store.errors import StoreError
 from guestbench.store.records import DEFAULT_URL, CellStop, RunRecord
+from guestbench.store.version import SCHEMA_VERSION
 
-__all__ = ["DEFAULT_URL", "CellStop", "RunRecord", "Store", "StoreError", "Unreachable",
-           "check", "open"]
+__all__ = ["DEFAULT_URL", "SCHEMA_VERSION", "CellStop", "RunRecord", "Store", "StoreError",
+           "Unreachable", "check", "open"]
 _ENGINE_NAMES = {"Store", "Unreachable", "check", "open"}
 
 
