@@ -30,15 +30,16 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
        fail_on_regression: bool, every: bool) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
-    from guestbench import host, plan
+    from guestbench import host
+    from guestbench.plan import ab as ab_plans, build as plan_build, schema
     from guestbench.commands import reading
     from guestbench.analysis import compare as comparing
     from guestbench.runner import lifecycle
 
     facts = host.collect()
-    loaded = plan.load(plan_file, facts, plan.Overrides(repeat=plan.repeat_flag(repeat)))
-    a_set, b_set = plan.assignments(a_options, "--a"), plan.assignments(b_options, "--b")
-    results, _logs, campaign_id = lifecycle.run(plan.ab_plan(loaded, a_set, b_set), facts, db,
+    loaded = plan_build.load(plan_file, facts, schema.Overrides(repeat=schema.repeat_flag(repeat)))
+    a_set, b_set = ab_plans.assignments(a_options, "--a"), ab_plans.assignments(b_options, "--b")
+    results, _logs, campaign_id = lifecycle.run(ab_plans.ab_plan(loaded, a_set, b_set), facts, db,
                                                 None, say)
     result = comparing.compare(*reading.ab_sides(results, campaign_id), threshold=threshold,
                                alpha=alpha, ignore_spec=tuple(dict.fromkeys([*a_set, *b_set])),

@@ -10,8 +10,7 @@ import click
 from guestbench.errors import InputError
 from guestbench.process import stopping
 from guestbench.report import formats
-from guestbench.store import damage
-from guestbench.store.records import DEFAULT_URL
+from guestbench.store import DEFAULT_URL, damage
 
 EXIT_BAD_INPUT = 2
 

@@ -52,13 +52,15 @@ def worker(db: str, name: str | None, labels: str, logs_dir: Path, allowed: str)
 def submit(plan_file: Path, db: str, host_names: str | None, labels: str | None,
            name: str | None) -> None:
     """Queue PLAN_FILE as one campaign on each chosen host of the pool (a campaign group)."""
-    from guestbench import host, plan
+    from guestbench import host
+    from guestbench.plan import build as plan_build
+    from guestbench.plan.errors import PlanError
     from guestbench.pool import queue
     from guestbench.store import pool as pool_rows
 
     try:
-        plan.load(plan_file, host.collect())  # a plan that cannot run anywhere is caught here
-    except plan.PlanError as error:
+        plan_build.load(plan_file, host.collect())  # a plan that cannot run anywhere is caught here
+    except PlanError as error:
         raise BadInput(str(error)) from None
     opened = _pool_store(db, "submitter")
     known = {row["name"]: row for row in pool_rows.hosts(opened.engine)}

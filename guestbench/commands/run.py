@@ -39,7 +39,8 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
         logs_dir: Path | None, quiet: bool, detail: bool, resume_campaign: str | None,
         pool_group: int | None, pool_host: str | None) -> None:
     """Run PLAN_FILE (TOML), or the quick suite on every preset, and store every sample."""
-    from guestbench import host, plan
+    from guestbench import host
+    from guestbench.plan import build as plan_build, schema
     from guestbench.process import proc
     from guestbench.runner import lifecycle
 
@@ -56,11 +57,11 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
                            f"{', '.join(given)} would change it (fix: drop {', '.join(given)})")
         resumed, the_plan = lifecycle.resumable(resume_campaign, db, facts, say, quiet)
     else:
-        resumed, overrides = None, plan.Overrides(
+        resumed, overrides = None, schema.Overrides(
             names(env_names, "--env"), names(workload_names, "--workload"),
-            plan.repeat_flag(repeat), timeout_s, name)
-        the_plan = (plan.load(plan_file, facts, overrides) if plan_file
-                    else plan.from_flags(facts, overrides))
+            schema.repeat_flag(repeat), timeout_s, name)
+        the_plan = (plan_build.load(plan_file, facts, overrides) if plan_file
+                    else plan_build.from_flags(facts, overrides))
     pool = {"group_id": pool_group, "pool_host": pool_host} if pool_group else None
     results, logs_root, campaign_id = lifecycle.run(the_plan, facts, db, logs_dir, say, quiet,
                                                     resumed, pool)

@@ -11,7 +11,7 @@ their default programs only. Three kinds of plan need its operator's leave:
 
 from __future__ import annotations
 
-from guestbench.plan import Plan
+from guestbench.plan.schema import Plan
 
 PERMISSIONS = ("command", "exec", "binary")
 PATH_FIELDS = ("binary", "kernel")  # fields that name a program or a kernel to run

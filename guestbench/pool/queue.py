@@ -131,11 +131,13 @@ def _reaped(folder: str):
 
 def _refusal(plan_file: Path, allow: list[str]) -> str | None:
     """Why this worker may not run the plan, read as this host resolves it; None if it may."""
-    from guestbench import host, plan
+    from guestbench import host
+    from guestbench.plan import build as plan_build
+    from guestbench.plan.errors import PlanError
     from guestbench.pool import policy
     try:
-        the_plan = plan.load(plan_file, host.collect())
-    except plan.PlanError as error:
+        the_plan = plan_build.load(plan_file, host.collect())
+    except PlanError as error:
         return f"the plan does not load on this host: {error}"
     return policy.refusal(the_plan, allow)
 

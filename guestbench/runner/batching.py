@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from guestbench.environments.base import JobNeeds
-from guestbench.plan import WorkloadCase
+from guestbench.plan.schema import WorkloadCase
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, GuestStartError, Job, JobNeeds, PlanNeeds)
 from guestbench.runner.estimate import seconds_left
 from guestbench.host import Host
-from guestbench.plan import Plan, WorkloadCase
+from guestbench.plan.schema import Plan, WorkloadCase
 from guestbench.protocol import ProtocolError
 from guestbench.runner.caches import drop_host_caches
 from guestbench.runner import host_parts
@@ -34,7 +34,8 @@ from guestbench.runner.outcomes import (
     part_outcome, read_to_the_end, watch, watch_own_program)
 from guestbench.runner.schedule import Cell, Column, StopReason, refusal, restore
 from guestbench import store as store_module
-from guestbench.store import RunRecord, Store
+from guestbench.store import Store
+from guestbench.store.records import RunRecord
 from guestbench.workloads.base import InputError, InputMissing, Workload
 
 

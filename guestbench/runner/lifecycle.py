@@ -13,10 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guestbench import agent, plan, store
+from guestbench import agent, store
 from guestbench.errors import InputError
 from guestbench.process import proc, reaper, stopping
 from guestbench.process.stopping import Stopped
+from guestbench.plan import build as plan_build
+from guestbench.plan.errors import PlanError
 from guestbench.runner import progress_bar, resume
 from guestbench.runner.campaign import Interrupted, Runner
 
@@ -92,8 +94,8 @@ def resumable(selector: str, db: str, facts, say: Say, quiet: bool = False):
         campaign = opened.campaign(selector)
         opened.engine.dispose()
         warning = resume.check(campaign, facts)
-        the_plan = plan.stored(campaign.plan, f"campaign {campaign.id}")
-    except (store.StoreError, resume.NotResumable, plan.PlanError) as error:
+        the_plan = plan_build.stored(campaign.plan, f"campaign {campaign.id}")
+    except (store.StoreError, resume.NotResumable, PlanError) as error:
         raise CannotStart(str(error)) from None
     if warning:
         say(f"guestbench: warning: {warning}")

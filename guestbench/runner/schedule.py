@@ -10,9 +10,9 @@ from typing import Any
 
 from guestbench.analysis.stats import relative_half_width
 from guestbench.environments.base import Availability, Environment, EnvironmentSpec
-from guestbench.plan import AutoSection, WorkloadCase
+from guestbench.plan.schema import AutoSection, WorkloadCase
 from guestbench.runner.outcomes import Outcome, Status
-from guestbench.store import CellStop
+from guestbench.store.records import CellStop
 
 
 class StopReason:

@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from guestbench.store.errors import StoreError
-from guestbench.store.records import DEFAULT_URL, CellStop, RunRecord
 from guestbench.store.version import SCHEMA_VERSION
 
-__all__ = ["DEFAULT_URL", "SCHEMA_VERSION", "CellStop", "RunRecord", "Store", "StoreError",
-           "Unreachable", "check", "open"]
+DEFAULT_URL = "sqlite:///guestbench.sqlite"  # where the store is when no --db is given
+
+__all__ = ["DEFAULT_URL", "SCHEMA_VERSION", "Store", "StoreError", "Unreachable", "check", "open"]
 _ENGINE_NAMES = {"Store", "Unreachable", "check", "open"}
 
 

@@ -20,14 +20,14 @@ from guestbench.store.columns import Samples
 from guestbench.store.schema import SCHEMA_VERSION
 from guestbench.store.errors import StoreError
 from guestbench.store.records import (
-    DEFAULT_URL, Campaign, CellStop, Environment, Run, RunRecord, StoredCellStop)
+    Campaign, CellStop, Environment, Run, RunRecord, StoredCellStop)
 
 # module SQLAlchemy imports -> the PyPI package that provides it
 _DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]",
                     "MySQLdb": "mysqlclient", "pymysql": "pymysql"}
 
 
-def open(url: str = DEFAULT_URL, create: bool = True) -> "Store":  # noqa: A001 - the store's documented entry point
+def open(url: str, create: bool = True) -> "Store":  # noqa: A001 - the store's documented entry point
     """Open the store at a SQLAlchemy URL, migrating it; with create=False it must exist."""
     store = Store(check(url, create))
     store.found_empty = _zero_bytes(store.engine)

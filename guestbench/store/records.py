@@ -1,14 +1,11 @@
-"""What the runner hands to the store: one finished run, and why a cell stopped repeating;
-and where the store is when no URL is given."""
+"""What the runner hands to the store (one finished run, and why a cell stopped repeating), and
+the rows the store gives back: campaigns, environments, runs and samples."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-
-DEFAULT_URL = "sqlite:///guestbench.sqlite"
-
 
 @dataclass(frozen=True)
 class RunRecord:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from guestbench import store as gb_store
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 
 GUESTBENCH = [sys.executable, "-m", "guestbench"]
 # every command that reads a store, as a user would type it (ids 1 and 2 exist)

@@ -18,7 +18,8 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
-from guestbench import environments, plan, workloads
+from guestbench import environments, workloads
+from guestbench.plan import build as plan_build
 from guestbench.process import proc
 
 pytestmark = pytest.mark.integration
@@ -114,7 +115,7 @@ def default_campaign_plan() -> str:
     """The default campaign as a plan file: the same environments, workloads, name, baseline
     and stopping rules as `guestbench run` without one (guestbench/plan.py from_flags), with
     3 runs a cell instead of 5-10 and STREAM's passes fewer."""
-    auto = ", ".join(f"{key} = {value!r}" for key, value in plan.QUICK_AUTO.items())
+    auto = ", ".join(f"{key} = {value!r}" for key, value in plan_build.QUICK_AUTO.items())
     lines = ["[campaign]", 'name = "quick"', 'baseline = "native"', "repeat = 3",
              f"auto = {{ {auto} }}", ""]
     for name in environments.DEFAULT_CAMPAIGN:

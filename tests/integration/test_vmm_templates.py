@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench import plan
+from guestbench.plan import build as plan_build
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,7 @@ def test_every_vmm_has_a_template():
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda path: path.stem)
 def test_a_template_is_a_plan_with_one_command_environment(path, host_facts):
-    loaded = plan.load(path, host_facts)
+    loaded = plan_build.load(path, host_facts)
     commands = [spec for spec in loaded.environments if spec.kind == "command"]
     assert len(commands) == 1
     assert {case.name for case in loaded.workloads} >= {"boot", "getpid", "stream_triad",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from guestbench.commands import reading
 from guestbench.report import model, select
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 from tests.support.facts import FACTS, STARTED
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 
 FACTS = {"hostname": "h", "cpu_model": "AMD EPYC", "logical_cpus": 2,
          "kernel": "6.18.44-test", "llc_bytes": 32 * 2**20}

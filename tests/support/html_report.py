@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 
 
 EVIL = '<script>alert(1)</script> "quoted" & more'

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from guestbench import plan as gb_plan, store as gb_store
+from guestbench import store as gb_store
 from guestbench.host import Host
 from guestbench.plan import build as plan_build
+from guestbench.plan.schema import Overrides, Plan
 from guestbench.analysis import results as analysed
 from guestbench.commands import reading
 from guestbench.runner import Progress, Runner
@@ -86,14 +87,14 @@ def write_plan(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture
-def build_plan(host: Host) -> Callable[..., gb_plan.Plan]:
+def build_plan(host: Host) -> Callable[..., Plan]:
     """build_plan(environments, workloads, **campaign) -> a validated Plan (source 'test.toml')."""
 
     def build(environments: list[dict[str, Any]], workloads: list[dict[str, Any]] | None = None,
-              **campaign: Any) -> gb_plan.Plan:
+              **campaign: Any) -> Plan:
         raw = {"campaign": campaign, "environment": environments,
                "workload": workloads or [{"name": "getpid"}]}
-        return plan_build.validated(raw, "test.toml", host, gb_plan.Overrides())
+        return plan_build.validated(raw, "test.toml", host, Overrides())
 
     return build
 
@@ -102,7 +103,7 @@ def build_plan(host: Host) -> Callable[..., gb_plan.Plan]:
 def run_plan(store: gb_store.Store, host: Host, tmp_path: Path) -> Callable[..., int]:
     """run_plan(plan, progress=None, create=...) -> campaign id, with the agent path /bin/true."""
 
-    def run(the_plan: gb_plan.Plan, progress: Progress | None = None, **kwargs: Any) -> int:
+    def run(the_plan: Plan, progress: Progress | None = None, **kwargs: Any) -> int:
         runner = Runner(the_plan, store, host, tmp_path / "logs", Path("/bin/true"),
                         progress, **kwargs)
         return runner.run()

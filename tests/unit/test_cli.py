@@ -319,15 +319,15 @@ def test_a_plan_error_after_a_signal_is_the_stop(tmp_path, fake_agent, monkeypat
     """A handler's exception dropped inside the plan's validation left a pattern
     '<unprintable str object>' and a plan error (exit 2): after a signal, the stop is
     what is said, with the error it came out as."""
-    from guestbench import plan
+    from guestbench.plan import build as plan_build
     from guestbench.process import stopping
-    real = plan.load
+    real = plan_build.load
 
     def load(*args, **kwargs):
         stopping.of(signal.SIGTERM)  # noted, its exception dropped
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(plan, "load", load)
+    monkeypatch.setattr(plan_build, "load", load)
     plan_file = tmp_path / "bad.toml"
     plan_file.write_text('[[environment]]\nname = "no spaces allowed"\nkind = "fake"\n')
     result = invoke_expecting_stop(["run", str(plan_file), "--db",

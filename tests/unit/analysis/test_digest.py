@@ -11,7 +11,7 @@ from guestbench.store import digest_reader
 from guestbench import store as gb_store
 from guestbench.analysis import digest, results as analysed
 from guestbench.report import select
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 from tests.support import default_like
 from tests.support.cli import invoke
 from tests.support.history import history_json, noisy

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from guestbench.analysis.compare import holm
-from guestbench.plan import PlanError, ab_plan, assignments, load
+from guestbench.plan.ab import ab_plan, assignments
+from guestbench.plan.build import load
+from guestbench.plan.errors import PlanError
 
 from tests.support.cli import campaigns_in, invoke
 

@@ -10,7 +10,8 @@ import pytest
 from guestbench import environments, images
 from guestbench.environments.base import Capability, JobNeeds
 from guestbench.environments.fullsystem.devices import GuestDevices
-from guestbench.plan import PlanError, load
+from guestbench.plan.build import load
+from guestbench.plan.errors import PlanError
 
 QEMU = ('argv = ["qemu-system-x86_64", "-M", "pc", "-m", "{memory_mib}", "-smp", "{vcpus}", '
         '"-kernel", "{kernel}", "-initrd", "{initrd}", "-append", "{cmdline}", '

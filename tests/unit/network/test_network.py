@@ -20,7 +20,8 @@ from guestbench import environments
 from guestbench.environments.base import Capability, Job
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.network import paths
-from guestbench.plan import PlanError, load
+from guestbench.plan.build import load
+from guestbench.plan.errors import PlanError
 from guestbench.workloads import CATALOGUE
 
 CAN_MAKE = os.geteuid() == 0 and shutil.which("ip") is not None
@@ -201,7 +202,7 @@ def test_network_workloads_reject_nonsense_naming_the_field(name, given, host):
 def test_network_workloads_run_alone_and_say_what_they_report(host):
     from guestbench.runner.batching import part_of
     from guestbench.environments.base import JobNeeds
-    from guestbench.plan import WorkloadCase
+    from guestbench.plan.schema import WorkloadCase
     for name, metric in (("net_rr", "rr_p50"), ("net_stream", "to_guest")):
         workload = CATALOGUE[name]
         params = workload.resolve({}, host)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from guestbench.plan import load
+from guestbench.plan.build import load
 
 FOLDER = Path(__file__).resolve().parents[3] / "examples"
 EXAMPLES = sorted([*FOLDER.glob("*.toml"), *FOLDER.glob("ci/*.toml"), *FOLDER.glob("seeds/*.toml")])

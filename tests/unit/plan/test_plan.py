@@ -10,7 +10,9 @@ import pytest
 from guestbench import environments, workloads
 from guestbench.environments.base import Capability
 from guestbench.host import Host
-from guestbench.plan import AUTO, Overrides, PlanError, from_flags, load, repeat_flag
+from guestbench.plan.build import from_flags, load
+from guestbench.plan.errors import PlanError
+from guestbench.plan.schema import AUTO, Overrides, repeat_flag
 from guestbench.plan.schema import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S
 
 ENV = '[[environment]]\npreset = "native"\n'

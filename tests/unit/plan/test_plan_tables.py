@@ -11,7 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from guestbench.cli import main
-from guestbench.plan import Overrides, PlanError, load, stored
+from guestbench.plan.build import load, stored
+from guestbench.plan.errors import PlanError
+from guestbench.plan.schema import Overrides
 from guestbench.plan.tables import TableSpec, matches, ordered, table_specs, unreadable
 from guestbench.plan.catalogue import NAMES
 

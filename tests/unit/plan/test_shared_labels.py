@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from guestbench.plan import PlanError, load
+from guestbench.plan.build import load
+from guestbench.plan.errors import PlanError
 from guestbench.plan.expand import check_shared_labels
 from guestbench.report import select
 from tests.support.campaigns import Campaign, row

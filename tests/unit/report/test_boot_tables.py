@@ -12,7 +12,7 @@ from guestbench import store as gb_store
 from guestbench.analysis import results as analysed
 from guestbench.report import model, select
 from guestbench.report.tables import boot as boot_tables
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 from guestbench.commands import reading
 
 STARTED = dt.datetime(2026, 11, 25, 23, 15, tzinfo=dt.timezone.utc)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from guestbench.report.formats.html import density_plot, page as html
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 from guestbench.commands import reading
 
 STARTED = dt.datetime(2024, 5, 6, 7, 8, 9, tzinfo=dt.timezone.utc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from guestbench.report.formats import markdown
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 from tests.support.campaigns import Campaign
 from tests.support.samples import THREE
 from tests.support.facts import STARTED

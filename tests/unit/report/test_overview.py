@@ -14,7 +14,7 @@ from guestbench.analysis import results as analysed, stats
 from guestbench.commands import reading
 from guestbench.report import columns, model
 from guestbench.report.formats.html import overview, page as html
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 from tests.support.html_report import (CHECKS, EVIL, EVIL_ENV, EVIL_LABEL, FACTS, STARTED, ids,
                                        Node, parse, populate)
 

@@ -11,7 +11,7 @@ from guestbench.analysis import results as analysed
 from guestbench.report.formats import csv as csv_report, json as json_report
 from guestbench.report.model import Footnotes, measured_table
 from guestbench.report.tables.platform import platform_table
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 from tests.support.facts import FACTS, STARTED
 from guestbench.commands import reading
 

@@ -18,7 +18,8 @@ from guestbench.report.formats import csv as csv_report, json as json_report
 from guestbench.report import model, select
 from guestbench.report.formats import markdown, terminal
 from guestbench.report.model import STATUS_MARKS, format_ratio, format_value, row_scale
-from guestbench.store import RunRecord, StoreError
+from guestbench.store import StoreError
+from guestbench.store.records import RunRecord
 from guestbench.commands import reading
 from tests.support.facts import FACTS, STARTED
 

@@ -12,7 +12,7 @@ from guestbench.report import model, select
 from guestbench.report.formats.html import page as html
 from guestbench.report.formats import json as json_report, markdown, terminal
 from guestbench.report.tables import versions
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 from tests.support.facts import FACTS, STARTED
 from guestbench.commands import reading
 

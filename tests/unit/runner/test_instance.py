@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from guestbench.runner.batching import part_of
 from guestbench.environments.base import JobNeeds
-from guestbench.plan import WorkloadCase
+from guestbench.plan.schema import WorkloadCase
 from guestbench.protocol import Record
 from guestbench.runner import host_parts
 from guestbench.runner.host_parts import start_samples

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from guestbench import plan as gb_plan
+from guestbench.plan import build as plan_build
 from guestbench.process import proc
 from guestbench.cli import EXIT_BAD_INPUT, main
 from guestbench.host import Host
@@ -28,7 +28,7 @@ AUTO = {"target": 0.03, "min_runs": 5, "max_runs": 30}
 
 def resume(store, host: Host, tmp_path: Path, campaign_id: int, progress=None) -> int:
     campaign = store.campaign(str(campaign_id))
-    the_plan = gb_plan.stored(campaign.plan, f"campaign {campaign_id}")
+    the_plan = plan_build.stored(campaign.plan, f"campaign {campaign_id}")
     return Runner(the_plan, store, host, tmp_path / "logs", Path("/bin/true"), progress,
                   snapshot_host=lambda host: QUIET_HOST).resume(campaign)
 

@@ -11,7 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from guestbench import store as gb_store
-from guestbench.store import RunRecord, StoreError, packed, schema
+from guestbench.store import StoreError, packed, schema
+from guestbench.store.records import CellStop, RunRecord
 from guestbench.store.columns import Samples
 from guestbench.store.schema import SCHEMA_VERSION
 from guestbench.store.records import StoredSample
@@ -260,9 +261,9 @@ def test_cell_stops_round_trip(store: gb_store.Store) -> None:
     first, second = new_campaign(store, "a"), new_campaign(store, "b")
     env = store.add_environment(first, "native", "native", {}, True, "", 0)
     other = store.add_environment(second, "native", "native", {}, True, "", 0)
-    store.add_cell_stop(first, gb_store.CellStop(env, "getpid", 7, 7, "converged", 0.015, 0.02))
-    store.add_cell_stop(first, gb_store.CellStop(env, "stream", 5, 4, "fixed", None, None))
-    store.add_cell_stop(second, gb_store.CellStop(other, "getpid", 1, 0, "unavailable", None, 0.02))
+    store.add_cell_stop(first, CellStop(env, "getpid", 7, 7, "converged", 0.015, 0.02))
+    store.add_cell_stop(first, CellStop(env, "stream", 5, 4, "fixed", None, None))
+    store.add_cell_stop(second, CellStop(other, "getpid", 1, 0, "unavailable", None, 0.02))
     stops = store.cell_stops(first)
     assert [{key: getattr(stop, key) for key in ("campaign_id", "environment_id", "label", "runs",
                                         "ok_runs", "reason", "half_width", "target")}
@@ -318,7 +319,7 @@ def test_version_1_store_migrates_to_the_current_keeping_everything(store_url: s
     assert [s.value for s in store.samples(1)] == [61.0, 62.0]
     assert store.cell_stops(1) == []
 
-    store.add_cell_stop(1, gb_store.CellStop(1, "getpid", 2, 2, "fixed", None, None))
+    store.add_cell_stop(1, CellStop(1, "getpid", 2, 2, "fixed", None, None))
     new = store.create_campaign("new", PLAN, FACTS, "fp", None, "/logs", "0.2.0",
                                 host_checks=CHECKS)
     assert store.campaign(str(new)).host_checks == CHECKS
@@ -596,7 +597,7 @@ def test_a_campaign_records_its_owner_and_reopening_forgets_what_was_unfinished(
         status="interrupted", reason="campaign stopped by SIGTERM during this run",
         started_at=STARTED, host_seconds=0.1, log_path="/logs/native/getpid/rep1",
         samples=(("time_per_op", "ns", 1.0),)))
-    store.add_cell_stop(campaign_id, gb_store.CellStop(env, "getpid", 2, 1, "interrupted",
+    store.add_cell_stop(campaign_id, CellStop(env, "getpid", 2, 1, "interrupted",
                                                        None, 0.02))
     store.finish_campaign(campaign_id, "interrupted")
     assert packed_size(store, campaign_id) == 3

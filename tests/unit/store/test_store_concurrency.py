@@ -8,7 +8,7 @@ import datetime as dt
 import sqlalchemy as sa
 
 from guestbench import store as gb_store
-from guestbench.store import RunRecord
+from guestbench.store.records import RunRecord
 from tests.support.together import run_together
 
 WRITERS, RUNS = 4, 25

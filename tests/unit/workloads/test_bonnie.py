@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from guestbench.plan import PlanError, load
+from guestbench.plan.build import load
+from guestbench.plan.errors import PlanError
 from guestbench.workloads import CATALOGUE
 from guestbench.workloads.base import OutputError, RunOutput
 from guestbench.workloads.bonnie import BonnieParams, bonnie_command, derive

@@ -12,7 +12,9 @@ from guestbench.analysis.compare import FASTER, SLOWER, judge
 from guestbench.analysis.cells import Interval, declared_directions
 from guestbench.analysis.summary import summarise
 from guestbench.host import Host
-from guestbench.plan import AUTO, PlanError, load
+from guestbench.plan.build import load
+from guestbench.plan.errors import PlanError
+from guestbench.plan.schema import AUTO
 from guestbench.workloads import CATALOGUE
 from guestbench.workloads.base import OutputError, RunOutput
 from guestbench.workloads.metrics import Metric, parse_metrics

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from guestbench import environments, workloads
 from guestbench.cli import main
 from guestbench.environments.base import Capability
-from guestbench.plan import PlanError
+from guestbench.plan.errors import PlanError
 from guestbench.runner import Status
 from guestbench.workloads.micro import TIME_PER_OP, TimingParams
 
