@@ -21,7 +21,7 @@ if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored
 
 def entry() -> None:
     try:
-        from guestbench.cli import main
+        from guestbench.cli import main  # inside the try: a signal while it loads is a stop
         main()
     except KeyboardInterrupt as stop:  # before a command ran (it says so itself after)
         name = str(stop) or "SIGINT"

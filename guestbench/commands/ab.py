@@ -30,11 +30,12 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
        fail_on_regression: bool, every: bool) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
-    from guestbench import host
-    from guestbench.plan import ab as ab_plans, build as plan_build, schema
-    from guestbench.commands import reading
-    from guestbench.analysis import compare as comparing
-    from guestbench.runner import lifecycle
+    # deferred, each, for --help and the other commands: what a campaign needs
+    from guestbench import host  # deferred: 13 ms
+    from guestbench.plan import ab as ab_plans, build as plan_build, schema  # deferred: 160 ms
+    from guestbench.commands import reading  # deferred: analysis/, 25 ms
+    from guestbench.analysis import compare as comparing  # deferred: scipy, 55 ms
+    from guestbench.runner import lifecycle  # deferred: the runner, kinds, workloads, 350 ms
 
     facts = host.collect()
     loaded = plan_build.load(plan_file, facts, schema.Overrides(repeat=schema.repeat_flag(repeat)))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from guestbench.commands import shortlived
 from guestbench.errors import InputError
 from guestbench.process import stopping
 from guestbench.report import formats
@@ -49,7 +50,7 @@ def emit(text: str, output: Path | None) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    from guestbench.report.output import write
+    from guestbench.report.output import write  # deferred: 3 ms that a printed answer never pays
     click.echo(f"wrote {write(text, output)}", err=True)
 
 
@@ -58,7 +59,6 @@ def say(line: str) -> None:
 
 
 def short_lived() -> None:
-    from guestbench.commands import shortlived
     shortlived.settle(click.get_current_context().call_on_close)
 
 

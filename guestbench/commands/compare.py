@@ -31,8 +31,8 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
     """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
     per cell B/A, p-value and a verdict."""
     short_lived()
-    from guestbench.commands import reading
-    from guestbench.analysis import compare as comparing
+    from guestbench.commands import reading  # deferred: analysis/, 25 ms that --help never pays
+    from guestbench.analysis import compare as comparing  # deferred: scipy, 55 ms
 
     urls = (db, db_b or db)
     sides = reading.compared(urls, (campaign_a, campaign_b), group)

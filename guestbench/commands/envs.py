@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import click
 
+from guestbench.commands import listings
+
 
 @click.command()
 def envs() -> None:
     """Every environment preset: available on this host, or why not."""
-    from guestbench import host
-    from guestbench.commands import listings
+    from guestbench import host  # deferred: 13 ms that --help never pays
     click.echo(listings.environments(host.collect()), nl=False)
 
 
 @click.command("images")
 def images() -> None:
     """Cached guest images (kernel + initramfs) of full-system guests."""
-    from guestbench.commands import listings
     click.echo(listings.images(), nl=False)

@@ -34,7 +34,7 @@ def history(db: str, host: str | None, group: str | None, name: str | None,
             min_change: float, output_format: str, output: Path | None, detail: bool) -> None:
     """Each cell's median over every finished campaign, and its change points (Apache Otava)."""
     short_lived()
-    from guestbench.commands import reading
+    from guestbench.commands import reading  # deferred: analysis/, 25 ms that --help never pays
 
     found = reading.history(db, host, group,
                             names(env_names, "--env"), names(workload_names, "--workload"),

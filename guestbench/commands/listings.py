@@ -1,6 +1,7 @@
 """What `envs`, `images` and `report --list` list: every environment preset probed on
 this host, every cached guest image (as tables in the report tables' style,
-report/listing.py), every stored campaign."""
+report/listing.py), every stored campaign. Each list imports only what it draws: report
+--list (a line per campaign) needs neither the kinds, nor the images, nor rich."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ NO_IMAGE_YET = ("no image yet: one is built when a campaign first prepares a ful
 def environments(here) -> str:
     """Each preset: its kind and options, available or not and why, and how long the probe
     took (a kept KVM test boot's answer where there is one: environments/survey.py)."""
-    from guestbench.environments import survey
+    from guestbench.environments import survey  # deferred: the kinds' registry, 90 ms
     with survey.started(here) as answers:
-        # the tables' library (rich) loads while the probes wait on their programs
-        from guestbench.report.listing import Column, draw
+        from guestbench.report.listing import Column, draw  # deferred: rich loads as probes run
         probed = answers()
     facts = here.facts
     rows = [[one.preset, one.spec.kind, one.options, "yes" if one.answer.available else "no",
@@ -30,8 +30,8 @@ def environments(here) -> str:
 def images(width: int | None = None) -> str:
     """Each cached guest image: kernel, modules, tools, size and when it was built (width:
     the terminal's, at most 120)."""
-    from guestbench import images as guest_images
-    from guestbench.report.listing import Column, draw
+    from guestbench import images as guest_images  # deferred: 17 ms
+    from guestbench.report.listing import Column, draw  # deferred: rich, 21 ms
     rows = [[row["id"], str(row["kernel"]), row["kernel_version"],
              ",".join(row["modules"]) or "-", ",".join(row["tools"]) or "-",
              f"{row['size_bytes'] / 2**20:.1f}", _minute(row.get("created_at"))]

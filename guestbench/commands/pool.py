@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import click
 
+from guestbench import store
 from guestbench.commands.arguments import BadInput, names
+
+# Every pool command reads the store through SQLAlchemy, and most through procrastinate: they
+# are imported inside the commands (each line says what it costs), which --help, run and
+# report never pay.
 
 
 @click.command()
@@ -23,15 +29,15 @@ from guestbench.commands.arguments import BadInput, names
               "kernel paths)  [default: none of them]")
 def worker(db: str, name: str | None, labels: str, logs_dir: Path, allowed: str) -> None:
     """Serve as one host of the pool: run the campaigns queued for it, one at a time."""
-    import socket
+    import socket  # deferred: 3 ms
 
-    from guestbench.pool import worker as serving
+    from guestbench.pool import worker as serving  # deferred: procrastinate, 230 ms
     opened = _pool_store(db, "worker")
     name = name or socket.gethostname()
     _no_other_worker(opened, name)
     click.echo(f"guestbench: worker {name!r} ({labels or 'no labels'}) takes the jobs of "
                f"queue host:{name} from {opened.engine.url.render_as_string()}", err=True)
-    from guestbench.pool import policy
+    from guestbench.pool import policy  # deferred: the plans' schema, 120 ms
     allow = list(names(allowed, "--allow")) if allowed else []
     unknown = [word for word in allow if word not in policy.PERMISSIONS]
     if unknown:
@@ -52,18 +58,18 @@ def worker(db: str, name: str | None, labels: str, logs_dir: Path, allowed: str)
 def submit(plan_file: Path, db: str, host_names: str | None, labels: str | None,
            name: str | None) -> None:
     """Queue PLAN_FILE as one campaign on each chosen host of the pool (a campaign group)."""
-    from guestbench import host
-    from guestbench.plan import build as plan_build
-    from guestbench.plan.errors import PlanError
-    from guestbench.pool import queue
-    from guestbench.store import pool as pool_rows
+    from guestbench import host  # deferred: 13 ms
+    from guestbench.plan import build as plan_build  # deferred: pydantic, 160 ms
+    from guestbench.plan.errors import PlanError  # deferred, with build.py
+    from guestbench.pool import queue  # deferred: procrastinate, 230 ms
+    from guestbench.store import pool as pool_rows  # deferred: SQLAlchemy, 140 ms
 
     try:
         plan_build.load(plan_file, host.collect())  # a plan that cannot run anywhere is caught here
     except PlanError as error:
         raise BadInput(str(error)) from None
     opened = _pool_store(db, "submitter")
-    known = {row["name"]: row for row in pool_rows.hosts(opened.engine)}
+    known = {row.name: row for row in pool_rows.hosts(opened.engine)}
     if bool(host_names) == bool(labels):
         raise BadInput("submit: give --hosts or --labels, one of them (fix: e.g. --hosts "
                        f"{','.join(known) or 'NAME'})")
@@ -76,7 +82,7 @@ def submit(plan_file: Path, db: str, host_names: str | None, labels: str | None,
                            f"{', '.join(known) or 'none yet'})")
     else:
         wanted = set(names(labels, "--labels"))
-        chosen = [name for name, row in known.items() if wanted <= set(row["labels"])]
+        chosen = [name for name, row in known.items() if wanted <= set(row.labels)]
         if not chosen:
             raise BadInput(f"--labels: no host of the pool has {', '.join(sorted(wanted))} "
                            "(fix: see 'guestbench hosts')")
@@ -97,21 +103,19 @@ def submit(plan_file: Path, db: str, host_names: str | None, labels: str | None,
 @click.option("--db", required=True, help="the pool's store: a PostgreSQL URL")
 def hosts(db: str) -> None:
     """The pool's hosts: labels, facts, last heartbeat, the job each runs now."""
-    import datetime as dt
-
-    from guestbench.report.listing import Column, draw
-    from guestbench.store import pool as pool_rows
+    from guestbench.report.listing import Column, draw  # deferred: rich, 21 ms
+    from guestbench.store import pool as pool_rows  # deferred: SQLAlchemy, 140 ms
     opened = _pool_store(db)
     busy = _running_jobs(opened)
     now = dt.datetime.now(dt.timezone.utc)
     rows = []
     for row in pool_rows.hosts(opened.engine):
-        facts = row["facts"]
-        age = (now - row["heartbeat_at"]).total_seconds()
-        rows.append([row["name"], ",".join(row["labels"]) or "-",
+        facts = row.facts
+        age = (now - row.heartbeat_at).total_seconds()
+        rows.append([row.name, ",".join(row.labels) or "-",
                      f"{facts.get('cpu_model', '?')} x{facts.get('logical_cpus', '?')}",
                      str(facts.get("kernel", "?")), f"{age:.0f} s ago",
-                     busy.get(row["name"], "-")])
+                     busy.get(row.name, "-")])
     click.echo(draw("Hosts of the pool", [
         Column("host", whole=True), Column("labels"), Column("CPU"), Column("kernel"),
         Column("heartbeat", whole=True), Column("running now")], rows), nl=False)
@@ -120,7 +124,6 @@ def hosts(db: str) -> None:
 def _pool_store(db: str, role: str | None = None):
     """The pool's store, opened (made or migrated); role: what this command will do in it
     (worker, submitter), checked now."""
-    from guestbench import store
     try:
         if store.check(db).dialect.name != "postgresql":  # said before anything is written
             raise BadInput(f"--db {db!r}: a host pool shares one PostgreSQL store (fix: "
@@ -134,17 +137,17 @@ def _pool_store(db: str, role: str | None = None):
 
 
 def _no_other_worker(opened, name: str) -> None:
-    from guestbench.process import proc
-    from guestbench.store import pool as pool_rows
+    from guestbench.process import proc  # deferred: 8 ms
+    from guestbench.store import pool as pool_rows  # deferred: SQLAlchemy, 140 ms
     for row in pool_rows.hosts(opened.engine):
-        if row["name"] == name and proc.still_running(row["worker"]):
-            raise BadInput(f"worker {name!r} runs already here (process {row['worker']['pid']})"
+        if row.name == name and proc.still_running(row.worker):
+            raise BadInput(f"worker {name!r} runs already here (process {row.worker['pid']})"
                            " (fix: stop it, or give this one another --name)")
 
 
 def _running_jobs(opened) -> dict[str, str]:
     """host name -> 'job N (group G)' for the jobs being done now."""
-    import sqlalchemy as sa
+    import sqlalchemy as sa  # deferred: 140 ms
     with opened.engine.connect() as connection:
         if not connection.execute(sa.text("SELECT to_regclass('procrastinate_jobs')")).scalar():
             return {}
@@ -165,10 +168,10 @@ def _running_jobs(opened) -> dict[str, str]:
 def grants(role: str, kind: str, db: str, apply_now: bool) -> None:
     """Give ROLE (an existing PostgreSQL role) what a pool worker, submitter or reader needs
     in the store, and nothing more (docs/pool.md)."""
-    import sqlalchemy as sa
+    import sqlalchemy as sa  # deferred: 140 ms
 
-    from guestbench.pool import queue
-    from guestbench.store import grants as granting
+    from guestbench.pool import queue  # deferred: procrastinate, 230 ms
+    from guestbench.store import grants as granting  # deferred: SQLAlchemy, 140 ms
     opened = _pool_store(db)
     with opened.engine.connect() as connection:
         exists = connection.execute(sa.text("SELECT 1 FROM pg_roles WHERE rolname = :r"),

@@ -220,9 +220,9 @@ def load(opened: Store, selector: str | None = None, baseline: str | None = None
     view that shows neither (the summary): context_samples=False leaves the context
     metrics' samples (iterations, clock ratios) unread, a third of a micro campaign's
     samples; primary_only=True describes only the primary metrics' cells."""
-    # deferred: the workloads' catalogue (pydantic) and numpy load only where a campaign is
-    # derived from its samples; a summary read from its digest needs neither (0.3 s)
-    from guestbench.workloads import CATALOGUE
+    # the workloads' catalogue (pydantic) and numpy load only where a campaign is derived
+    # from its samples; a summary read from its digest needs neither
+    from guestbench.workloads import CATALOGUE  # deferred: 0.3 s, reason above
     campaign = opened.campaign(selector)
     environments = opened.environments(campaign.id)
     names = [env.name for env in environments]
@@ -268,9 +268,9 @@ def group_reports(opened: Store, selector: str
                   ) -> tuple[CampaignGroup, list[tuple[str, CampaignResults]]]:
     """A pool group and each host's latest campaign of it, derived: (host, results) in host
     name order, for report --group."""
-    # deferred, as wherever the pool's rows are read here: their queries load SQLAlchemy
-    # (0.2 s), which a report of one campaign from its digest never needs
-    from guestbench.store import pool as pool_rows
+    # as wherever the pool's rows are read here: their queries load SQLAlchemy, which a
+    # report of one campaign from its digest never needs
+    from guestbench.store import pool as pool_rows  # deferred: 0.2 s, reason above
     group = pool_rows.group(opened.engine, selector)
     if group is None:
         raise StoreError(f"{opened.engine.url}: no campaign group {selector!r} in this store "

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import click
 
+from guestbench import store
+from guestbench.commands import listings
 from guestbench.commands.arguments import (
     BadInput, db_option, emit, format_option, names, short_lived)
 from guestbench.plan import catalogue
+from guestbench.plan.errors import did_you_mean
 from guestbench.report import formats
 
 
@@ -43,21 +46,18 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
     short_lived()
     asked = _tables_asked(table_names, output_format, plain, links)
     if group is not None:
-        from guestbench import store
-        from guestbench.commands import reading
-        from guestbench.report.formats import text
-        from guestbench.report.tables import group as grouped
+        from guestbench.commands import reading  # deferred: analysis/, 25 ms
+        from guestbench.report.formats import text  # deferred: rich, 40 ms
+        from guestbench.report.tables import group as grouped  # deferred: 17 ms
         if campaign is not None or output_format != formats.DEFAULT:
             raise BadInput("--group: the group's tables are shown on their own, as a "
                            "table (fix: drop CAMPAIGN and --format)")
         found = reading.group_reports(store.open(db, create=False), group)
         emit(text.draw(grouped.tables(*found), output), output)
     elif list_campaigns:
-        from guestbench import store
-        from guestbench.commands import listings
         click.echo(listings.campaigns(store.open(db, create=False)), nl=False)
     else:
-        from guestbench.report.model import units
+        from guestbench.report.model import units  # deferred: 17 ms that --help never pays
         with units(units_style):
             show_report(db, campaign, baseline, output_format, all_metrics, output, detail,
                          chosen=(asked, plain, links))
@@ -67,8 +67,6 @@ def _tables_asked(names_given: str | None, output_format: str, plain: bool,
                   links: bool) -> tuple[str, ...]:
     """--table's names, checked against the catalogue of tables, and whether the format has
     tables to choose (csv and json export every sample; html is its own overview)."""
-
-    from guestbench.plan.errors import did_you_mean
     asked = names(names_given, "--table", "basic,boot-totals")
     used = [flag for flag, given in (("--table", bool(asked)), ("--plain", plain),
                                      ("--links", links)) if given]
@@ -95,12 +93,11 @@ def show_report(db: str, campaign: str | None, baseline: str | None, output_form
     """The report of a campaign: a summary from the campaign's digest where one was kept,
     else derived from its samples (opened: the store, if the caller has it open).
     chosen: --table's names, --plain and --links."""
-    from guestbench.commands import reading
+    from guestbench.commands import reading  # deferred: analysis/, 25 ms that --help never pays
     asked, plain, links = chosen
     summary = formats.FORMATS[output_format].summary_first and not (detail or asked or plain)
     loaded = None if opened else reading.digested(db, campaign, baseline, all_metrics, summary)
     if loaded is None:
-        from guestbench import store
         loaded = reading.report(opened or store.open(db, create=False), campaign, baseline,
                                 all_metrics, summary)
     emit(formats.render("report", output_format, loaded,

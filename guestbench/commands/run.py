@@ -39,10 +39,11 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
         logs_dir: Path | None, quiet: bool, detail: bool, resume_campaign: str | None,
         pool_group: int | None, pool_host: str | None) -> None:
     """Run PLAN_FILE (TOML), or the quick suite on every preset, and store every sample."""
-    from guestbench import host
-    from guestbench.plan import build as plan_build, schema
-    from guestbench.process import proc
-    from guestbench.runner import lifecycle
+    # deferred, each, for --help and the other commands: what a campaign needs
+    from guestbench import host  # deferred: 13 ms
+    from guestbench.plan import build as plan_build, schema  # deferred: pydantic, 160 ms
+    from guestbench.process import proc  # deferred: 8 ms
+    from guestbench.runner import lifecycle  # deferred: the runner, kinds, workloads, 350 ms
 
     started = time.monotonic()  # the wall time a user waits: probes and report included
     started_at = dt.datetime.now(dt.timezone.utc)

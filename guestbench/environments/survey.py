@@ -64,7 +64,7 @@ def with_kvm_test_boot(spec: EnvironmentSpec, answer: Availability) -> Availabil
         return answer
     # loaded with the qemu kind (it reads the image cache's folder), after the container
     # probes have started
-    from guestbench.environments.fullsystem import kvm
+    from guestbench.environments.fullsystem import kvm  # deferred: reason above
     kept = kvm.remembered_for_vmm(spec.binary, spec.machine)
     if kept is None:
         return answer

@@ -4,6 +4,7 @@ read, expanded and checked before anything runs."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -48,8 +49,6 @@ def load(path: Path, host: Host, overrides: Overrides = Overrides()) -> Plan:
 def stored(document: dict[str, Any], where: str) -> Plan:
     """The plan a campaign stored (Plan.as_dict()), read back to run the rest of it.
     where names the campaign in an error."""
-    import json
-
     try:
         campaign = CampaignSection.model_validate_json(json.dumps(document["campaign"]))
         specs = [environments.spec_model(spec["kind"]).model_validate_json(json.dumps(spec))

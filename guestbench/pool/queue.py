@@ -19,6 +19,10 @@ from pathlib import Path
 import procrastinate
 import sqlalchemy as sa
 
+from guestbench import host, store
+from guestbench.plan import build as plan_build
+from guestbench.plan.errors import PlanError
+from guestbench.pool import policy
 from guestbench.process import proc, reaper
 from guestbench.store import pool as pool_rows
 
@@ -79,7 +83,6 @@ def ensure_schema(engine: sa.Engine, app: procrastinate.App) -> None:
 
 def run_job(url: str, group_id: int, host: str, logs: Path, allow: list[str]) -> None:
     """The job of one host of a group: a new campaign, or the rest of the one it began."""
-    from guestbench import store
     opened = store.open(url, create=False)
     try:
         group = pool_rows.group(opened.engine, str(group_id))
@@ -131,10 +134,6 @@ def _reaped(folder: str):
 
 def _refusal(plan_file: Path, allow: list[str]) -> str | None:
     """Why this worker may not run the plan, read as this host resolves it; None if it may."""
-    from guestbench import host
-    from guestbench.plan import build as plan_build
-    from guestbench.plan.errors import PlanError
-    from guestbench.pool import policy
     try:
         the_plan = plan_build.load(plan_file, host.collect())
     except PlanError as error:

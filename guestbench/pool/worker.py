@@ -9,6 +9,8 @@ import sys
 import threading
 from pathlib import Path
 
+from procrastinate import utils
+
 from guestbench import host as host_facts
 from guestbench.process import proc
 from guestbench.pool import queue
@@ -45,7 +47,6 @@ def recover(app, name: str) -> list[int]:
     """Jobs of this host's queue still marked as being done: only this host's worker takes
     them, so the worker that took them is gone (killed, or its host rebooted). They go back
     in the queue, and run again; their campaigns resume."""
-    from procrastinate import utils
     stalled = app.job_manager.list_jobs(queue=queue.queue_of(name), status="doing")
     for job in stalled:
         app.job_manager.retry_job_by_id(job.id, utils.utcnow())

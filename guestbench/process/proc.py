@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import selectors
 import shutil
@@ -330,7 +331,6 @@ def die_with_parent() -> None:
     parent = os.environ.pop(PARENT_ENV, None)
     if not parent:
         return
-    import ctypes
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != int(parent):  # the worker died before the line above
         os.kill(os.getpid(), signal.SIGTERM)

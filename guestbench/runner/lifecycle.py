@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guestbench import agent, store
+from guestbench import agent, environments, store, workloads
+from guestbench.analysis import efficiency
 from guestbench.errors import InputError
 from guestbench.process import proc, reaper, stopping
 from guestbench.process.stopping import Stopped
@@ -76,7 +77,6 @@ def run(the_plan, facts, db: str, logs_dir: Path | None, say: Say, quiet: bool =
 def left_out(default_environments: bool, default_workloads: bool) -> list[str]:
     """What a campaign of the default environments or workloads leaves out, and how to add
     it: lines within the 120 columns of the tables."""
-    from guestbench import environments, workloads
     said = [f"not in the default campaign: {preset} ({why}); add it with --env "
             f"native,{preset}" for preset, why in environments.NOT_IN_DEFAULT_CAMPAIGN.items()
             if default_environments]
@@ -152,7 +152,6 @@ def time_spent(opened, campaign_id: int, wall_s: float,
     """Where the command's wall_s seconds went, in one line wrapped for a terminal
     (analysis/efficiency.py); started_at: the command's start, which splits off the time
     spent preparing before the campaign's first run."""
-    from guestbench.analysis import efficiency
     preparing_s = 0.0
     created = opened.campaign(str(campaign_id)).created_at if started_at else None
     if created is not None:

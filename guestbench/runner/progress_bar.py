@@ -75,9 +75,9 @@ def shown(quiet: bool, say: Callable[[str], None]) -> Iterator[Progress]:
     if quiet:
         yield Quiet(say)
         return
-    from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
-                               TimeElapsedColumn)
+    from rich.console import Console  # deferred, with rich.progress: 28 ms --quiet never pays
+    from rich.progress import (  # deferred: with rich.console, above
+        BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn)
     # the ETA is the runner's estimate in host seconds (estimate.py), not a rate of runs:
     # runs differ 20-fold in cost, and adaptive cells stop at different counts
     with Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

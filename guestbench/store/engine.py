@@ -15,7 +15,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from guestbench.store import damage, packed, schema
+from guestbench.process import proc
+from guestbench.store import damage, grants, packed, schema
 from guestbench.store.columns import Samples
 from guestbench.store.schema import SCHEMA_VERSION
 from guestbench.store.errors import StoreError
@@ -379,7 +380,6 @@ class Store:
             return
         if self.engine.dialect.name != "postgresql":
             return
-        from guestbench.store import grants
         with self.engine.connect() as connection:
             lacking = grants.missing(connection, what)
         if lacking:
@@ -474,7 +474,6 @@ class Store:
         (killed, or stopped by a full disk before it could say so) become 'interrupted',
         with the reason; a campaign whose owner still runs, or is on another host, or is
         not recorded, is left alone. Returns the campaigns marked."""
-        from guestbench.process import proc
         table = schema.campaign
         marked = []
         with self.engine.begin() as connection:

@@ -18,6 +18,8 @@ group: the store's owner (who runs the migrations) keeps those rights.
 
 from __future__ import annotations
 
+import sqlalchemy as sa
+
 from guestbench.store import schema
 
 ROLES = ("worker", "submitter", "reader")
@@ -86,7 +88,6 @@ NEEDS = {"run": _STORE, "worker": _WORKER, "submitter": _SUBMITTER}
 def missing(connection, what: str) -> list[str]:
     """The rights that the connection's role lacks for `what` (run, worker, submitter), as
     'INSERT on run'; tables not made yet are left out (whoever makes them owns them)."""
-    import sqlalchemy as sa
     lacking = []
     for table, privileges in NEEDS[what].items():
         if connection.execute(sa.text("SELECT to_regclass(:t)"), {"t": table}).scalar() is None:

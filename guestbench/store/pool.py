@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from guestbench.store import schema
-from guestbench.store.records import Campaign, CampaignGroup
+from guestbench.store.records import Campaign, CampaignGroup, PoolHost
 
 
 def _now() -> dt.datetime:
@@ -36,10 +36,10 @@ def heartbeat(engine: sa.Engine, name: str) -> None:
                            .values(heartbeat_at=_now()))
 
 
-def hosts(engine: sa.Engine) -> list[dict[str, Any]]:
+def hosts(engine: sa.Engine) -> list[PoolHost]:
     table = schema.pool_host
     with engine.connect() as connection:
-        return [_utc(dict(row)) for row in
+        return [PoolHost(**_utc(dict(row))) for row in
                 connection.execute(sa.select(table).order_by(table.c.name)).mappings()]
 
 

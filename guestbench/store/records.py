@@ -130,6 +130,19 @@ class StoredCellStop:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolHost:
+    """One host of the pool, as its worker registered it."""
+
+    name: str  # guestbench worker --name
+    labels: list[str]  # what it offers: kvm, xen-dom0, ...
+    facts: dict[str, Any]  # the host's facts when its worker started
+    allow: list[str]  # what its operator lets plans run (--allow)
+    worker: dict[str, Any]  # the worker process (process/identity.py)
+    started_at: dt.datetime
+    heartbeat_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
 class CampaignGroup:
     """One plan submitted to several pool hosts: a campaign on each."""
 

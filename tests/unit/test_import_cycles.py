@@ -188,3 +188,30 @@ def test_a_package_that_reexports_its_submodules_is_no_loop(tmp_path):
         "user.py": "from pkg.run import Part\n",
     })
     assert cycles(import_graph(root)) == []
+
+
+def deferred_imports(path: Path) -> list[tuple[int, str]]:
+    """(line number, line) of each import made inside a function of this module."""
+    lines = path.read_text().splitlines()
+    found = set()
+    for function in ast.walk(ast.parse("\n".join(lines), str(path))):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.update(node.lineno for node in ast.walk(function)
+                         if isinstance(node, (ast.Import, ast.ImportFrom)))
+    return [(number, lines[number - 1]) for number in sorted(found)]
+
+
+def test_every_import_inside_a_function_says_why_on_its_line():
+    """An import is deferred only for a start-up cost that was measured, and says so where
+    it is made (docs/architecture.md, Imports): `# deferred: scipy, 55 ms`."""
+    silent = [f"{path.relative_to(PACKAGE_ROOT.parent)}:{number}: {line.strip()}"
+              for path in module_files().values()
+              for number, line in deferred_imports(path) if "#" not in line]
+    assert not silent, "deferred imports without their reason:\n" + "\n".join(silent)
+
+
+def test_the_deferred_import_check_sees_one_without_a_reason(tmp_path: Path):
+    module = tmp_path / "module.py"
+    module.write_text("import os\n\ndef f():\n    import json\n    import re  # deferred: why\n"
+                      "    return json, re\n")
+    assert deferred_imports(module) == [(4, "    import json"), (5, "    import re  # deferred: why")]

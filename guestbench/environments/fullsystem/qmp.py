@@ -15,9 +15,9 @@ def qmp_execute(socket_path: Path, command: str, timeout_s: float = QMP_CONNECT_
 
     GuestStartError for any failure: QEMU gone, refusing, or not answering in time.
     """
-    import asyncio
+    import asyncio  # deferred, with qemu.qmp: 45 ms that only a QEMU guest's boot needs
 
-    from qemu.qmp import QMPClient, QMPError
+    from qemu.qmp import QMPClient, QMPError  # deferred: with asyncio, above
 
     async def session():
         client = QMPClient("guestbench")

@@ -12,7 +12,7 @@ from guestbench.analysis.results import CampaignResults
 from guestbench.report import links as links_of, select
 from guestbench.report.formats.request import Request
 from guestbench.report.tables import comparison as compared
-from guestbench.report.model import Table
+from guestbench.report.model import Style, Table, styled
 
 
 def _escape(text: str) -> str:
@@ -27,7 +27,6 @@ def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[s
     """The published tables: the plan's [[table]] entries where it has some, else every
     table; asked: --table's names. With links, each value links to its cell's log folder,
     relative to base_dir (the output file's folder; the current one when printed)."""
-    from guestbench.report.model import Style, styled
     picked = select.choices(report, asked, plain, links, plan_default=True)
     if picked:
         tables = select.tables(report, "published", choices=picked)

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from guestbench.report.formats import terminal
 from guestbench.report.formats.request import Request
-from guestbench.report.output import OutputError
+from guestbench.errors import InputError
 from guestbench.report.model import Style, styled
 from guestbench.report.tables import summary
 
@@ -33,9 +33,9 @@ def report(loaded: CampaignResults, request: Request) -> str:
     detail, output, asked, plain = request.detail, request.output, request.asked, request.plain
     if not (detail or asked or plain):
         return draw(summary.view(loaded, width(output)), output)
-    # deferred: every table's builder (bonnie++'s and the workloads' fields, the statistics
-    # of comparisons: 0.24 s of imports) loads only where more than the summary is drawn
-    from guestbench.report import select
+    # every table's builder (bonnie++'s and the workloads' fields, the statistics of
+    # comparisons) loads only where more than the summary is drawn
+    from guestbench.report import select  # deferred: 0.24 s, reason above
     picked = select.choices(loaded, asked, plain, False, plan_default=False)
     if asked == (select.PLAN,) and not picked:
         return ("The campaign's plan has no [[table]] entries (docs/plan-format.md); "
@@ -55,9 +55,9 @@ def width(output: Path | None) -> int:
 
 
 def compare(result: Comparison, request: Request) -> str:
-    # deferred, as history's below: the statistics of comparisons load numpy (0.09 s), which
-    # the summary of a report, drawn from a digest through this module, never needs
-    from guestbench.report.tables import comparison
+    # as history's below: the statistics of comparisons load numpy, which the summary of
+    # a report, drawn from a digest through this module, never needs
+    from guestbench.report.tables import comparison  # deferred: 0.09 s, reason above
     return draw(comparison.tables(result, request.every), request.output)
 
 
@@ -68,7 +68,7 @@ def history(found: History, request: Request) -> str:
     from guestbench.report.tables import history as trend  # deferred: see compare
     detail, output = request.detail, request.output
     if output is not None:
-        raise OutputError("--output: the table goes to the terminal (fix: --format json or html)")
+        raise InputError("--output: the table goes to the terminal (fix: --format json or html)")
     series = trend.series_tables(found) if detail else []
     too_few = too_few_campaigns(found)
     if too_few:

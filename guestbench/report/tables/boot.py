@@ -15,6 +15,7 @@ from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import model
 from guestbench.report.model import Footnotes, Table
+from guestbench.workloads import CATALOGUE
 
 TOTAL_METRIC = "boot_powered_off"
 TOTAL_PHASE = next(name for name, end, start in PHASES if end == TOTAL_METRIC and start is None)
@@ -87,8 +88,6 @@ def _booted(report: CampaignResults) -> dict[str, tuple[str, Cell]]:
     """{environment: (boot label, its total's cell)} for every environment a boot workload
     was planned in: it has a run of it, whatever its status (an unavailable environment
     records one run that says why)."""
-    from guestbench.workloads import CATALOGUE
-
     labels = [label for label in dict.fromkeys(label for label, _m, _u in report.results.rows)
               if getattr(CATALOGUE.get(report.workload_of.get(label, "")), "boot_phases", False)]
     booted: dict[str, tuple[str, Cell]] = {}

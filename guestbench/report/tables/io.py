@@ -19,6 +19,7 @@ from typing import Any
 
 from guestbench.analysis.cells import CONTEXT, VERDICT, Cell
 from guestbench.analysis.results import CampaignResults
+from guestbench.workloads.disk import WORKLOADS as DISK
 from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
                                      format_percent, format_value, problem_text, spread_text,
                                      too_fast_text, verdict_text)
@@ -93,7 +94,6 @@ def _share(cell: Cell | None, base: Cell | None) -> str:
 # -- disk: fio, metadata, dbench with % of the baseline ----------------------------------
 
 def disk_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
-    from guestbench.workloads.disk import WORKLOADS as DISK
 
     labels = _runs_by_label(report, {w.name for w in DISK})
     rows = [(label, metric, unit) for label, metric, unit in report.results.rows

@@ -11,6 +11,7 @@ from typing import Any
 from guestbench.analysis.cells import Interval, VERDICT, Cell
 from guestbench.report import titles
 from guestbench.analysis.results import CampaignResults
+from guestbench.workloads import CATALOGUE
 from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
                                      format_interval, format_percent, format_value,
                                      geomean_note, geomean_text, interval_note, problem_text, row_scale,
@@ -20,8 +21,6 @@ STREAM_KERNELS = ("copy", "scale", "add", "triad")
 
 
 def _family(report: CampaignResults, label: str) -> str:
-    from guestbench.workloads import CATALOGUE
-
     workload = next((run.workload for run in report.runs if run.label == label), "")
     found = CATALOGUE.get(workload)
     return found.family if found else ""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from guestbench.analysis.results import CampaignResults
 from guestbench.analysis.cells import Interval, PERFORMANCE, VERDICT, Cell, row_kind
 from guestbench.report import columns, titles
-from guestbench.report.model import (STATUS_MARKS, Footnotes, Table, empty_text, format_percent,
+from guestbench.report.model import (FLAG_MEANINGS, STATUS_MARKS, Footnotes, Table, empty_text, format_percent,
                                      format_ratio, format_value, parameter_notes, ratio_rule,
                                      row_scale, spread_line, table_bytes, title,
                                      too_fast_text)
@@ -216,7 +216,6 @@ def environment_flags(report: CampaignResults, shown: list[str]) -> dict[str, se
 
 
 def environment_lines(report: CampaignResults, flags: dict[str, set[str]]) -> list[str]:
-    from guestbench.report.model import FLAG_MEANINGS
     return [f"{env}: every cell {name}: {FLAG_MEANINGS.get(name, name)}"
             for env, names in flags.items() for name in sorted(names)]
 
