@@ -25,7 +25,7 @@ runtime_s = 1.0
 
 [[workload]]
 name = "metadata"
-files = 300
+files = 50
 
 [[workload]]
 name = "dbench"

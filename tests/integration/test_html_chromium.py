@@ -108,13 +108,13 @@ def browser() -> str:
 # the default campaign here (3 s a run under qemu-user), and the page's shape does not
 # depend on its figures. Its arrays stay the default campaign's (sized from the host's
 # cache), so every environment takes or refuses it as there (UML's max_map_count refusal).
-SMALL_STREAM = {"ntimes": 2}
+SMALL_STREAM = {"ntimes": 2, "repeat": 1}
 
 
 def default_campaign_plan() -> str:
     """The default campaign as a plan file: the same environments, workloads, name, baseline
     and stopping rules as `guestbench run` without one (guestbench/plan.py from_flags), with
-    3 runs a cell instead of 5-10 and STREAM's passes fewer."""
+    3 runs a cell instead of 5-10, and STREAM's passes fewer and its run one."""
     auto = ", ".join(f"{key} = {value!r}" for key, value in plan_build.QUICK_AUTO.items())
     lines = ["[campaign]", 'name = "quick"', 'baseline = "native"', "repeat = 3",
              f"auto = {{ {auto} }}", ""]

@@ -11,7 +11,7 @@ import pytest
 
 from guestbench import environments
 
-from tests.support.real_environments import prepared
+from tests.support.real_environments import prepared, tcg_kernel
 from tests.support.cli import ok_runs
 
 pytestmark = pytest.mark.integration
@@ -24,8 +24,9 @@ def _workload_runs(preset: str, repeat: int, workload: str, tmp_path, host_facts
     every one ok."""
     prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
     plan = tmp_path / "plan.toml"
-    plan.write_text(f'[campaign]\nrepeat = {repeat}\n\n[[environment]]\npreset = "{preset}"\n\n'
-                    f'[[workload]]\n{workload}\n')
+    kernel = f'kernel = "{tcg_kernel()}"\n' if preset == "qemu-tcg" else ""
+    plan.write_text(f'[campaign]\nrepeat = {repeat}\n\n[[environment]]\npreset = "{preset}"\n'
+                    f'{kernel}\n[[workload]]\n{workload}\n')
     return ok_runs(tmp_path, repeat, str(plan))
 
 
@@ -51,7 +52,7 @@ def test_footprint_reads_the_whole_tree_at_rest_then_at_a_load_s_peak(preset, tm
                                                                       host_facts):
     """The tree at rest, then STREAM's 240 MiB of arrays run: the peak holds them."""
     full_system = environments.KINDS[environments.preset_spec(preset).kind].full_system
-    for entry in _workload_runs(preset, 2, 'name = "footprint"\nload = "stream"\nsettle_s = 0.2',
+    for entry in _workload_runs(preset, 1, 'name = "footprint"\nload = "stream"\nsettle_s = 0.2',
                                 tmp_path, host_facts):
         got = {sample["metric"]: sample["value"] for sample in entry["samples"]}
         assert 0 < got["footprint_uss"] <= got["footprint_pss"] <= got["footprint_rss"], got

@@ -12,7 +12,7 @@ import pytest
 
 from guestbench import environments
 
-from tests.support.real_environments import prepared
+from tests.support.real_environments import prepared, tcg_kernel
 from tests.support.cli import guestbench
 from tests.support.cli import ok_runs
 
@@ -47,7 +47,8 @@ def _check(runs: list[dict]) -> None:
 @pytest.mark.parametrize("preset", [name for name in PRESETS if name != "runsc"])
 def test_round_trips_and_streams_over_the_kind_s_own_path(preset, tmp_path, host_facts):
     prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
-    _check(ok_runs(tmp_path, 2, _plan(tmp_path, f'preset = "{preset}"')))
+    kernel = f'\nkernel = "{tcg_kernel()}"' if preset == "qemu-tcg" else ""
+    _check(ok_runs(tmp_path, 2, _plan(tmp_path, f'preset = "{preset}"{kernel}')))
 
 
 def test_runsc_s_own_stack_or_the_reason_it_cannot_start_here(tmp_path, host_facts):
@@ -73,7 +74,8 @@ def test_runsc_over_the_host_s_stack(tmp_path, host_facts):
 @pytest.mark.parametrize("net", ["tap"])
 def test_qemu_over_a_tap(net, tmp_path, host_facts):
     prepared(host_facts, environments.create(environments.preset_spec("qemu-tcg")))
-    _check(ok_runs(tmp_path, 2, _plan(tmp_path, f'preset = "qemu-tcg"\nnet = "{net}"')))
+    preset = f'preset = "qemu-tcg"\nnet = "{net}"\nkernel = "{tcg_kernel()}"'
+    _check(ok_runs(tmp_path, 2, _plan(tmp_path, preset)))
 
 
 def test_vhost_is_unsupported_with_the_reason_where_the_host_has_none(tmp_path, host_facts):

@@ -20,12 +20,15 @@ from pathlib import Path
 import pytest
 
 from guestbench import agent, images
+from guestbench.images import vmlinux
 from guestbench.process import proc
 from guestbench.environments.fullsystem import channels, guestdisk
 from guestbench.environments.kinds import qemu
 from guestbench.environments.kinds.uml import uml_channel
 from guestbench.protocol import RecordStream, parse_line
 from guestbench.workloads import transfer
+
+from tests.support.real_environments import tcg_kernel
 
 pytestmark = pytest.mark.integration
 
@@ -160,7 +163,7 @@ def _qemu_run(agent_path, tmp_path, channel, mode, size_mib, machine="microvm"):
               *setup.kernel_args, "gb.args=" + ",".join(args)]
     argv = ["qemu-system-x86_64", "-M", machine, "-accel", "tcg", "-m", "512", "-nodefaults",
             "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
-            "-kernel", str(image.kernel), "-initrd", str(image.initramfs),
+            "-kernel", str(vmlinux.extract(image.kernel)), "-initrd", str(image.initramfs),
             "-append", " ".join(append),
             *qemu.disk_args(bus, 0, disk, "raw", "writeback"), *setup.vmm_args]
     return _guest_run(argv, setup, tmp_path / "logs", scratch), setup
@@ -197,11 +200,13 @@ timeout_s = 180
 
 [[environment]]
 preset = "qemu-tcg"
+kernel = "{kernel}"
 
 [[environment]]
 name = "qemu-pc"
 kind = "qemu"
 machine = "pc"
+kernel = "{kernel}"
 
 [[environment]]
 preset = "uml"
@@ -256,7 +261,7 @@ def test_uploads_through_every_channel_via_guestbench(tmp_path):
     """The environments' own wiring (GuestDevices, feeders, gb.mount, pass_fds), end to end."""
     from tests.support.cli import guestbench
 
-    (tmp_path / "plan.toml").write_text(PLAN)
+    (tmp_path / "plan.toml").write_text(PLAN.replace("{kernel}", tcg_kernel()))
     run = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=900)
     assert run.returncode == 0, run.stderr
     document = __import__("json").loads(

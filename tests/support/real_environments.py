@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
-from guestbench import environments
+from guestbench import environments, images
+from guestbench.images import vmlinux
 
 
 # Process-level presets; full-system guests (each kind says whether it is one) have
@@ -31,3 +34,21 @@ def environment(host_facts, preset: str, **options):
     base = dict(environments.PRESETS[preset])
     spec = environments.spec_model(base["kind"])(name=preset, **{**base, **options})
     return prepared(host_facts, environments.create(spec))
+
+
+@functools.cache
+def tcg_kernel() -> str:
+    """The default guest kernel for a TCG guest whose test is not about that kernel: its
+    uncompressed vmlinux (extracted once, cached beside the images), which QEMU boots
+    through PVH without the bzImage's decompression, 3-4 s of each boot under TCG here.
+    The bzImage itself where it cannot be extracted; skips where there is no kernel. The
+    default kernel's own boot keeps its tests (test_images.py, test_agent_runs_in_the_guest,
+    the stdio console, the boot timeout)."""
+    try:
+        kernel = images.default_kernel()
+    except images.ImageError as error:
+        pytest.skip(str(error))
+    try:
+        return str(vmlinux.extract(kernel))
+    except (images.ImageError, OSError):
+        return str(kernel)
