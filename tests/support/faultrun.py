@@ -12,6 +12,7 @@ starts it; guestbench is never killed by name, only by the pid this module start
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import random
@@ -128,13 +129,15 @@ class Disk:
         self.filler = self.mount / "filler"
 
     def fill(self) -> None:
-        with open(self.filler, "wb") as file:
-            try:
+        """Fill the disk, or find it full already: a CI run once met ENOSPC on the filler's
+        open or close, not on a write, and ended the fault run there."""
+        try:
+            with open(self.filler, "wb", buffering=0) as file:  # nothing left to flush at close
                 while True:
                     file.write(b"\0" * (1 << 20))
-                    file.flush()
-            except OSError:
-                pass
+        except OSError as error:
+            if error.errno != errno.ENOSPC:
+                raise
 
     def free(self) -> None:
         self.filler.unlink(missing_ok=True)
