@@ -10,6 +10,7 @@ import click
 
 from guestbench import store
 from guestbench.commands.arguments import BadInput, names
+from guestbench.plan.errors import PlanError
 
 # Every pool command reads the store through SQLAlchemy, and most through procrastinate: they
 # are imported inside the commands (each line says what it costs), which --help, run and
@@ -60,7 +61,6 @@ def submit(plan_file: Path, db: str, host_names: str | None, labels: str | None,
     """Queue PLAN_FILE as one campaign on each chosen host of the pool (a campaign group)."""
     from guestbench import host  # deferred: 13 ms
     from guestbench.plan import build as plan_build  # deferred: pydantic, 160 ms
-    from guestbench.plan.errors import PlanError  # deferred, with build.py
     from guestbench.pool import queue  # deferred: procrastinate, 230 ms
     from guestbench.store import pool as pool_rows  # deferred: SQLAlchemy, 140 ms
 
