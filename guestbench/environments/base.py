@@ -42,6 +42,7 @@ class Capability(enum.Enum):
     AGENT = "agent"                # guestbench's agent runs there (not a guest of its own)
     GUEST_PROGRAM = "guest_program"  # the guest runs its own program and prints its results
     NETWORK = "network"            # a TCP path to a peer on the host (guestbench/network/)
+    HOST_PROCESSES = "host_processes"  # the instance is host processes the host can read
 
     @property
     def words(self) -> str:
@@ -62,6 +63,7 @@ _CAPABILITY_WORDS = {
     Capability.AGENT: "guestbench's agent (the guest runs its own program: image = \"none\")",
     Capability.GUEST_PROGRAM: "a guest running its own program (image = \"none\")",
     Capability.NETWORK: "a network path to the host",
+    Capability.HOST_PROCESSES: "an instance made of host processes, whose memory the host reads",
 }
 
 
@@ -281,6 +283,10 @@ class Environment(ABC):
         """What was found while probing and preparing (versions), stored with the environment."""
         return {}
 
+    def close(self) -> None:
+        """The campaign is done with it: end what prepare() left running (a nested
+        environment's L1 machine). Safe to call twice, and without prepare()."""
+
     @abstractmethod
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         """Start a guest running the job; GuestStartError if it cannot be started."""
@@ -346,6 +352,9 @@ class ProcessGuest(Guest):
     finalizers: list[Callable[[], None]] = field(default_factory=list)
     collected: dict[str, Any] = field(default_factory=dict)
     pass_fds: tuple[int, ...] = ()  # host descriptors the process inherits (UML's serial pipes)
+    # what starts argv in place of a host process (proc.Process's signature and interface):
+    # a nested environment's runs inside its L1 machine (fullsystem/nested.py)
+    launcher: Callable[..., Any] | None = None
     stdout_to_log: bool = False  # its stdout is only logged (its output is read elsewhere)
     exit_grace_s: float = 10.0  # how long a guest may live on after closing its output
     exited_ns: int | None = None
@@ -361,10 +370,11 @@ class ProcessGuest(Guest):
         for directory in self.scratch:
             reaper.KEEPER.folder(str(directory))
         try:
-            self._process = proc.Process(self.argv, self.logdir / "stdout.log",
-                                         self.logdir / "stderr.log", pass_fds=self.pass_fds,
-                                         stdout_to_log=self.stdout_to_log)
-        except proc.ProcessError as error:
+            self._process = (self.launcher or proc.Process)(
+                self.argv, self.logdir / "stdout.log",
+                self.logdir / "stderr.log", pass_fds=self.pass_fds,
+                stdout_to_log=self.stdout_to_log)
+        except (proc.ProcessError, GuestStartError) as error:
             self._finalize()
             for directory in self.scratch:
                 shutil.rmtree(directory, ignore_errors=True)

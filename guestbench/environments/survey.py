@@ -21,10 +21,11 @@ class Probed:
 
     @property
     def options(self) -> str:
-        """The preset's options that are set, as key=value."""
+        """The options the preset sets (the kind's defaults for the rest), as key=value."""
+        chosen = environments.PRESETS.get(self.preset, self.spec.options())
         return ", ".join(f"{key}={','.join(value) if isinstance(value, tuple) else value}"
-                         for key, value in self.spec.options().items()
-                         if value not in (None, ()))
+                         for key, value in chosen.items()
+                         if key != "kind" and value not in (None, ()))
 
 
 @contextlib.contextmanager
@@ -60,7 +61,8 @@ def with_kvm_test_boot(spec: EnvironmentSpec, answer: Availability) -> Availabil
     """A QEMU guest under KVM: the probe only sees /dev/kvm, and only a test boot tells
     whether guests boot (a campaign makes one and keeps its answer until the host
     reboots); the kept answer, with its time and how to test again, if there is one."""
-    if spec.kind != "qemu" or spec.accel == "tcg" or not answer.available:
+    if (spec.kind != "qemu" or spec.accel == "tcg" or spec.inside != "none"
+            or not answer.available):
         return answer
     # loaded with the qemu kind (it reads the image cache's folder), after the container
     # probes have started

@@ -38,7 +38,8 @@ class Image:
 
 
 def build(kernel: Path | None = None, modules: Sequence[str] = (), tools: Sequence[str] = (),
-          cache_dir: Path | None = None, modules_dir: Path | None = None) -> Image:
+          cache_dir: Path | None = None, modules_dir: Path | None = None,
+          init: str | None = None) -> Image:
     """The image for these inputs: from the cache, or built into it.
 
     modules are names as modprobe knows them (dependencies are added); modules_dir is
@@ -47,10 +48,12 @@ def build(kernel: Path | None = None, modules: Sequence[str] = (), tools: Sequen
     (gcc, cc, gcc-12) also brings what it runs and reads to build C programs (cc1, as,
     ld, start files, libgcc, libc's linker script, the system headers: compiler.py),
     and make brings /bin/sh for its recipes: tools=("make", "gcc") builds C in the guest.
+    init is the image's /init: guestbench's (init_script.py) unless a machine of another
+    role needs its own (the L1 machine of a nested environment).
     """
     kernel = Path(kernel) if kernel is not None else default_kernel()
     check_readable(kernel)
-    inputs = contents.resolve(kernel, kernel_version(kernel), modules, tools, modules_dir)
+    inputs = contents.resolve(kernel, kernel_version(kernel), modules, tools, modules_dir, init)
     image_id = inputs.content_id()
     cache_dir = Path(cache_dir) if cache_dir is not None else cache_root()
 

@@ -54,6 +54,7 @@ class Contents:
     module_files: tuple[GuestFile, ...]    # .ko files in load order (guest path ends in .ko)
     modules: tuple[str, ...]
     tools: tuple[str, ...]
+    init: str                              # the image's /init (an L1 machine has its own)
 
     def content_id(self) -> str:
         digest = hashlib.sha256()
@@ -62,7 +63,7 @@ class Contents:
         return digest.hexdigest()[:16]
 
     def _inputs(self) -> list[tuple[str, str, str]]:
-        init_sha = hashlib.sha256(init_script.INIT_SCRIPT.encode()).hexdigest()
+        init_sha = hashlib.sha256(self.init.encode()).hexdigest()
         return [("builder", "", BUILDER_VERSION), ("init", "/init", init_sha),
                 ("kernel", self.kernel_version, self.kernel_sha256),
                 *(("file", f.guest_path, f.sha256) for f in self.files),
@@ -71,7 +72,7 @@ class Contents:
 
 
 def resolve(kernel: Path, version: str, modules: Sequence[str], tools: Sequence[str],
-            modules_dir: Path | None) -> Contents:
+            modules_dir: Path | None, init: str | None = None) -> Contents:
     """Find and hash every input; ImageError names the first one that is missing."""
     files = [*_program(GUEST_BUSYBOX, _busybox()), *_program(GUEST_AGENT, _agent())]
     for tool in tools:
@@ -81,7 +82,7 @@ def resolve(kernel: Path, version: str, modules: Sequence[str], tools: Sequence[
         kernel=kernel, kernel_version=version, kernel_sha256=_sha256(kernel),
         files=tuple(_dedupe(files)), module_files=tuple(module_files),
         modules=tuple(_module_name(f.guest_path) for f in module_files),
-        tools=tuple(tools))
+        tools=tuple(tools), init=init_script.INIT_SCRIPT if init is None else init)
 
 
 # ---- programs ----

@@ -12,7 +12,6 @@ from guestbench.process import proc
 
 from .contents import MODULE_LIST, Contents, GuestFile
 from .errors import ImageError
-from . import init_script
 
 # Uncompressed: under TCG the guest kernel's own decompression costs more boot time
 # than it saves in loading (docs/images.md has the measurement).
@@ -40,7 +39,7 @@ def _stage(contents: Contents, tree: Path) -> None:
     for name in EMPTY_DIRS:
         (tree / name).mkdir(parents=True, exist_ok=True)
     init = tree / "init"
-    init.write_text(init_script.INIT_SCRIPT)
+    init.write_text(contents.init)
     init.chmod(0o755)
     for file in contents.files:
         _copy(file, tree)

@@ -59,7 +59,10 @@ def explain(source: str, error: ValidationError, prefix: str = "", flag: bool = 
     fix = context.get("fix") or _FIXES.get(first["type"], "see docs/plan-format.md for this field")
     if first["type"] == "string_pattern_mismatch" and context.get("pattern") != IDENTIFIER:
         fix = f"write it in the form {context.get('pattern')} (docs/plan-format.md)"
-    if first["type"] == "extra_forbidden" and model is not None:
+    if first["type"] == "extra_forbidden" and first["loc"][-1:] == ("inside",):
+        fix = ("remove it: inside is an option of the full-system kinds (qemu, uml, command); "
+               "this kind runs on the host's kernel, with no VMM to start inside a VM")
+    elif first["type"] == "extra_forbidden" and model is not None:
         allowed = _allowed_keys(model, first["loc"])
         fix = f"{fix}; allowed here: {allowed}" if allowed else fix
     if flag:

@@ -21,6 +21,7 @@ class Column:
     name: str
     whole: bool = False  # never broken across lines: a time, an id, a number
     min_width: int | None = None  # room for the longest word of a sentence (a path)
+    max_width: int | None = None  # folded beyond it (rich shrinks only the widest columns)
 
 
 def draw(title: str, columns: list[Column], rows: list[list[str]],
@@ -33,7 +34,7 @@ def draw(title: str, columns: list[Column], rows: list[list[str]],
     table = Table(title=Text(title), title_justify="left", box=BOX)
     for column in columns:
         table.add_column(Text(column.name), no_wrap=column.whole, overflow="fold",
-                         min_width=column.min_width)
+                         min_width=column.min_width, max_width=column.max_width)
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     # rich pads each cell to its column's width in characters; a cell's multi-byte

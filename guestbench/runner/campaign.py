@@ -82,15 +82,24 @@ class Runner:
     def run(self) -> int:
         """Run the whole matrix; returns the campaign id. Raises Interrupted on Ctrl-C/SIGTERM."""
         columns = self._start()
-        self._create_campaign(columns)
-        self.cells = self._cells(columns)
-        return self._run_cells()
+        try:
+            self._create_campaign(columns)
+            self.cells = self._cells(columns)
+            return self._run_cells()
+        finally:
+            _close(columns)
 
     def resume(self, campaign: dict[str, Any]) -> int:
         """Run what a stored campaign still owes (`run --resume`): its interrupted runs are
         dropped and run again, every cell takes up where it stopped, adaptive cells with the
         values they had. The Runner's plan must be the campaign's (plan.stored)."""
         columns = self._start()
+        try:
+            return self._resume(campaign, columns)
+        finally:
+            _close(columns)
+
+    def _resume(self, campaign: dict[str, Any], columns: list[Column]) -> int:
         self.campaign_id = campaign.id
         self.campaign_logs = Path(campaign.log_dir)
         for log_path in self.store.reopen_campaign(self.campaign_id, proc.identity()):
@@ -467,3 +476,12 @@ def run_in(column: Column, args: list[str]) -> tuple[str, ...]:
     """The agent's arguments with the environment kind's run-in first, where it has one."""
     ms = column.environment.run_in_ms
     return ("--run-in-ms", str(ms), *args) if ms else tuple(args)
+
+
+def _close(columns: list[Column]) -> None:
+    """Every environment told the campaign is done with it (a nested one's L1 machine ends)."""
+    for column in columns:
+        try:
+            column.environment.close()
+        except Exception:  # noqa: BLE001 - the campaign's result stands; the reaper ends the rest
+            pass

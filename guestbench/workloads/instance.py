@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from guestbench.environments.base import JobNeeds
+from guestbench.environments.base import Capability, JobNeeds
 from guestbench.workloads.base import Params, Workload
 
 
@@ -72,7 +72,7 @@ WORKLOADS = [
     Workload("footprint", "instance", "the host memory of an instance's whole process tree, "
              "ready and idle (PSS, USS; beyond the guest's RAM for full-system guests)",
              FootprintParams,
-             _footprint_args,
+             _footprint_args, frozenset({Capability.HOST_PROCESSES}),
              quick=False, produces_samples=False, agent_name="idle", host_part="footprint",
              primary_metric="footprint_pss",
              metric_titles={"footprint_pss": "PSS", "footprint_uss": "USS",
@@ -86,7 +86,7 @@ WORKLOADS = [
     Workload("density", "instance", "N instances started together: each one's start to its "
              "agent, and the host memory per instance once all are ready", DensityParams,
              lambda params: ["--seconds", repr(DENSITY_IDLE_S), "idle"],
-             quick=False, produces_samples=False, agent_name="idle", host_part="density",
+             frozenset({Capability.HOST_PROCESSES}), quick=False, produces_samples=False, agent_name="idle", host_part="density",
              primary_metric="density_start",
              metric_titles={"density_start": "start, each instance",
                             "density_pss": "PSS per instance", "density_started": "started"}),

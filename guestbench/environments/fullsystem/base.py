@@ -12,13 +12,13 @@ import tempfile
 from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
 from guestbench import images
 from guestbench.process import memory, proc
-from guestbench.environments.fullsystem import channels, guestdisk, tracedisk
+from guestbench.environments.fullsystem import channels, guestdisk, nested, tracedisk
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
     JobNeeds)
@@ -65,6 +65,23 @@ class FullSystemSpec(EnvironmentSpec):
     kernel_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(
         (), description="added to the guest kernel's command line")
     extra_args: tuple[str, ...] = Field((), description="appended to the VMM's command line as is")
+    inside: Literal["none", "tcg", "kvm"] = Field(
+        "none", description="run the VMM inside an L1 VM that QEMU boots under tcg (emulating "
+                            "SVM, so a kvm guest inside is real KVM, nested) or kvm (the host's, "
+                            "nested=1); none: on the host")
+
+
+# What a run inside an L1 machine cannot have, and why (docs/environments.md, "Inside a VM").
+NOT_INSIDE = {
+    Capability.NETWORK: "inside a VM the guest's network would end in the L1 machine, not at "
+                        "the host's peer: network workloads run with inside = \"none\"",
+    Capability.TRACED_DISK: "the traced disk is a host block device, which the L1 machine "
+                            "cannot hand on: run with inside = \"none\"",
+    Capability.UPLOAD: "upload channels feed the VMM from host sockets and pipes, which do "
+                       "not reach into the L1 machine: run with inside = \"none\"",
+    Capability.HOST_PROCESSES: "inside a VM the instance's processes are the L1 machine's, "
+                               "not the host's: its memory cannot be read apart from L1's",
+}
 
 
 @dataclass(frozen=True)
@@ -89,6 +106,13 @@ class FullSystem(Environment):
         super().__init__(spec)
         self.image: images.Image | None = None
         self.vmm_version: str | None = None
+        self.machine: nested.Machine | None = None  # the L1 machine, inside a VM
+
+    @property
+    def inside(self) -> str | None:
+        """The L1 machine's accelerator where the VMM runs inside a VM; None on the host."""
+        inside = getattr(self.spec, "inside", "none")
+        return None if inside == "none" else inside
 
     # -- what a VMM kind supplies ------------------------------------------------------
     @abstractmethod
@@ -159,6 +183,11 @@ class FullSystem(Environment):
         answer = self.vmm_probe()
         if not answer.available:
             return answer
+        if self.inside:
+            l1 = nested.probe(self.inside)
+            if not l1.available:
+                return l1
+            answer = Availability.yes(f"{answer.reason}; {l1.reason}".lstrip("; "))
         try:
             kernel = self.kernel()
             images.check_readable(kernel)
@@ -174,14 +203,39 @@ class FullSystem(Environment):
         except images.ImageError as error:
             return Availability.no(f"guest image: {error}")
         self.vmm_version = self._version()
+        if self.inside:
+            l1 = self.start_machine()
+            if not l1.available:
+                return l1
         answer = self.ready(host)
         if not answer.available:
             return answer
         detail = f"image {self.image.id}; kernel {self.image.kernel_version}"
         return Availability.yes(f"{answer.reason}; {detail}" if answer.reason else detail)
 
+    def start_machine(self) -> Availability:
+        """Boot (or share) the L1 machine this environment's VMM runs in."""
+        shape = nested.Shape(self.inside, self.spec.memory_mib + nested.L1_EXTRA_MIB,
+                             max(1, self.spec.cpu_count(1)))
+        try:
+            self.machine = nested.acquire(shape)
+        except nested.L1Error as error:
+            return Availability.no(f"inside = \"{self.inside}\": {error}")
+        return Availability.yes(f"L1 machine ready in {self.machine.boot_s:.1f} s")
+
+    def close(self) -> None:
+        if self.machine is not None:
+            nested.release(self.machine)
+            self.machine = None
+
+    def provides(self) -> frozenset[Capability]:
+        has = super().provides()
+        return has - NOT_INSIDE.keys() if self.inside else has
+
     def facts(self) -> dict[str, Any]:
         facts: dict[str, Any] = {}
+        if self.machine is not None:
+            facts.update(self.machine.facts())
         if self.vmm_version:
             facts["vmm_version"] = self.vmm_version
         if self.image is not None:
@@ -208,6 +262,10 @@ class FullSystem(Environment):
         return Capability.UPLOAD in self.plan_needs.capabilities
 
     def refusal(self, needed: frozenset[Capability], needs: JobNeeds = JobNeeds()) -> str | None:
+        if self.inside:
+            for capability in sorted((needed | needs.capabilities()) & NOT_INSIDE.keys(),
+                                     key=lambda capability: capability.value):
+                return NOT_INSIDE[capability]
         refused = super().refusal(needed, needs)
         if refused is None and needs.memory_mib > self.memory_limit_mib():
             return self.memory_refusal(needs.memory_mib)
@@ -218,8 +276,13 @@ class FullSystem(Environment):
         return refused
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
-        # the VMM's sockets, disks and state live in a short private folder
-        workdir = Path(tempfile.mkdtemp(prefix=f"guestbench-{self.kind}-"))
+        # the VMM's sockets, disks and state live in a short private folder (inside a VM: in
+        # the folder the L1 machine shares, at the same path there)
+        machine = self.machine
+        if self.inside and machine is None:
+            raise GuestStartError("inside a VM, but the L1 machine was not started (prepare())")
+        workdir = (machine.workdir() if machine is not None
+                   else Path(tempfile.mkdtemp(prefix=f"guestbench-{self.kind}-")))
         devices = GuestDevices()
         try:
             if self.console_kind() != "stdio":
@@ -230,7 +293,8 @@ class FullSystem(Environment):
                                     finalizers=devices.finalizers, collected=devices.collected,
                                     pass_fds=devices.pass_fds,
                                     boot_timeout_s=self.spec.boot_timeout_s,
-                                    console=devices.console, **self.guest_options(workdir))
+                                    console=devices.console, **self.guest_options(workdir),
+                                    **({"launcher": machine.launcher(workdir)} if machine else {}))
         except BaseException:  # no guest owns the folder and the devices yet
             devices.finish()
             shutil.rmtree(workdir, ignore_errors=True)

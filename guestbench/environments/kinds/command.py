@@ -178,6 +178,10 @@ class CommandSpec(FullSystemSpec):
                 for name in placeholders_in(text)}
         if "pid" in used:
             raise _bad("{pid} exists only in stop_argv", "remove {pid} from argv")
+        if self.inside != "none" and (self.console != "stdio" or self.stop_argv):
+            raise _bad("inside a VM, the VMM's console must be its stdout and it must end with "
+                       "its process (no stop_argv): the L1 machine passes on its output only",
+                       "console = \"stdio\" and no stop_argv, or inside = \"none\"")
         if "disk" in used:
             raise _bad("{disk} belongs in disk_argv: runs without a scratch disk leave it out",
                        "move the disk's arguments to disk_argv = [...]")

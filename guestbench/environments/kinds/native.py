@@ -14,7 +14,8 @@ from guestbench.host import Host
 # and programs started by programs run where they would anyway.
 PROCESS_CAPABILITIES = frozenset({
     Capability.AGENT, Capability.PROCESSES, Capability.TSC, Capability.FILESYSTEM,
-    Capability.DROP_CACHES, Capability.EXEC_CHILDREN, Capability.NETWORK})
+    Capability.DROP_CACHES, Capability.EXEC_CHILDREN, Capability.NETWORK,
+    Capability.HOST_PROCESSES})
 
 
 class NativeSpec(EnvironmentSpec):

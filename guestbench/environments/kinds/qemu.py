@@ -124,6 +124,10 @@ class QemuSpec(FullSystemSpec):
         if self.vhost and self.net != "tap":
             raise ValueError("vhost needs net = \"tap\" (QEMU's user network has no vhost) "
                              "(fix: net = \"tap\", or remove vhost)")
+        if self.inside != "none" and self.placement != "none":
+            raise ValueError(f"placement {self.placement} pins QEMU's threads to host CPUs, "
+                             "which a VMM inside a VM does not have (fix: placement = "
+                             "\"none\", or inside = \"none\")")
         return self
 
 
@@ -191,6 +195,8 @@ class Qemu(FullSystem):
             return Availability.no(f"{spec.binary} not found (apt-get install qemu-system-x86)")
         if spec.placement == "disjoint" and len(os.sched_getaffinity(0)) < 2:
             return Availability.no("placement disjoint needs 2 host CPUs")
+        if spec.accel == "kvm" and spec.inside != "none":
+            return Availability.yes("accel kvm in the L1 machine")
         if spec.accel == "kvm":
             found = kvm.device()
             return found if not found.available else Availability.yes(
@@ -255,6 +261,16 @@ class Qemu(FullSystem):
     def ready(self, host: Host) -> Availability:
         if self.spec.accel == "tcg":
             return Availability.yes("emulation")
+        if self.machine is not None:  # inside a VM: KVM is the L1 machine's, if it loaded
+            if self.machine.kvm:
+                self.accel = "kvm"
+                return Availability.yes("KVM in the L1 machine")
+            if self.spec.accel == "auto":
+                self.accel = "tcg"
+                return Availability.yes("auto chose tcg: the L1 machine has no /dev/kvm")
+            return Availability.no(f"the L1 machine has no /dev/kvm: its KVM module did not "
+                                   f"load (its CPU model lacks SVM or VMX?); "
+                                   f"{self.machine.said()}")
         kvm = _kvm_boots(self)
         if kvm.available:
             self.accel = "kvm"
@@ -268,7 +284,7 @@ class Qemu(FullSystem):
                      devices: GuestDevices = GuestDevices(), accel: str | None = None,
                      paused: bool | None = None) -> list[str]:
         spec, image, accel = self.spec, self.image, accel or self.accel
-        qmp_socket = workdir / "qmp.sock" if workdir else None
+        qmp_socket = workdir / "qmp.sock" if workdir and not self.inside else None
         paused = spec.placement != "none" if paused is None else paused
         if accel == "tcg":
             kernel_args = [*_tcg_kernel_args(), *kernel_args]
@@ -287,7 +303,8 @@ class Qemu(FullSystem):
         ]
 
     def guest_options(self, workdir: Path) -> dict:
-        return {"qmp_socket": workdir / "qmp.sock", "placement": self.spec.placement}
+        return {"qmp_socket": None if self.inside else workdir / "qmp.sock",
+                "placement": self.spec.placement}
 
 
 def channel_modules(channel: str, machine: str) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ def test_the_default_campaign_leaves_the_vm_exits_out_and_names_them() -> None:
 def test_only_full_system_qemu_claims_port_io() -> None:
     claims = {name: Capability.PORT_IO in environments.create(
         environments.preset_spec(name)).capabilities for name in environments.PRESETS}
-    assert {name for name, claimed in claims.items() if claimed} == {"qemu-tcg", "qemu-kvm"}
+    assert {name for name, claimed in claims.items() if claimed} == {"qemu-tcg", "qemu-kvm", "qemu-kvm-nested"}
 
 
 @pytest.mark.parametrize("given, words", [

@@ -1,0 +1,102 @@
+"""The /init of an L1 machine (nested.py): the VM that a nested environment's VMM runs in.
+
+It loads KVM (with nesting) and the 9p and virtio-console drivers, mounts the host's root
+read-only over 9p at /host (so every program, library, firmware file and guest image has
+its host path there) and the host's shared folder read-write at its own path in it, then
+serves the host on the virtio-serial port gb.ctl, one line per command:
+
+    run ID SCRIPT    start `sh SCRIPT` chrooted into /host, in a session of its own; its
+                     output (the inner VMM's console) goes to the port as it comes
+    kill ID          SIGKILL to that run's process group
+
+and says, each on a line of its own:
+
+    gbl1: ready UPTIME kvm=yes|no CPUS     once, when it can take commands
+    gbl1: failed WHAT                      instead, when it cannot (then it powers off)
+    gbl1: started ID                       the run's process exists
+    gbl1: exited ID STATUS                 it has ended (STATUS as the shell's $?)
+
+docs/environments.md, "Inside a VM", describes what this proves and what it cannot.
+"""
+
+from __future__ import annotations
+
+# The host parses the "gbl1:" lines (nested.py): change their wording only together.
+# The text is part of the L1 image's content address.
+L1_INIT = r"""#!/bin/busybox sh
+bb=/bin/busybox
+$bb mount -t proc proc /proc
+$bb mount -t devtmpfs devtmpfs /dev
+$bb mount -t sysfs sysfs /sys
+$bb mount -t tmpfs tmpfs /tmp
+echo "gbl1: userspace"
+
+# KVM for the CPU's vendor (the other module would fail to load), nested where it can.
+vendor=intel
+$bb grep -q AuthenticAMD /proc/cpuinfo && vendor=amd
+while read -r ko; do
+    case "$ko" in
+        */kvm-amd.ko) [ $vendor = amd ] && { $bb insmod "$ko" nested=1 || echo "gbl1: insmod kvm-amd failed"; } ;;
+        */kvm-intel.ko) [ $vendor = intel ] && { $bb insmod "$ko" nested=1 || echo "gbl1: insmod kvm-intel failed"; } ;;
+        *) $bb insmod "$ko" || echo "gbl1: insmod $($bb basename "$ko" .ko) failed" ;;
+    esac
+done < /guestbench/modules
+kvm=no
+[ -c /dev/kvm ] && kvm=yes
+
+work=
+for word in $($bb cat /proc/cmdline); do
+    case "$word" in gb.work=*) work=${word#gb.work=} ;; esac
+done
+
+# cache=loose: the host's programs and images are read once per L1, not once per run
+# (an L2 start took 5.5 s with it, 13 s without, here).
+o=trans=virtio,version=9p2000.L,msize=524288
+failed=
+$bb mkdir -p /host
+$bb mount -t 9p -o ro,$o,cache=loose gbroot /host || failed="mount of the host's root over 9p"
+if [ -z "$failed" ]; then
+    $bb mount -t proc proc /host/proc
+    $bb mount -t sysfs sysfs /host/sys
+    $bb mount -t devtmpfs devtmpfs /host/dev
+    $bb mount -t tmpfs tmpfs /host/dev/shm || echo "gbl1: no /dev/shm"
+    $bb mount -t 9p -o $o gbwork "/host$work" || failed="mount of the shared folder $work"
+fi
+
+port=
+for name in /sys/class/virtio-ports/*/name; do
+    [ "$($bb cat "$name" 2>/dev/null)" = gb.ctl ] && port=/dev/$($bb basename "$($bb dirname "$name")")
+done
+if [ -z "$port" ]; then
+    echo "gbl1: no control port"
+    $bb poweroff -f
+fi
+exec 3<>"$port"
+if [ -n "$failed" ]; then
+    echo "gbl1: failed $failed" >&3
+    $bb poweroff -f
+fi
+echo "gbl1: ready $($bb cut -d' ' -f1 /proc/uptime) kvm=$kvm $($bb nproc)" >&3
+echo "gbl1: ready kvm=$kvm"
+
+while read -r verb id script <&3; do
+    case "$verb" in
+        run)
+            (
+                $bb setsid $bb chroot /host /bin/sh "$script" </dev/null >&3 2>/dev/console &
+                echo $! > /tmp/run-$id
+                echo "gbl1: started $id" >&3
+                wait $!
+                status=$?
+                echo >&3
+                echo "gbl1: exited $id $status" >&3
+            ) &
+            ;;
+        kill)
+            [ -f /tmp/run-$id ] && $bb kill -KILL -"$($bb cat /tmp/run-$id)" 2>/dev/null
+            ;;
+    esac
+done
+echo "gbl1: control port closed"
+$bb poweroff -f
+"""

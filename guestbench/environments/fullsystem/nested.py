@@ -1,0 +1,438 @@
+"""Running a full-system environment inside a VM: the L1 machine and the runs inside it.
+
+An environment with `inside = "tcg"` or `"kvm"` starts its VMM (the L2 guest's) inside an
+L1 guest that QEMU boots on the host under that accelerator: TCG emulating AMD SVM with
+nested paging, or the host's KVM where it allows nesting. The L1 guest sees the host's
+root read-only over 9p and runs the VMM's command line unchanged, chrooted there
+(l1_init.py); the VMM's console comes out on a virtio-serial port to the host, so the
+agent's records cross both consoles with their checksums. One L1 serves every run of the
+environments that share its shape (accelerator, memory, vCPUs), one run at a time, from
+the campaign's first run to its end (Environment.close()).
+
+docs/environments.md, "Inside a VM", says what the figures mean: under TCG they are
+functional, not the speed of the hypervisor inside.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import selectors
+import shlex
+import shutil
+import socket
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from guestbench import agent, images
+from guestbench.environments.base import Availability, GuestStartError
+from guestbench.environments.fullsystem.l1_init import L1_INIT
+from guestbench.host import which
+from guestbench.images import vmlinux
+from guestbench.process import logcap, proc, reaper
+
+L1_BINARY = "qemu-system-x86_64"
+# TCG's model of an AMD CPU with SVM and nested paging: kvm_amd loads on it (max works too).
+TCG_CPU = "EPYC-v3,+svm,+npt"
+L1_MODULES = ("kvm_amd", "kvm_intel", "9p", "9pnet_virtio", "virtio_mmio", "virtio_console")
+L1_EXTRA_MIB = 1024   # beyond the inner guest's memory: the L1 kernel, its page cache of the
+                      # host's files read over 9p, a UML guest's memory file in /dev/shm
+L1_BOOT_TIMEOUT_S = 180.0
+KILL_WAIT_S = 10.0
+RUN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+KVM_NESTED = {"amd": Path("/sys/module/kvm_amd/parameters/nested"),
+              "intel": Path("/sys/module/kvm_intel/parameters/nested")}
+
+
+class L1Error(Exception):
+    """The L1 machine could not be started, or stopped serving."""
+
+
+# ---- what can nest here (fast checks, for probe()) ----
+
+def probe(accel: str) -> Availability:
+    """Whether an L1 machine under accel could start here, from files alone."""
+    if which(L1_BINARY) is None:
+        return Availability.no(f"inside = \"{accel}\" needs {L1_BINARY} for the L1 machine "
+                               "(apt-get install qemu-system-x86)")
+    try:
+        kernel = images.default_kernel()
+    except images.ImageError as error:
+        return Availability.no(f"inside: no kernel for the L1 machine: {error}")
+    tree = Path("/lib/modules") / images.kernel_version(kernel)
+    if not list(tree.glob("kernel/arch/x86/kvm/kvm-*.ko*")):
+        return Availability.no(f"inside: the L1 kernel {kernel.name} has no kvm_amd or "
+                               f"kvm_intel module under {tree} (install its modules package)")
+    if accel == "kvm":
+        return _host_nesting()
+    return Availability.yes(f"nested in an L1 guest under TCG emulating SVM ({TCG_CPU})")
+
+
+def _host_nesting() -> Availability:
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return Availability.no("inside = \"kvm\" needs the host's /dev/kvm (not a KVM host, or "
+                               "not readable and writable by this user)")
+    for vendor, parameter in KVM_NESTED.items():
+        try:
+            value = parameter.read_text().strip()
+        except OSError:
+            continue
+        if value in ("1", "Y", "y"):
+            return Availability.yes(f"nested in an L1 guest under the host's KVM (kvm_{vendor} "
+                                    "nested=1)")
+        return Availability.no(f"inside = \"kvm\" needs nested virtualisation in the host's "
+                               f"kvm_{vendor}, which is off ({parameter} says {value}; fix: "
+                               f"modprobe -r kvm_{vendor} && modprobe kvm_{vendor} nested=1)")
+    return Availability.no("inside = \"kvm\": the host's KVM module is neither kvm_amd nor "
+                           "kvm_intel, so nesting cannot be checked")
+
+
+# ---- the L1 machine ----
+
+@dataclass(frozen=True)
+class Shape:
+    """What makes two environments' L1 machines interchangeable."""
+
+    accel: str
+    memory_mib: int
+    vcpus: int
+
+
+class Machine:
+    """One L1 guest on the host, serving runs one at a time over its control port."""
+
+    def __init__(self, shape: Shape) -> None:
+        self.shape = shape
+        self.folder: Path | None = None
+        self.process: proc.Process | None = None
+        self.channel: socket.socket | None = None
+        self.kvm = False
+        self.boot_s: float | None = None
+        self.kernel: Path | None = None
+        self.image_id: str | None = None
+        self.logs: Path | None = None
+        self.runs = 0
+        self.busy: "Run | None" = None
+        self._ids = itertools.count(1)
+        self._buffer = bytearray()
+        self._lock = threading.Lock()
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def boot(self) -> None:
+        """Build (or find) the L1 image and boot it until it says it is ready."""
+        try:
+            kernel = images.default_kernel()
+            try:
+                kernel = vmlinux.extract(kernel)  # PVH: no decompression under TCG
+            except (images.ImageError, OSError):
+                pass
+            image = images.build(kernel, modules=_l1_modules(kernel), init=L1_INIT)
+        except images.ImageError as error:
+            raise L1Error(f"L1 image: {error}") from None
+        self.kernel, self.image_id = kernel, image.id
+        self.folder = Path(tempfile.mkdtemp(prefix="guestbench-l1-"))
+        reaper.KEEPER.folder(str(self.folder))
+        self.logs = self.folder.with_name(self.folder.name + "-logs")
+        self.logs.mkdir()
+        reaper.KEEPER.folder(str(self.logs))
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        control = self.folder / "ctl.sock"
+        listener.bind(str(control))
+        listener.listen(1)
+        argv = self.command_line(image, control)
+        (self.logs / "command").write_text(" ".join(shlex.quote(a) for a in argv) + "\n")
+        started = proc.now_ns()
+        try:
+            self.process = proc.Process(argv, self.logs / "console.log", self.logs / "stderr.log",
+                                        stdout_to_log=True)
+            listener.settimeout(30)
+            self.channel, _ = listener.accept()
+        except (proc.ProcessError, OSError) as error:
+            self.stop()
+            raise L1Error(f"the L1 machine did not start: {error}; {self.said()}") from None
+        finally:
+            listener.close()
+        self.channel.setblocking(False)
+        try:
+            words = self._ready(started + int(L1_BOOT_TIMEOUT_S * 1e9))
+        except L1Error:
+            self.stop()
+            raise
+        self.boot_s = (proc.now_ns() - started) / 1e9
+        self.kvm = "kvm=yes" in words
+
+    def command_line(self, image: images.Image, control: Path) -> list[str]:
+        shape = self.shape
+        accel_args = (["-accel", "tcg", "-cpu", TCG_CPU] if shape.accel == "tcg"
+                      else ["-accel", "kvm", "-cpu", "host"])
+        khz = agent.host_tsc_khz() if shape.accel == "tcg" else None
+        append = ["console=ttyS0", "quiet", "panic=-1", "reboot=t", f"gb.work={self.folder}",
+                  *(["tsc=reliable", f"tsc_early_khz={khz}"] if khz else [])]
+        return [
+            L1_BINARY, "-M", "microvm", *accel_args,
+            "-smp", str(shape.vcpus), "-m", str(shape.memory_mib),
+            "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
+            "-no-reboot", "-kernel", str(image.kernel), "-initrd", str(image.initramfs),
+            "-append", " ".join(append),
+            "-fsdev", "local,id=gbroot,path=/,security_model=none,readonly=on,multidevs=remap",
+            "-device", "virtio-9p-device,fsdev=gbroot,mount_tag=gbroot",
+            "-fsdev", f"local,id=gbwork,path={self.folder},security_model=none",
+            "-device", "virtio-9p-device,fsdev=gbwork,mount_tag=gbwork",
+            "-chardev", f"socket,id=gbctl,path={control}",
+            "-device", "virtio-serial-device,max_ports=2",
+            "-device", "virtserialport,chardev=gbctl,name=gb.ctl,nr=1",
+        ]
+
+    def _ready(self, deadline_ns: int) -> str:
+        for _, line in self._lines(lambda: deadline_ns, None):
+            text = line.decode("utf-8", "replace")
+            if text.startswith("gbl1: ready"):
+                return text
+            if text.startswith("gbl1: failed"):
+                raise L1Error(f"the L1 machine failed: {text.removeprefix('gbl1: failed ')}; "
+                              f"{self.said()}")
+        raise L1Error(f"the L1 machine ended before it was ready; {self.said()}")
+
+    def said(self) -> str:
+        """The last lines of L1's console and QEMU's stderr, for a reason."""
+        said = []
+        for name in ("console.log", "stderr.log"):
+            try:
+                lines = (self.logs / name).read_text(errors="replace").splitlines()
+            except (OSError, TypeError):
+                continue
+            said += [line.strip() for line in lines if line.strip()][-3:]
+        return "L1 said: " + (" | ".join(said)[-500:] or "nothing")
+
+    def workdir(self) -> Path:
+        """A fresh folder for one run, which the L1 guest sees at the same path."""
+        return Path(tempfile.mkdtemp(prefix="run-", dir=self.folder))
+
+    def launcher(self, workdir: Path):
+        """proc.Process's stand-in for a guest object (ProcessGuest.launcher): argv started
+        in this machine, its files in workdir."""
+        def launch(argv: list[str], stdout_log: Path, stderr_log: Path,
+                   pass_fds: tuple[int, ...] = (), stdout_to_log: bool = False) -> Run:
+            if pass_fds or stdout_to_log:
+                raise GuestStartError("the VMM would need host descriptors or a console apart "
+                                      "from its output, which do not reach into the L1 machine")
+            return self.launch(argv, workdir, stdout_log, stderr_log)
+        return launch
+
+    def launch(self, argv: list[str], workdir: Path, stdout_log: Path,
+               stderr_log: Path) -> "Run":
+        """Start argv in the L1 guest; its output comes through the returned Run."""
+        with self._lock:
+            if not self.alive:
+                raise GuestStartError(f"the L1 machine is gone; {self.said()}")
+            if self.busy is not None and self.busy.returncode is None:
+                raise GuestStartError("the L1 machine runs one inner guest at a time, and one "
+                                      "is running")
+            run_id = next(self._ids)
+            script = workdir / "l2.sh"
+            script.write_text(
+                f"export PATH={RUN_PATH} TMPDIR=/dev/shm\n"
+                f"exec {' '.join(shlex.quote(a) for a in argv)} 2>{shlex.quote(str(workdir))}"
+                "/vmm-stderr.log\n")
+            run = Run(self, run_id, argv, workdir, stdout_log, stderr_log)
+            self._send(f"run {run_id} {script}\n")
+            self.busy = run
+            self.runs += 1
+            return run
+
+    def _send(self, text: str) -> None:
+        try:
+            self.channel.setblocking(True)
+            self.channel.sendall(text.encode())
+        except OSError as error:
+            raise GuestStartError(f"the L1 machine's control port: {error}") from None
+        finally:
+            self.channel.setblocking(False)
+
+    def _lines(self, deadline, log) -> "itertools.chain":
+        """(arrival, line) from the control port until it closes; log gets the bytes."""
+        fd = self.channel.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                while (end := self._buffer.find(b"\n")) >= 0:
+                    line = bytes(self._buffer[:end])
+                    del self._buffer[:end + 1]
+                    yield proc.now_ns(), line
+                remaining_s = (deadline() - proc.now_ns()) / 1e9
+                if remaining_s <= 0:
+                    raise proc.DeadlineExceeded("deadline passed")
+                if not selector.select(timeout=min(remaining_s, 1.0)):
+                    if not self.alive:
+                        return
+                    continue
+                try:
+                    chunk = self.channel.recv(65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    return
+                if log is not None:
+                    log.write(chunk)
+                self._buffer += chunk
+                if len(self._buffer) > proc.MAX_LINE_BYTES and b"\n" not in self._buffer:
+                    del self._buffer[proc.MAX_LINE_BYTES:]
+
+    def stop(self) -> None:
+        """End the L1 guest and remove its folder (its logs stay until the runs copied them)."""
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        if self.process is not None:
+            self.process.kill()
+        for folder in (self.folder, self.logs):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+                reaper.KEEPER.folder_gone(str(folder))
+
+    def facts(self) -> dict[str, object]:
+        return {"l1": f"QEMU {self.shape.accel.upper()} "
+                      f"{TCG_CPU if self.shape.accel == 'tcg' else 'host'}, "
+                      f"{self.shape.memory_mib} MiB, {self.shape.vcpus} vCPU, kernel "
+                      f"{self.kernel.name if self.kernel else '?'}",
+                "l1_boot_s": round(self.boot_s, 2) if self.boot_s else None,
+                "l1_kvm": self.kvm}
+
+
+def _l1_modules(kernel: Path) -> tuple[str, ...]:
+    """L1's modules that this kernel has (an AMD-only or Intel-only build lacks the other)."""
+    tree = Path("/lib/modules") / images.kernel_version(kernel)
+    have = {path.name.split(".ko")[0].replace("-", "_")
+            for path in tree.glob("kernel/arch/x86/kvm/kvm-*.ko*")}
+    return tuple(m for m in L1_MODULES if not m.startswith("kvm_") or m in have)
+
+
+class Run:
+    """One inner VMM running in the L1 guest, as a host process looks to a guest object
+    (proc.Process's interface): its console lines, its status, its kill."""
+
+    def __init__(self, machine: Machine, run_id: int, argv: list[str], workdir: Path,
+                 stdout_log: Path, stderr_log: Path) -> None:
+        self.machine = machine
+        self.id = run_id
+        self.argv = argv
+        self.workdir = workdir
+        self.pid = machine.process.pid  # the host process holding it: the L1 machine's QEMU
+        self.started_ns = proc.now_ns()
+        self.first_byte_ns: int | None = None
+        self._returncode: int | None = None
+        self._ended = False
+        self._stdout_log = logcap.CappedLog(stdout_log, proc.LOG_CAP_BYTES)
+        self._stderr_log = stderr_log
+        self._exited = f"gbl1: exited {run_id} ".encode()
+        self._started = f"gbl1: started {run_id}".encode()
+
+    def lines(self, deadline_ns) -> "itertools.chain":
+        deadline = deadline_ns if callable(deadline_ns) else (lambda: deadline_ns)
+        if self._ended:
+            return
+        for arrival_ns, line in self.machine._lines(deadline, self._stdout_log):
+            if line.startswith(self._exited):
+                self._end(int(line[len(self._exited):].strip() or 255))
+                return
+            if line.startswith(self._started) or line.startswith(b"gbl1: exited "):
+                continue
+            if self.first_byte_ns is None and line:
+                self.first_byte_ns = arrival_ns
+            yield arrival_ns, line
+        self._end(None)  # the L1 machine ended
+
+    def _end(self, status: int | None) -> None:
+        self._ended = True
+        if status is None:
+            self._returncode = -9
+        else:  # the shell's $?: 128+N for a signal N
+            self._returncode = -(status - 128) if status > 128 else status
+        self._close()
+
+    def _close(self) -> None:
+        self._stdout_log.close()
+        if self.machine.busy is self:
+            self.machine.busy = None
+        try:
+            said = (self.workdir / "vmm-stderr.log").read_bytes()
+            with open(self._stderr_log, "ab") as log:
+                log.write(said[-proc.LOG_CAP_BYTES:])
+        except OSError:
+            pass
+        try:  # the L1 machine's console so far, beside the run's own logs
+            shutil.copyfile(self.machine.logs / "console.log",
+                            Path(self._stderr_log).with_name("l1-console.log"))
+        except (OSError, TypeError):
+            pass
+
+    def wait(self, timeout_s: float) -> int | None:
+        if not self._ended:
+            deadline = proc.now_ns() + int(max(timeout_s, 0.0) * 1e9)
+            try:
+                for _ in self.lines(deadline):
+                    pass
+            except proc.DeadlineExceeded:
+                return None
+        return self._returncode
+
+    def kill(self) -> None:
+        if self._ended:
+            return
+        if self.machine.alive and self.machine.channel is not None:
+            try:
+                self.machine._send(f"kill {self.id}\n")
+            except GuestStartError:
+                pass
+            if self.wait(KILL_WAIT_S) is not None:
+                return
+        self._end(None)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._returncode
+
+    def poll(self) -> int | None:
+        return self._returncode
+
+    @property
+    def log_overflow(self) -> int:
+        return self._stdout_log.dropped
+
+
+# ---- the machines in use, one per shape ----
+
+_machines: dict[Shape, Machine] = {}
+_users: dict[Shape, int] = {}
+_registry_lock = threading.Lock()
+
+
+def acquire(shape: Shape) -> Machine:
+    """The L1 machine of this shape, booted if none runs; release() it when done."""
+    with _registry_lock:
+        machine = _machines.get(shape)
+        if machine is None or not machine.alive:
+            machine = Machine(shape)
+            machine.boot()
+            _machines[shape] = machine
+        _users[shape] = _users.get(shape, 0) + 1
+        return machine
+
+
+def release(machine: Machine) -> None:
+    """One user fewer; the last one ends the machine."""
+    with _registry_lock:
+        shape = machine.shape
+        _users[shape] = _users.get(shape, 1) - 1
+        if _users[shape] <= 0:
+            _users.pop(shape, None)
+            if _machines.get(shape) is machine:
+                del _machines[shape]
+            machine.stop()
