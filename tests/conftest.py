@@ -7,6 +7,7 @@ imports the environments here)."""
 from __future__ import annotations
 
 import itertools
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,16 @@ def no_signal_received():
     stopping.received = None
     yield
     stopping.received = None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nested_machines_end():
+    """Every L1 machine a nested environment started in this process ends with the session
+    (tests share them, as a campaign's environments do: nested.acquire)."""
+    yield
+    nested = sys.modules.get("guestbench.environments.fullsystem.nested")  # not the unit suite's
+    if nested is not None:
+        nested.stop_all()
 
 
 @pytest.fixture(scope="session")

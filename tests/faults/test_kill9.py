@@ -206,6 +206,25 @@ def test_sigkill_during_density_leaves_no_instance(preset, tmp_path, host_facts)
     assert not left_since(processes, folders, wait_s=10.0)
 
 
+def test_sigkill_during_a_nested_run_leaves_no_l1_machine_and_no_folder(tmp_path):
+    """guestbench killed while a KVM guest hangs inside its L1 machine: the L1 machine's QEMU
+    (and so the inner guest), its shared folder and its logs' folder all go."""
+    from guestbench.environments.fullsystem import nested  # the integration suites' module
+    answer = nested.probe("tcg")
+    if not answer.available:
+        pytest.skip(f"no L1 machine here: {answer.reason}")
+    processes, folders = guest_processes(), guest_folders()
+    child = subprocess.Popen([*GUESTBENCH, "run", "--env", "qemu-kvm-nested", "--workload",
+                              "hang", "--repeat", "1", "--timeout", "120", "--quiet", "--db",
+                              f"sqlite:///{tmp_path / 'store.sqlite'}"], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # an inner guest runs once the L1 machine has a run's folder; 3 s later it boots or hangs
+    during = _killed_once(child, lambda: any(Path("/tmp").glob("guestbench-l1-*/run-*")),
+                          "the nested run", settle_s=3.0) - processes
+    assert during, "no L1 machine was seen"
+    assert not left_since(processes, folders, wait_s=5.0)
+
+
 def _idle_instances(folder: Path) -> int:
     """Instances whose agent's records, in their logs, say it idles."""
     return sum(1 for log in folder.glob("guestbench-logs/**/instance*/stdout.log")

@@ -24,6 +24,9 @@ pytestmark = pytest.mark.integration
 # The suite's nothing_left_behind (tests/integration/conftest.py) is kept in the tests'
 # signatures for readability; run() (tests/support/guests.py) checks each guest it started.
 GUESTS_CHECKED_BY_RUN = True
+# guests whose kernel runs at TCG's speed: booted from the vmlinux where the test is not
+# about the default kernel (real_environments.tcg_kernel)
+TCG_BOOTS = ("qemu-tcg", "qemu-kvm-nested")
 
 
 @pytest.mark.parametrize("preset", FULL_SYSTEM_PRESETS)
@@ -43,11 +46,11 @@ def test_agent_runs_in_the_guest(preset, host_facts, agent_path, tmp_path, nothi
 @pytest.mark.parametrize("preset", FULL_SYSTEM_PRESETS)
 def test_guest_that_hangs_after_boot_is_killed(preset, host_facts, agent_path, tmp_path,
                                                nothing_left_behind):
-    fast = {"kernel": tcg_kernel()} if preset == "qemu-tcg" else {}
+    fast = {"kernel": tcg_kernel()} if preset in TCG_BOOTS else {}
     env = environment(host_facts, preset, **fast)
     # the agent starts and hangs well within it: a TCG guest from its vmlinux reaches
-    # userspace in ~2 s here, a UML guest in under 1 s
-    timeout_s = 8.0 if preset == "qemu-tcg" else 5.0
+    # userspace in ~2 s here, a UML guest in under 1 s, a nested KVM guest in ~6 s
+    timeout_s = {"qemu-tcg": 8.0, "qemu-kvm-nested": 18.0}.get(preset, 5.0)
     outcome, guest = run(env, agent_path, tmp_path, ["hang"], timeout_s=timeout_s)
     assert outcome.status == Status.TIMEOUT and f"{timeout_s:g} s run timeout" in outcome.reason
     assert "userspace" in guest.boot_phases()  # it did boot; the agent hung
@@ -56,7 +59,7 @@ def test_guest_that_hangs_after_boot_is_killed(preset, host_facts, agent_path, t
 @pytest.mark.parametrize("preset", FULL_SYSTEM_PRESETS)
 def test_guest_kernel_panic_is_crashed_with_the_console(preset, host_facts, agent_path,
                                                         tmp_path, nothing_left_behind):
-    fast = {"kernel": tcg_kernel()} if preset == "qemu-tcg" else {}
+    fast = {"kernel": tcg_kernel()} if preset in TCG_BOOTS else {}
     env = environment(host_facts, preset, kernel_args=["gb.fault=exit-init"], **fast)
     outcome, _ = run(env, agent_path, tmp_path, ["getpid"], timeout_s=60.0)
     assert outcome.status == Status.CRASHED, outcome.reason

@@ -71,6 +71,11 @@ class FullSystemSpec(EnvironmentSpec):
                             "nested=1); none: on the host")
 
 
+# The fact an environment states when its figures are functional only (it ran, and how its
+# parts compare) and not the speed of what it is named after: reports mark its columns and
+# keep it out of geometric means and heatmaps (docs/environments.md, "Inside a VM").
+FUNCTIONAL = "functional"
+
 # What a run inside an L1 machine cannot have, and why (docs/environments.md, "Inside a VM").
 NOT_INSIDE = {
     Capability.NETWORK: "inside a VM the guest's network would end in the L1 machine, not at "
@@ -236,6 +241,9 @@ class FullSystem(Environment):
         facts: dict[str, Any] = {}
         if self.machine is not None:
             facts.update(self.machine.facts())
+        if self.inside == "tcg":  # reports mark it and keep it out of means (FUNCTIONAL)
+            facts[FUNCTIONAL] = ("nested in an L1 guest under TCG: its figures show that it "
+                                 "runs and where its time goes, not its speed on hardware")
         if self.vmm_version:
             facts["vmm_version"] = self.vmm_version
         if self.image is not None:

@@ -59,6 +59,7 @@ if [ -z "$failed" ]; then
     $bb mount -t proc proc /host/proc
     $bb mount -t sysfs sysfs /host/sys
     $bb mount -t devtmpfs devtmpfs /host/dev
+    $bb mkdir -p /host/dev/shm
     $bb mount -t tmpfs tmpfs /host/dev/shm || echo "gbl1: no /dev/shm"
     $bb mount -t 9p -o $o gbwork "/host$work" || failed="mount of the shared folder $work"
 fi

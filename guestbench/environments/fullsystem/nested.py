@@ -436,3 +436,13 @@ def release(machine: Machine) -> None:
             if _machines.get(shape) is machine:
                 del _machines[shape]
             machine.stop()
+
+
+def stop_all() -> None:
+    """End every L1 machine of this process, whoever still holds it (a test session's end)."""
+    with _registry_lock:
+        machines = list(_machines.values())
+        _machines.clear()
+        _users.clear()
+    for machine in machines:
+        machine.stop()
