@@ -23,7 +23,7 @@ GUESTBENCH = [sys.executable, "-m", "guestbench"]
 
 
 @pytest.mark.parametrize("preset", ["native", "namespace", "runc", "runsc", "qemu-user",
-                                    "qemu-tcg", "uml"])
+                                    "qemu-tcg", "uml", "xen-tcg"])
 def test_sigkill_leaves_nothing_and_the_next_run_marks_the_campaign(preset, tmp_path, probes,
                                                                      host_facts):
     if preset in FULL_SYSTEM_PRESETS:

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.integration
 GUESTS_CHECKED_BY_RUN = True
 # guests whose kernel runs at TCG's speed: booted from the vmlinux where the test is not
 # about the default kernel (real_environments.tcg_kernel)
-TCG_BOOTS = ("qemu-tcg", "qemu-kvm-nested")
+TCG_BOOTS = ("qemu-tcg", "qemu-kvm-nested", "xen-tcg")
 
 
 @pytest.mark.parametrize("preset", FULL_SYSTEM_PRESETS)
@@ -49,8 +49,9 @@ def test_guest_that_hangs_after_boot_is_killed(preset, host_facts, agent_path, t
     fast = {"kernel": tcg_kernel()} if preset in TCG_BOOTS else {}
     env = environment(host_facts, preset, **fast)
     # the agent starts and hangs well within it: a TCG guest from its vmlinux reaches
-    # userspace in ~2 s here, a UML guest in under 1 s, a nested KVM guest in ~6 s
-    timeout_s = {"qemu-tcg": 8.0, "qemu-kvm-nested": 18.0}.get(preset, 5.0)
+    # userspace in ~2 s here, a UML guest in under 1 s, a nested KVM guest in ~6 s, a Xen
+    # dom0 in ~5 s
+    timeout_s = {"qemu-tcg": 8.0, "qemu-kvm-nested": 18.0, "xen-tcg": 15.0}.get(preset, 5.0)
     outcome, guest = run(env, agent_path, tmp_path, ["hang"], timeout_s=timeout_s)
     assert outcome.status == Status.TIMEOUT and f"{timeout_s:g} s run timeout" in outcome.reason
     assert "userspace" in guest.boot_phases()  # it did boot; the agent hung
