@@ -33,6 +33,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# The xen-tcg environment boots Xen under QEMU: the hypervisor's image in /boot only. Without
+# its recommends (xen-utils, xen-hypervisor-common), which would start Xen's daemons and make
+# GRUB boot this machine into Xen by default.
+if ! dpkg-query -W -f='${Status}' xen-hypervisor-4.17-amd64 2>/dev/null | grep -q "install ok installed"; then
+  echo "install.sh: installing xen-hypervisor-4.17-amd64 (its image only)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    xen-hypervisor-4.17-amd64 >/dev/null
+fi
 
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv

@@ -21,9 +21,9 @@ def environments(here) -> str:
              one.answer.reason, f"{one.probe_s:.2f}"] for one in probed]
     return draw(f"Environments on {facts['hostname']} ({facts['cpu_model']}, kernel "
                 f"{facts['kernel']})",
-                [Column("preset", whole=True), Column("kind", whole=True), Column("options", max_width=16),
+                [Column("preset", whole=True), Column("kind", whole=True), Column("options", max_width=22),
                  Column("available", whole=True),
-                 Column("probe answer", min_width=44),  # a path to remove, whole
+                 Column("probe answer", min_width=39),  # a path to remove, whole
                  Column("probe s", whole=True)], rows)
 
 

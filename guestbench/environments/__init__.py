@@ -107,10 +107,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "qemu-tcg": {"kind": "qemu", "accel": "tcg"},
     "qemu-kvm": {"kind": "qemu", "accel": "kvm"},
     # real KVM, one level down: qemu -accel kvm inside an L1 guest under TCG emulating SVM
-    "qemu-kvm-nested": {"kind": "qemu", "accel": "kvm", "inside": "tcg"},
+    # (its kernel uncompressed: a bzImage's decompression runs at TCG's speed there too)
+    "qemu-kvm-nested": {"kind": "qemu", "accel": "kvm", "inside": "tcg",
+                        "kernel_format": "vmlinux"},
     "uml": {"kind": "uml"},
     # Xen 4.17 under QEMU's TCG, the agent in its PV dom0
-    "xen-tcg": {"kind": "xen"},
+    "xen-tcg": {"kind": "xen", "kernel_format": "vmlinux"},
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.plan.labels import plain_value
-from guestbench.report import titles
+from guestbench.report import functional, titles
 from guestbench.report.model import Table
 
 MAX_HEADER = 24
@@ -173,12 +173,16 @@ def _renamed(text: str, longest_first: list[tuple[str, str]]) -> str:
     return text
 
 
-def present(made: list[Table], report: CampaignResults) -> list[Table]:
+def present(made: list[Table], report: CampaignResults, legend_each: bool = True
+            ) -> list[Table]:
     """Tables as every view shows them: display titles, environment headers shortened where
-    a sweep made them long, and the key to those headers after the first table."""
+    a sweep made them long, and the key to those headers after the first table; functional
+    environments marked, with their legend under each table that names them (legend_each)
+    or under the first."""
     titles.apply(made, report)
     headers = short_names(report.environments)
     shorten(made, headers)
+    functional.mark_tables(made, report, headers, legend_each)
     key = legend(report.environments, headers)
     if key is not None:  # after the first table, whose headers it explains
         made.insert(1, key)

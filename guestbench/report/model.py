@@ -12,6 +12,7 @@ from guestbench.analysis.cells import (CONFIDENCE, CONTEXT, RESAMPLES, SPREAD_FA
                                        UNSTABLE_CV, VERDICT, Cell, Interval, Results, row_kind)
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S, clock_summaries
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
+from guestbench.report import functional
 
 
 @dataclass
@@ -417,7 +418,8 @@ def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: boo
 
 
 def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes,
-                interval: Interval | None = None) -> str:
+                interval: Interval | None = None, mark: str = "") -> str:
+    """mark: after the ratio, before its footnotes (functional.ratio_mark)."""
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if cell.too_fast or baseline.too_fast:
@@ -427,6 +429,7 @@ def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes,
         text = format_interval(interval)
     else:
         text = format_ratio(ratio) if ratio is not None else "no baseline"
+    text += mark
     return f"{text} {footnotes.mark(cell)}".strip() if cell.problems or cell.flag_names else text
 
 
@@ -545,9 +548,11 @@ def ratio_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
         if not base.is_performance:
             continue  # context and verdicts: shown as measured, never as ratios
         table.add([label, metric + (" (rate, inverted)" if base.higher_is_better else ""), *(
-            _ratio_text(row[env], base, footnotes, report.ratios.get((label, metric, env)))
+            _ratio_text(row[env], base, footnotes, report.ratios.get((label, metric, env)),
+                        "" if env == baseline else functional.ratio_mark(report, env))
             for env in results.environments)], [(env, label) for env in results.environments])
-    shared, common = report.comparable_geomeans(results.environments)
+    shared, common = report.comparable_geomeans(
+        functional.judged_names(report, results.environments))
     if report.geomeans:
         table.add(["geometric mean", "primary metrics", *(
             geomean_text(report, env, geomeans=shared) for env in results.environments)])
@@ -583,6 +588,8 @@ def geomean_text(report: CampaignResults, env: str, as_percent: bool = False,
     geomeans: the ones to show (comparable_geomeans), else the campaign's own."""
     if env == report.baseline:
         return "100" if as_percent else "1.00x"
+    if not functional.judged(report, env):
+        return functional.LEFT_OUT
     geomean = (report.geomeans if geomeans is None else geomeans).get(env)
     if geomean is None:
         return "-"

@@ -18,7 +18,7 @@ from typing import Literal
 from guestbench.analysis.results import CampaignResults
 from guestbench.plan import catalogue
 from guestbench.plan.tables import matches, ordered, table_specs
-from guestbench.report import columns, model, titles
+from guestbench.report import columns, functional, model, titles
 from guestbench.report.model import Footnotes, Style, Table, spread_line, styled
 from guestbench.report.tables import (
     bonnie, boot, efficiency, io, kernbench, platform, published, summary, versions)
@@ -84,7 +84,7 @@ def tables(report: CampaignResults, view: View, width: int | None = None,
     made_by = VIEWS.get(view)
     if made_by is None:
         raise ValueError(f"no table view {view!r} (one of summary, {', '.join(VIEWS)})")
-    return columns.present(made_by(report), report)
+    return columns.present(made_by(report), report, legend_each=view != "detail")
 
 
 def _every_table(report: CampaignResults, each_own: bool = False) -> list[Table]:
@@ -186,6 +186,7 @@ def _built(report: CampaignResults, choice: Choice) -> list[Table]:
     headers = {**columns.short_names(shown.environments), **choice.labels}
     columns.shorten(made, headers)
     columns.rename_notes(made, choice.labels)
+    functional.mark_tables(made, shown, headers)
     if choice.title:
         for table in made:
             table.title = choice.title if len(made) == 1 else f"{choice.title}: {table.title}"

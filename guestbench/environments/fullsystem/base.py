@@ -82,8 +82,6 @@ NOT_INSIDE = {
                         "the host's peer: network workloads run with inside = \"none\"",
     Capability.TRACED_DISK: "the traced disk is a host block device, which the L1 machine "
                             "cannot hand on: run with inside = \"none\"",
-    Capability.UPLOAD: "upload channels feed the VMM from host sockets and pipes, which do "
-                       "not reach into the L1 machine: run with inside = \"none\"",
     Capability.HOST_PROCESSES: "inside a VM the instance's processes are the L1 machine's, "
                                "not the host's: its memory cannot be read apart from L1's",
 }
@@ -308,6 +306,11 @@ class FullSystem(Environment):
             shutil.rmtree(workdir, ignore_errors=True)
             raise
 
+    def inside_channel(self, setup: channels.ChannelSetup,
+                       workdir: Path) -> channels.ChannelSetup:
+        """The channel as the VMM gets it: inside a VM, its feeder runs there too."""
+        return nested.relocated(setup, workdir) if self.machine is not None else setup
+
     def guest_options(self, workdir: Path) -> dict[str, Any]:
         """Keyword arguments the kind's guest class takes beyond ConsoleGuest's."""
         return {}
@@ -335,8 +338,8 @@ class FullSystem(Environment):
         if job.network is not None:
             devices.args += self.attach_network(job.network)
         if needs.upload is not None:
-            setup = devices.channel(lambda: self.channel(
-                needs.upload.channel, needs.upload.source, workdir))
+            setup = devices.channel(lambda: self.inside_channel(self.channel(
+                needs.upload.channel, needs.upload.source, workdir), workdir))
             devices.args += setup.vmm_args
             mounts += setup.kernel_args
             options += channels.agent_options(setup, guestdisk.GUEST_SCRATCH)

@@ -27,12 +27,16 @@ shared file itself.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import os
 import select
+import signal
 import socket
+import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -320,6 +324,34 @@ class PipeFeeder(_StreamFeeder):
         self._fds = ()
 
 
+class FifoFeeder(_StreamFeeder):
+    """Two named pipes the VMM holds open (its descriptors given by the shell that starts it):
+    PipeFeeder's rule where the feeder cannot give the VMM a descriptor itself, as inside
+    an L1 machine (nested.py). Both are opened read-write, so neither open waits."""
+
+    what = "fifo"
+
+    def __init__(self, source: Path, into_guest: Path, from_guest: Path) -> None:
+        super().__init__(source)
+        self.paths = (into_guest, from_guest)
+        self._fds: tuple[int, ...] = ()
+
+    def _open(self) -> None:
+        self._fds = tuple(os.open(path, os.O_RDWR | os.O_NONBLOCK) for path in self.paths)
+        try:
+            fcntl.fcntl(self._fds[0], fcntl.F_SETPIPE_SZ, _pipe_max())
+        except OSError:
+            pass
+
+    def _connect(self) -> tuple[int, int] | None:
+        return self._fds[1], self._fds[0]
+
+    def _close(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = ()
+
+
 def _high_fd(fd: int) -> int:
     """fd moved to the lowest free number from HIGH_FD up (still close-on-exec)."""
     try:
@@ -376,3 +408,37 @@ def socket_path(workdir: Path) -> Path:
         raise ChannelError(f"socket path {path} is longer than a Unix socket allows "
                            f"({SUN_PATH_MAX - 1} bytes; fix: a shorter TMPDIR)")
     return path
+
+
+
+def feed(argv: list[str]) -> None:
+    """A feeder as a program of its own, started beside its VMM by the VMM's shell (inside an
+    L1 machine): `feed-socket PATH SOURCE` or `feed-fifo INTO FROM SOURCE`. It ends with the
+    VMM (the parent-death signal), saying on stderr what it sent."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    if len(argv) == 3 and argv[0] == "feed-socket":
+        feeder: _StreamFeeder = SocketFeeder(Path(argv[2]), Path(argv[1]))
+    elif len(argv) == 4 and argv[0] == "feed-fifo":
+        feeder = FifoFeeder(Path(argv[3]), Path(argv[1]), Path(argv[2]))
+    else:
+        print("usage: channels.py feed-socket PATH SOURCE | feed-fifo INTO FROM SOURCE",
+              file=sys.stderr)
+        return
+    try:
+        feeder.start()
+        said = ""
+        while True:  # what it has done so far, should it be killed (its log is all there is)
+            time.sleep(2)
+            if feeder.describe() != said:
+                said = feeder.describe()
+                print(said, file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        feeder.stop()
+        print(feeder.describe(), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    feed(sys.argv[1:])

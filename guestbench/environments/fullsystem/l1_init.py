@@ -59,8 +59,11 @@ if [ -z "$failed" ]; then
     $bb mount -t proc proc /host/proc
     $bb mount -t sysfs sysfs /host/sys
     $bb mount -t devtmpfs devtmpfs /host/dev
-    $bb mkdir -p /host/dev/shm
+    $bb mkdir -p /host/dev/shm /host/dev/pts
     $bb mount -t tmpfs tmpfs /host/dev/shm || echo "gbl1: no /dev/shm"
+    # UML checks at start that its host delivers SIGIO on a pseudo-terminal (it reads its
+    # serial lines' descriptors on that signal): without devpts it cannot, and its lines stall
+    $bb mount -t devpts devpts /host/dev/pts || echo "gbl1: no /dev/pts"
     $bb mount -t 9p -o $o gbwork "/host$work" || failed="mount of the shared folder $work"
 fi
 

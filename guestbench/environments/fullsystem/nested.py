@@ -15,12 +15,14 @@ functional, not the speed of the hypervisor inside.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import selectors
 import shlex
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from guestbench import agent, images
 from guestbench.environments.base import Availability, GuestStartError
+from guestbench.environments.fullsystem import channels
 from guestbench.environments.fullsystem.l1_init import L1_INIT
 from guestbench.host import which
 from guestbench.images import vmlinux
@@ -42,6 +45,11 @@ L1_EXTRA_MIB = 1024   # beyond the inner guest's memory: the L1 kernel, its page
 L1_BOOT_TIMEOUT_S = 180.0
 KILL_WAIT_S = 10.0
 RUN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+FEED_SCRIPT = "feed.sh"  # sourced by a run's script before it starts the VMM, if there
+L1_SHM = "/dev/shm"      # the L1 machine's own tmpfs: sockets and FIFOs live there
+# UML's serial line inside the L1 machine: the two descriptors the shell gives it (one
+# digit: the shell's limit; not 4, which is UML's ubd pipe)
+INSIDE_FDS = (7, 8)
 KVM_NESTED = {"amd": Path("/sys/module/kvm_amd/parameters/nested"),
               "intel": Path("/sys/module/kvm_intel/parameters/nested")}
 
@@ -235,10 +243,11 @@ class Machine:
                                       "is running")
             run_id = next(self._ids)
             script = workdir / "l2.sh"
+            folder = shlex.quote(str(workdir))
             script.write_text(
-                f"export PATH={RUN_PATH} TMPDIR=/dev/shm\n"
-                f"exec {' '.join(shlex.quote(a) for a in argv)} 2>{shlex.quote(str(workdir))}"
-                "/vmm-stderr.log\n")
+                f"export PATH={RUN_PATH} TMPDIR={L1_SHM}\n"
+                f"if [ -f {folder}/{FEED_SCRIPT} ]; then . {folder}/{FEED_SCRIPT}; fi\n"
+                f"exec {' '.join(shlex.quote(a) for a in argv)} 2>{folder}/vmm-stderr.log\n")
             run = Run(self, run_id, argv, workdir, stdout_log, stderr_log)
             self._send(f"run {run_id} {script}\n")
             self.busy = run
@@ -306,6 +315,44 @@ class Machine:
                 "l1_kvm": self.kvm}
 
 
+class InsideFeeder(channels.Feeder):
+    """The host's side of a stream channel whose feeder runs inside the L1 machine."""
+
+    def describe(self) -> str:
+        return "the feeder ran inside the L1 machine (its last words: feeder.log in the run's folder)"
+
+
+def relocated(setup: channels.ChannelSetup, workdir: Path) -> channels.ChannelSetup:
+    """An upload channel as its VMM gets it inside the L1 machine: a stream channel's host
+    feeder, whose socket or pipes would not reach in, gives way to the same feeder run as
+    a program there (channels.py), started by the run's script before the VMM (feed.sh);
+    file channels (9p, hostfs) read the host's file, which the L1 machine sees."""
+    feeder = setup.feeder
+    if not isinstance(feeder, (channels.SocketFeeder, channels.PipeFeeder)):
+        return setup
+    feeder.stop()  # its host socket or pipes: never used
+    base = f"{L1_SHM}/gbup-{workdir.name}"
+    program = [sys.executable, "-I", str(Path(channels.__file__))]
+    log = shlex.quote(str(workdir / "feeder.log"))
+    source = shlex.quote(str(feeder.source))
+    if isinstance(feeder, channels.SocketFeeder):
+        socket_path = f"{base}.sock"
+        vmm_args = tuple(arg.replace(str(feeder.path), socket_path) for arg in setup.vmm_args)
+        lines = [f"{shlex.join(program)} feed-socket {socket_path} {source} 2>>{log} &",
+                 "n=0",
+                 f'while [ ! -S {socket_path} ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done']
+    else:
+        into, out = f"{base}.in", f"{base}.out"
+        was = f"fd:{feeder.guest_in},fd:{feeder.guest_out}"
+        now = f"fd:{INSIDE_FDS[0]},fd:{INSIDE_FDS[1]}"
+        vmm_args = tuple(arg.replace(was, now) for arg in setup.vmm_args)
+        lines = [f"mkfifo {into} {out}",
+                 f"exec {INSIDE_FDS[0]}<>{into} {INSIDE_FDS[1]}<>{out}",
+                 f"{shlex.join(program)} feed-fifo {into} {out} {source} 2>>{log} &"]
+    (workdir / FEED_SCRIPT).write_text("\n".join(lines) + "\n")
+    return dataclasses.replace(setup, vmm_args=vmm_args, pass_fds=(), feeder=InsideFeeder())
+
+
 def _l1_modules(kernel: Path) -> tuple[str, ...]:
     """L1's modules that this kernel has (an AMD-only or Intel-only build lacks the other)."""
     tree = Path("/lib/modules") / images.kernel_version(kernel)
@@ -365,6 +412,11 @@ class Run:
             said = (self.workdir / "vmm-stderr.log").read_bytes()
             with open(self._stderr_log, "ab") as log:
                 log.write(said[-proc.LOG_CAP_BYTES:])
+        except OSError:
+            pass
+        try:  # an upload's feeder, where it ran inside the L1 machine
+            shutil.copyfile(self.workdir / "feeder.log",
+                            Path(self._stderr_log).with_name("feeder.log"))
         except OSError:
             pass
         try:  # the L1 machine's console so far, beside the run's own logs

@@ -13,6 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from guestbench import agent, images
+from guestbench.images import vmlinux
 from guestbench.environments.fullsystem import channels, kvm
 from guestbench.environments.base import Availability, Capability, GuestStartError
 from guestbench.environments.fullsystem.console import ConsoleGuest
@@ -101,6 +102,10 @@ class QemuSpec(FullSystemSpec):
                             "(disjoint), or left to the scheduler (none)")
     kernel: str | None = Field(None, min_length=1,
                                description="kernel image; None = the host's newest /boot/vmlinuz-*")
+    kernel_format: Literal["bzImage", "vmlinux"] = Field(
+        "bzImage", description="vmlinux: boot the kernel's uncompressed ELF (extracted once, "
+                               "cached), through PVH, without decompressing it in the guest: "
+                               "3-4 s less a boot under TCG here")
     modules: Names = Field((), description="kernel modules loaded at boot")
     binary: str = Field("qemu-system-x86_64", description="the QEMU program")
     disk_bus: Literal["virtio-blk", "virtio-scsi", "ide"] = Field(
@@ -185,6 +190,7 @@ class Qemu(FullSystem):
 
     def __init__(self, spec: QemuSpec) -> None:
         super().__init__(spec)
+        self.boot_kernel: Path | None = None  # the extracted vmlinux, kernel_format vmlinux
         self.accel = spec.accel
         self.disk_format = spec.disk_format
         self.bus = bus(spec.machine, spec.disk_bus)
@@ -258,6 +264,14 @@ class Qemu(FullSystem):
             raise channels.ChannelError(self.channel_refusal(name))
         return qemu_channel(name, source, self.spec.machine, workdir)
 
+    def prepare(self, host: Host) -> Availability:
+        if self.spec.kernel_format == "vmlinux":  # before a KVM test boot, which boots it
+            try:
+                self.boot_kernel = vmlinux.extract(self.kernel())
+            except (images.ImageError, OSError) as error:
+                return Availability.no(f"vmlinux from {self.kernel()}: {error}")
+        return super().prepare(host)
+
     def ready(self, host: Host) -> Availability:
         if self.spec.accel == "tcg":
             return Availability.yes("emulation")
@@ -294,7 +308,7 @@ class Qemu(FullSystem):
             "-smp", str(spec.vcpus), "-m", str(spec.memory_mib),
             "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
             "-no-reboot",
-            "-kernel", str(image.kernel), "-initrd", str(image.initramfs),
+            "-kernel", str(self.boot_kernel or image.kernel), "-initrd", str(image.initramfs),
             "-append", " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args]),
             *(["-qmp", f"unix:{qmp_socket},server=on,wait=off"] if qmp_socket else []),
             *(["-S"] if paused else []),

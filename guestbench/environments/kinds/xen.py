@@ -161,7 +161,7 @@ class Xen(Qemu):
         xen_log = workdir / XEN_LOG if workdir else Path("/dev/null")
         xen_args = ["console=com2", "com2=115200,8n1",
                     f"dom0_mem={spec.memory_mib}M,max:{spec.memory_mib}M", *spec.xen_args]
-        dom0 = multiboot_arg(" ".join([str(image.kernel), *dom0_args]))
+        dom0 = multiboot_arg(" ".join([str(self.boot_kernel or image.kernel), *dom0_args]))
         return [
             spec.binary, "-M", spec.machine, "-accel", accel,
             *(["-cpu", spec.cpu] if spec.cpu else []),

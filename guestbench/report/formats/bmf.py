@@ -10,7 +10,7 @@ from typing import Any
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.formats.request import Request
-from guestbench.report.formats.dashboards import measured
+from guestbench.report.formats.dashboards import benchmark, measured
 
 MEASURE_MAX = 64  # Bencher's longest measure name
 
@@ -26,5 +26,5 @@ def bmf(report: CampaignResults) -> dict[str, Any]:
         if cell.stats.ci_low is not None and cell.stats.ci_high is not None:
             metric["lower_value"], metric["upper_value"] = cell.stats.ci_low, cell.stats.ci_high
         measure = f"{cell.metric} ({cell.unit})"[:MEASURE_MAX]
-        document.setdefault(f"{cell.environment}/{cell.label}", {})[measure] = metric
+        document.setdefault(benchmark(report, cell), {})[measure] = metric
     return document

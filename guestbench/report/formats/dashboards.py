@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from guestbench.analysis.cells import CONTEXT_METRICS, Cell
 from guestbench.analysis.results import CampaignResults
+from guestbench.report import functional
 
 
 def measured(report: CampaignResults) -> Iterator[Cell]:
@@ -16,3 +17,9 @@ def measured(report: CampaignResults) -> Iterator[Cell]:
         for cell in row.values():
             if cell.stats is not None and cell.is_performance:  # dashboards alert on these
                 yield cell
+
+
+def benchmark(report: CampaignResults, cell: Cell) -> str:
+    """ENVIRONMENT/WORKLOAD; "ENVIRONMENT §/WORKLOAD" for an environment of functional figures
+    only (report/functional.py), whose figures are no finding to alert on."""
+    return f"{functional.named(report, cell.environment)}/{cell.label}"

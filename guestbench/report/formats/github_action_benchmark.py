@@ -10,7 +10,8 @@ from typing import Any
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.formats.request import Request
-from guestbench.report.formats.dashboards import measured
+from guestbench.report import functional
+from guestbench.report.formats.dashboards import benchmark, measured
 
 
 def report(results: CampaignResults, request: Request) -> str:
@@ -20,13 +21,16 @@ def report(results: CampaignResults, request: Request) -> str:
 def github_action_benchmark(report: CampaignResults) -> dict[str, list[dict[str, Any]]]:
     smaller: list[dict[str, Any]] = []
     bigger: list[dict[str, Any]] = []
+    said = functional.sentences(report)
     for cell in measured(report):
         stats = cell.stats
         known = stats.ci_low is not None and stats.ci_high is not None
         flags = f", flags: {', '.join(stats.flags)}" if stats.flags else ""
         spread = f"; cv {stats.cv:.3g}" if stats.cv is not None else ""
+        if cell.environment in said:
+            flags += f"; {functional.MARK} functional figures only: {said[cell.environment]}"
         (bigger if cell.higher_is_better else smaller).append({
-            "name": f"{cell.environment}/{cell.label} {cell.metric}",
+            "name": f"{benchmark(report, cell)} {cell.metric}",
             "value": stats.median, "unit": cell.unit,
             **({"range": f"[{stats.ci_low:.6g}, {stats.ci_high:.6g}] (95% CI)"} if known else {}),
             "extra": (f"campaign {report.campaign.id}; runs x values "

@@ -13,6 +13,7 @@ from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR
 from guestbench.analysis.compare import Comparison
 from guestbench.analysis.history import History
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
+from guestbench.report import functional
 from guestbench.report.formats.request import Request
 from guestbench.report.tables import comparison as compared, history as trend
 from guestbench.report.tables.platform import what_ran
@@ -28,6 +29,7 @@ def document(report: CampaignResults) -> dict[str, Any]:
         by_run[sample.run_id].append(
             {"metric": sample.metric, "unit": sample.unit, "value": sample.value})
     campaign = report.campaign
+    said = functional.sentences(report)
     return {
         "schema": "guestbench-results",
         "schema_version": JSON_SCHEMA_VERSION,
@@ -52,7 +54,9 @@ def document(report: CampaignResults) -> dict[str, Any]:
              "available": env.available, "probe": env.probe,
              "facts": env.facts or {},
              # what ran, in the words of the HTML system card and the platform table
-             "version": what_ran(env, campaign.host_facts.get("kernel"))}
+             "version": what_ran(env, campaign.host_facts.get("kernel")),
+             # only where its figures are functional only: why (report/functional.py)
+             **({"functional": said[env.name]} if env.name in said else {})}
             for env in report.environments],
         "runs": [
             {"id": run.id, "environment": run.environment, "workload": run.workload,
@@ -62,11 +66,12 @@ def document(report: CampaignResults) -> dict[str, Any]:
              "log_path": run.log_path, "samples": by_run.get(run.id, [])}
             for run in report.runs],
         "cells": cells(report),
+        # none of an environment whose ratios are no finding (functional.judged)
         "geometric_means": {
             env: {"slowdown": geomean.interval.value, "ci": [geomean.interval.low,
                                                              geomean.interval.high],
                   "workloads": geomean.workloads, "of": geomean.of}
-            for env, geomean in report.geomeans.items()},
+            for env, geomean in functional.geomeans(report).items()},
         "repetition_stops": [_plain(dataclasses.asdict(stop)) for stop in report.cell_stops],
     }
 
@@ -74,6 +79,8 @@ def document(report: CampaignResults) -> dict[str, Any]:
 def cells(report: CampaignResults) -> list[dict[str, Any]]:
     """Every cell's statistics, flags, problems and ratio to the baseline."""
     out = []
+    unjudged = {env for env in report.results.environments
+                if env != report.baseline and not functional.judged(report, env)}
     for (label, metric), row in report.results.cells.items():
         if not metric:
             continue
@@ -95,7 +102,9 @@ def cells(report: CampaignResults) -> list[dict[str, Any]]:
                 "problems": [{"status": status, "reason": reason}
                              for status, reason in cell.problems],
                 "ratio_to_baseline": None if ratio is None else {
-                    "value": ratio.value, "ci": [ratio.low, ratio.high]},
+                    "value": ratio.value, "ci": [ratio.low, ratio.high],
+                    # a ratio of or to functional figures only: shown, no finding
+                    **({"functional": True} if env in unjudged else {})},
             })
     return out
 

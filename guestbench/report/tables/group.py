@@ -4,7 +4,7 @@ host and environment, and each host's facts, for the same plan on several machin
 from __future__ import annotations
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import model
+from guestbench.report import functional, model
 from guestbench.report.model import Footnotes, Table
 from guestbench.store.records import CampaignGroup
 
@@ -23,7 +23,8 @@ def _medians(group: CampaignGroup, reports: list[tuple[str, CampaignResults]]) -
     columns = [(host, env, report) for host, report in reports
                for env in report.results.environments]
     table = Table(f"Group {group.id} ({group.name!r}): median ±95% CI per host",
-                  ["workload", "metric", *(f"{host} {env}" for host, env, _ in columns)], [],
+                  ["workload", "metric", *(f"{host} {functional.named(report, env)}"
+                                           for host, env, report in columns)], [],
                   name="group",
                   note="The same plan on each host of the group, one campaign per host. Hosts "
                        "differ: compare a host's environments with each other, and the hosts "
@@ -39,7 +40,8 @@ def _medians(group: CampaignGroup, reports: list[tuple[str, CampaignResults]]) -
         table.add([label, f"{metric} ({shown_unit})", *(
             model._measured_text(cell, footnotes, divisor, show_n=False) if cell is not None
             else "-" for cell in cells)])
-    table.footnotes = footnotes.lines()
+    legends = dict.fromkeys(line for _, report in reports for line in functional.legend(report))
+    table.footnotes = [*legends, *footnotes.lines()]
     return table
 
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 from guestbench.analysis.cells import Interval, VERDICT, Cell
-from guestbench.report import titles
+from guestbench.report import functional, titles
 from guestbench.analysis.results import CampaignResults
 from guestbench.workloads import CATALOGUE
 from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
@@ -143,26 +143,30 @@ def percent_table(report: CampaignResults, footnotes: Footnotes) -> Table | None
                        "Each workload's primary metric ("
                        + ", ".join(f"{label}: {report.primary[label]}" for label in labels)
                        + ").")
-    shared, common = report.comparable_geomeans(results.environments)
+    shared, common = report.comparable_geomeans(
+        functional.judged_names(report, results.environments))
     table.note += " " + geomean_note(report, common)
     for env in results.environments:
         cells = [results.cells[(label, report.primary[label])] for label in labels]
+        mark = "" if env == baseline else functional.ratio_mark(report, env)
         table.add([env, *(_percent_text(row[baseline], row[env], footnotes, report.ratios.get(
-            (row[env].label, row[env].metric, env))) for row in cells),
+            (row[env].label, row[env].metric, env)), mark) for row in cells),
                    geomean_text(report, env, as_percent=True, geomeans=shared)],
                   [(env, label) for label in labels] + [None])
     return table
 
 
-def _percent_text(base: Cell, cell: Cell, footnotes: Footnotes, ratio: Interval | None) -> str:
-    """The published "% of native": 100 over the cell's ratio (above 1 is worse)."""
+def _percent_text(base: Cell, cell: Cell, footnotes: Footnotes, ratio: Interval | None,
+                  mark: str = "") -> str:
+    """The published "% of native": 100 over the cell's ratio (above 1 is worse); mark: a
+    ratio that is no finding's (functional.ratio_mark)."""
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if cell.too_fast or base.too_fast:
         return "+++++"
     if ratio is None or not ratio.value:
         return "-"
-    return decorate(f"{100 / ratio.value:.3g}", cell, footnotes)
+    return decorate(f"{100 / ratio.value:.3g}{mark}", cell, footnotes)
 
 
 # -- (d) scaling: vCPUs x placement ---------------------------------------------------

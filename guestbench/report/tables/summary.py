@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.analysis.cells import Interval, PERFORMANCE, VERDICT, Cell, row_kind
-from guestbench.report import columns, titles
+from guestbench.report import columns, functional, titles
 from guestbench.report.model import (FLAG_MEANINGS, STATUS_MARKS, Footnotes, Table, empty_text, format_percent,
                                      format_ratio, format_value, parameter_notes, ratio_rule,
                                      row_scale, spread_line, table_bytes, title,
@@ -64,7 +64,8 @@ def _build(report: CampaignResults, layout: Layout) -> Table:
     footnotes = Footnotes()
     what = (f"{baseline}: median ±95% CI; the others: {ratio_rule(baseline)}" if ratios
             else "median ±95% CI")
-    table = Table(title(report, "Summary"), ["workload", *shown], [], label_columns=1,
+    table = Table(title(report, "Summary"), ["workload", *(
+        functional.named(report, env) for env in shown)], [], label_columns=1,
                   name="summary", note=what + ". Every metric, the intervals of ratios and "
                   "the statistics: report --detail, or --format markdown|html|json.")
     table.tones = []
@@ -85,6 +86,9 @@ def _build(report: CampaignResults, layout: Layout) -> Table:
             if not absolute and env != baseline:
                 text, tone = _ratio_text(cell, base, report.ratios.get((label, metric, env)),
                                          layout, footnotes)
+                if cell.values and not functional.judged(report, env):
+                    marks += functional.ratio_mark(report, env)  # shown, never coloured
+                    tone = None
             else:
                 text, tone = _absolute_text(cell, divisor, layout, footnotes), None
             texts.append(text + marks)
@@ -95,15 +99,16 @@ def _build(report: CampaignResults, layout: Layout) -> Table:
         table.tones.append(tones)
     if ratios and report.geomeans:
         table.add(["geometric mean", *(_geomean_text(report, env, layout) for env in shown)])
+        judged = functional.geomeans(report)
         fewer = [f"{env} {geomean.workloads} of {geomean.of}" for env, geomean
-                 in report.geomeans.items() if env in shown and geomean.workloads != geomean.of]
+                 in judged.items() if env in shown and geomean.workloads != geomean.of]
         if fewer and not layout.counts:
             table.note += (" * a geometric mean over fewer of the baseline's workloads: "
                            + ", ".join(fewer) + ".")
-        table.tones.append([None if env == baseline else _tone(report.geomeans[env].interval.value)
-                            if env in report.geomeans else None for env in shown])
-    table.footnotes = legend(used) + footnotes.lines() + environment_lines(
-        report, everywhere) + _not_run_lines(report, shown)
+        table.tones.append([None if env == baseline else _tone(judged[env].interval.value)
+                            if env in judged else None for env in shown])
+    table.footnotes = functional.legend(report, shown) + legend(used) + footnotes.lines() + \
+        environment_lines(report, everywhere) + _not_run_lines(report, shown)
     differing = parameter_notes(report)
     if differing:
         table.note += " " + differing
@@ -254,6 +259,8 @@ def _not_run_lines(report: CampaignResults, shown: list[str]) -> list[str]:
 def _geomean_text(report: CampaignResults, env: str, layout: Layout) -> str:
     if env == report.baseline:
         return "1"
+    if not functional.judged(report, env):
+        return functional.LEFT_OUT
     geomean = report.geomeans.get(env)
     if geomean is None:
         return "-"

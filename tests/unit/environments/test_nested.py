@@ -4,7 +4,11 @@ The L1 machine itself runs in tests/integration/test_nested_real.py."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -53,7 +57,7 @@ def nested_qemu(**options) -> environments.Environment:
 def test_runs_that_need_the_host_side_of_a_guest_are_unsupported_with_the_reason() -> None:
     environment = nested_qemu()
     upload = JobNeeds(upload=Upload("virtio-serial", Path("/etc/hostname")))
-    assert "host sockets and pipes" in environment.refusal(frozenset(), upload)
+    assert environment.refusal(frozenset(), upload) is None  # its feeder runs inside
     assert "traced disk" in environment.refusal(frozenset(), JobNeeds(traced_disk=True))
     for name, reason in (("footprint", "L1 machine's"), ("density", "L1 machine's"),
                          ("net_rr", "host's peer")):
@@ -108,3 +112,61 @@ def test_one_l1_machine_serves_every_environment_of_its_shape(monkeypatch) -> No
     nested.release(second)
     nested.release(other)
     assert stopped == [first, other]
+
+
+def test_a_stream_channels_feeder_moves_into_the_l1_machine(tmp_path) -> None:
+    from guestbench.environments.fullsystem import channels
+    from guestbench.environments.kinds.qemu import qemu_channel
+    from guestbench.environments.kinds.uml import uml_channel
+    source = tmp_path / "data"
+    source.write_bytes(b"x" * 100)
+    workdir = tmp_path / "run-abc"
+    workdir.mkdir()
+    moved = nested.relocated(qemu_channel("virtio-serial", source, "microvm", workdir), workdir)
+    assert isinstance(moved.feeder, nested.InsideFeeder) and not moved.pass_fds
+    assert any("path=/dev/shm/gbup-run-abc.sock" in arg for arg in moved.vmm_args)
+    assert "feed-socket /dev/shm/gbup-run-abc.sock" in (workdir / nested.FEED_SCRIPT).read_text()
+    serial = uml_channel("serial", source)
+    host_ends = serial.pass_fds
+    moved = nested.relocated(serial, workdir)
+    assert moved.vmm_args == ("ssl1=fd:7,fd:8",)
+    script = (workdir / nested.FEED_SCRIPT).read_text()
+    assert "exec 7<>/dev/shm/gbup-run-abc.in 8<>/dev/shm/gbup-run-abc.out" in script
+    for fd in host_ends:  # the host's pipes, never used, are closed
+        with pytest.raises(OSError):
+            os.fstat(fd)
+    shared = qemu_channel("9p", source, "microvm", workdir)  # the file is read where it is
+    assert nested.relocated(shared, workdir) is shared
+    assert isinstance(channels.Feeder(), channels.Feeder)
+
+
+def test_the_feeder_program_sends_the_file_once_the_guest_is_ready(tmp_path) -> None:
+    from guestbench.environments.fullsystem import channels
+    source = tmp_path / "data"
+    source.write_bytes(bytes(range(256)) * 64)
+    into, out = tmp_path / "in", tmp_path / "out"
+    os.mkfifo(into)
+    os.mkfifo(out)
+    guest_in = os.open(into, os.O_RDWR | os.O_NONBLOCK)
+    guest_out = os.open(out, os.O_RDWR)
+    feeder = subprocess.Popen([sys.executable, "-I", channels.__file__, "feed-fifo", str(into),
+                               str(out), str(source)], stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.3)
+        with pytest.raises(BlockingIOError):  # nothing before the guest asks
+            os.read(guest_in, 1)
+        os.write(guest_out, channels.READY_TOKEN)
+        got = b""
+        deadline = time.monotonic() + 20
+        while len(got) < source.stat().st_size and time.monotonic() < deadline:
+            try:
+                got += os.read(guest_in, 65536)
+            except BlockingIOError:
+                time.sleep(0.01)
+        assert got == source.read_bytes()
+    finally:
+        feeder.terminate()
+        _, said = feeder.communicate(timeout=20)
+        os.close(guest_in)
+        os.close(guest_out)
+    assert b"sent 16384 of 16384 bytes" in said

@@ -7,6 +7,7 @@ from html import escape
 from typing import Any
 
 from guestbench.analysis.results import CampaignResults
+from guestbench.report import functional
 from guestbench.report.model import STATUS_MARKS
 from guestbench.report.tables.platform import NOT_RECORDED, display_name, what_ran
 
@@ -32,7 +33,8 @@ def system_card(report: CampaignResults, warnings_anchor: str | None) -> str:
         lines.append(("memory", f"{memory / 1024:.1f} GiB"))
     lines.append(("guestbench", report.campaign.guestbench_version or "?"))
     host_rows = "".join(f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in lines)
-    env_rows = "".join(_env_row(env, facts.get("kernel")) for env in report.environments)
+    env_rows = "".join(_env_row(env, facts.get("kernel"), functional.mark(report, env.name))
+                       for env in report.environments)
     warnings = (report.host_checks or {}).get("warnings") or []
     checks = ""
     if warnings:
@@ -45,12 +47,19 @@ def system_card(report: CampaignResults, warnings_anchor: str | None) -> str:
             "</aside>")
 
 
-def _env_row(env: dict[str, Any], host_kernel: str | None) -> str:
+def _env_row(env: dict[str, Any], host_kernel: str | None, functional_mark: str = "") -> str:
+    """functional_mark: a functional environment's (functional.mark), after its name."""
     ran = what_ran(env, host_kernel)
+    name = _e(_named(display_name(env), env.name, functional_mark))
     if not env.available:  # nothing is read from a program that could not run
         why = _e(env.probe or "unavailable")
         mark = (f'<span class="status-bad" title="{why}">{STATUS_MARKS["unavailable"]} '
                 "unavailable</span>")
-        return (f'<tr><th scope="row">{_e(display_name(env))}</th><td>'
+        return (f'<tr><th scope="row">{name}</th><td>'
                 f'{"" if ran == NOT_RECORDED else _e(ran) + " "}{mark}</td></tr>')
-    return f'<tr><th scope="row">{_e(display_name(env))}</th><td>{_e(ran)}</td></tr>'
+    return f'<tr><th scope="row">{name}</th><td>{_e(ran)}</td></tr>'
+
+
+def _named(shown: str, name: str, mark: str) -> str:
+    """'runsc § (ptrace)': the mark after the name, before what display_name adds."""
+    return name + mark + shown[len(name):] if shown.startswith(name) else shown + mark

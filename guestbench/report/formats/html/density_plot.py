@@ -4,7 +4,7 @@ instance, against N, from the campaign's density cells (one label per N of a swe
 from __future__ import annotations
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import model
+from guestbench.report import functional, model
 from guestbench.report.formats.html import svg
 
 METRICS = (("density_start", "each instance's start to its agent"),
@@ -40,7 +40,8 @@ def figures(report: CampaignResults) -> list[tuple[str, str, str]]:
             stats = cell.stats
             low = stats.ci_low / divisor if stats and stats.ci_low is not None else None
             high = stats.ci_high / divisor if stats and stats.ci_high is not None else None
-            dots.append(svg.Dot(f"{env}, N={count}", cell.median / divisor, low, high))
+            dots.append(svg.Dot(f"{functional.named(report, env)}, N={count}",
+                                cell.median / divisor, low, high))
         caption = f"density: {what} against N, median (dot) and 95% CI (whisker)"
         drawn.append((metric, caption, svg.dots(caption, unit, dots)))
     return drawn

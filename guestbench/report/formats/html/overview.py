@@ -10,7 +10,7 @@ from html import escape
 
 from guestbench.analysis.cells import Cell, Interval
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import model, titles
+from guestbench.report import functional, model, titles
 from guestbench.report.tables import summary
 from guestbench.report.formats.html import svg
 from guestbench.report.model import (STATUS_MARKS, Table, format_percent, format_ratio,
@@ -138,7 +138,8 @@ def heatmap(report: CampaignResults, anchor: CellAnchor, headers: dict[str, str]
     envs = report.results.environments
     everywhere = summary.environment_flags(report, envs)
     used: dict[str, None] = {}
-    head = "".join(_column_head(report, env, headers.get(env, env)) for env in envs)
+    head = "".join(_column_head(report, env, functional.named(report, env, headers.get(env)))
+                   for env in envs)
     body = []
     for (label, metric), (title, metric_title) in zip(rows, shown):
         row = report.results.cells[(label, metric)]
@@ -156,7 +157,7 @@ def heatmap(report: CampaignResults, anchor: CellAnchor, headers: dict[str, str]
     caption = (f"Ratio to {baseline} per workload, {ratio_rule(baseline)}; its 95% interval "
                f"below it; colour by the ratio's size on a log scale. The {baseline} column: "
                "its own median ±half its 95% interval. A cell links to its runs.")
-    said = [model.spread_line(report)] + [
+    said = [model.spread_line(report), *functional.legend(report, envs)] + [
         line for line in summary.environment_lines(report, everywhere)]
     said += summary.legend(used)
     return (f'<figure id="overview-heatmap" class="heatmap"><figcaption>{_e(caption)}'
@@ -201,7 +202,12 @@ def _cell_html(report: CampaignResults, label: str, metric: str, cell: Cell, div
         text, kind = status_text(cell), "status"
     else:
         found = ratio(report, label, metric, cell.environment)
-        if found is not None:
+        if found is not None and not functional.judged(report, cell.environment):
+            # shown, marked, and never coloured: it is no finding (functional.py)
+            text, detail, kind = format_ratio(found.value), interval_text(found), "functional"
+            flags += functional.ratio_mark(report, cell.environment)
+            attributes = f' data-sort="{found.value:.6g}"'
+        elif found is not None:
             colour = shade(found.value)
             text, detail, kind = format_ratio(found.value), interval_text(found), "heat"
             attributes = (f' data-sort="{found.value:.6g}" '
@@ -236,6 +242,8 @@ def _geomean_row(report: CampaignResults) -> str:
         geomean = report.geomeans.get(env)
         if env == report.baseline:
             cells.append('<td class="base">1 (reference)</td>')
+        elif not functional.judged(report, env):
+            cells.append(f'<td class="status">{_e(functional.LEFT_OUT)}</td>')
         elif geomean is None:
             text = "no ratio" if available.get(env) else \
                 f"{STATUS_MARKS['unavailable']} unavailable"
@@ -278,7 +286,11 @@ def geomean_chart(report: CampaignResults, headers: dict[str, str]) -> str:
             continue
         geomean = report.geomeans.get(env)
         platform = _facts(report, env).get("platform")
-        name = headers.get(env, env) + (f" ({platform})" if platform else "")
+        name = functional.named(report, env, headers.get(env)) + (
+            f" ({platform})" if platform else "")
+        if not functional.judged(report, env):
+            dots.append(svg.Dot(name, missing=f"{functional.LEFT_OUT}: functional figures only"))
+            continue
         if geomean is None:
             why = "no ratio" if available.get(env) else \
                 f"{STATUS_MARKS['unavailable']} unavailable"

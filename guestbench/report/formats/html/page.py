@@ -15,7 +15,7 @@ from typing import Any
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import Cell
-from guestbench.report import columns, model, select
+from guestbench.report import columns, functional, model, select
 from guestbench.report.formats.html import card as overview_card, density_plot, overview, svg
 from guestbench.report.formats.html.assets import CSS, SCRIPT
 from guestbench.report.links import log_href
@@ -135,7 +135,8 @@ def _overview_section(report: CampaignResults, runs: "RunIndex", plots: dict[str
     card = overview_card.system_card(report, "host-warnings")
     if report.baseline_measured and report.performance_primary():
         heatmap = overview.heatmap(report, runs.anchor, headers, plots)
-        geomeans = overview.geomean_chart(report, headers) if report.geomeans else ""
+        geomeans = overview.geomean_chart(report, headers) if functional.geomeans(report) \
+            else ""
     else:
         why = ("no baseline was chosen" if not report.baseline else
                f"the baseline {report.baseline} has no value" if not report.baseline_measured
@@ -201,7 +202,8 @@ def _environments_section(report: CampaignResults) -> Section:
         facts = "<br>".join(f"{_e(key)}: {_e(value)}" for key, value in
                             (env.facts or {}).items()) or "-"
         rows.append(
-            f'<tr><th scope="row">{_e(env.name)}</th><td>{_e(env.kind)}</td>'
+            f'<tr><th scope="row">{_e(functional.named(report, env.name))}</th>'
+            f'<td>{_e(env.kind)}</td>'
             f'<td class="{"status-ok" if env.available else "status-bad"}">{available}'
             f'</td><td>{_e(env.probe)}</td><td>{facts}</td>'
             f"<td><details><summary>spec</summary><pre>{_e(spec)}</pre></details></td></tr>")
@@ -250,13 +252,14 @@ def _workload_plot(report: CampaignResults, label: str, metric: str, caption: st
     unit, divisor = model.row_scale(cells[0].unit, cells)
     dots = []
     for cell in cells:
+        name = functional.named(report, cell.environment)
         if not cell.values:
-            dots.append(svg.Dot(cell.environment, missing=_no_data(cell)))
+            dots.append(svg.Dot(name, missing=_no_data(cell)))
             continue
         described = cell.stats
         low = described.ci_low / divisor if described and described.ci_low is not None else None
         high = described.ci_high / divisor if described and described.ci_high is not None else None
-        dots.append(svg.Dot(cell.environment, cell.median / divisor, low, high))
+        dots.append(svg.Dot(name, cell.median / divisor, low, high))
     better = ", higher is better" if cells[0].higher_is_better else ""
     return svg.dots(caption, unit, dots, better)
 
@@ -293,8 +296,8 @@ def _boot_plot(report: CampaignResults) -> str:
         lacking = [name.split(" (")[0] for name in STACKED_PHASES if name not in phases]
         if lacking and total:
             text += "; without " + ", ".join(lacking)
-        stacks.append(svg.Stack(env, segments, text, "" if phases else _boot_no_data(
-            report, env, boot_labels)))
+        missing = "" if phases else _boot_no_data(report, env, boot_labels)
+        stacks.append(svg.Stack(functional.named(report, env), segments, text, missing))
     return svg.stacked("Boot phases per environment: median of each phase, stacked", "ms",
                        STACKED_PHASES, stacks)
 
@@ -418,7 +421,8 @@ def _runs_section(report: CampaignResults, runs: RunIndex, base_dir: Path | None
         rows = "".join(_run_row(run, report, base_dir) for run in runs.runs[(env, label)])
         blocks.append(
             f'<section class="cell" id="{runs.anchor((env, label))}">'
-            f'<h3>{_e(label)} in {_e(env)}</h3><div class="scroll"><table class="runs">'
+            f'<h3>{_e(label)} in {_e(functional.named(report, env))}</h3>'
+            '<div class="scroll"><table class="runs">'
             f"<thead><tr>{RUN_COLUMNS}</tr></thead><tbody>{rows}</tbody></table></div>"
             "</section>")
     intro = ('<p class="note">Every run of every cell, ok or not, with its raw logs. Links are '

@@ -1,0 +1,129 @@
+"""Environments whose figures are functional only, and the one rule every view follows for
+them.
+
+Some environments run the real code path under emulation: KVM nested in an L1 guest that
+itself runs under TCG, Xen under TCG. Their runs show that the path works and where its time
+goes (a VM-exit workload shows real exits), but their timings are not the speed of KVM or
+Xen. Such an environment says so in its stored facts, under FUNCTIONAL, in a sentence. Every
+view then
+- marks each name of it (column header, row name) with MARK, and says the sentence once in a
+  legend line (legend);
+- marks its ratios to the baseline (ratio_mark), and takes no finding from it (judged): no
+  geometric mean (LEFT_OUT in its place), no colour in the HTML heatmap or the terminal.
+A functional baseline feeds every ratio, so then no environment's ratios are judged.
+The machine formats carry the sentence as a field instead (formats/json.py, csv.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # model.py imports this module: its Table is named, not imported
+    from guestbench.analysis.results import CampaignResults, Geomean
+
+# The fact's key, environments/fullsystem/base.py's FUNCTIONAL (set there for a nested guest
+# and by environments/kinds/xen.py); not imported from there: that module loads the
+# environments' machinery, which no report needs.
+FUNCTIONAL = "functional"
+MARK = "§"  # one character, as the status marks (model.STATUS_MARKS) and flags (! ~ c)
+LEFT_OUT = f"n/a {MARK}"  # in place of the geometric mean of such an environment
+
+
+def sentences(report: CampaignResults) -> dict[str, str]:
+    """{environment: why its figures are functional only}, in the campaign's order."""
+    return {env.name: str((env.facts or {})[FUNCTIONAL]) for env in report.environments
+            if (env.facts or {}).get(FUNCTIONAL)}
+
+
+def mark(report: CampaignResults, env: str) -> str:
+    """" §" after the name of a functional environment; else ""."""
+    return f" {MARK}" if env in sentences(report) else ""
+
+
+def ratio_mark(report: CampaignResults, env: str) -> str:
+    """" §" after a ratio that is no finding (judged): of a functional environment, or to a
+    functional baseline; else ""."""
+    return "" if judged(report, env) else f" {MARK}"
+
+
+def named(report: CampaignResults, env: str, shown: str | None = None) -> str:
+    """The environment's name (or the header shown for it) with its mark."""
+    return (shown or env) + mark(report, env)
+
+
+def judged(report: CampaignResults, env: str) -> bool:
+    """Whether the environment's ratios may feed a finding (a geometric mean, a colour):
+    neither it nor the baseline gives functional figures only."""
+    found = sentences(report)
+    return env not in found and report.baseline not in found
+
+
+def judged_names(report: CampaignResults, names: list[str]) -> list[str]:
+    """The names whose ratios may feed a finding, and the baseline (the means' reference)."""
+    return [env for env in names if env == report.baseline or judged(report, env)]
+
+
+def geomeans(report: CampaignResults) -> dict[str, Geomean]:
+    """The campaign's geometric means that are findings: none of a functional environment."""
+    return {env: geomean for env, geomean in report.geomeans.items() if judged(report, env)}
+
+
+def legend(report: CampaignResults, names: list[str] | None = None) -> list[str]:
+    """The legend lines of the functional environments among `names` (default: all): one per
+    distinct sentence, and one for a functional baseline."""
+    found = sentences(report)
+    versions = {env.name: (env.facts or {}).get("vmm_version") for env in report.environments}
+    by_sentence: dict[str, list[str]] = {}
+    for env, sentence in found.items():
+        if names is None or env in names:  # with what ran, where the summary says no more
+            by_sentence.setdefault(sentence, []).append(
+                f"{env}: {versions[env]}" if versions.get(env) else env)
+    lines = [f"{MARK} functional figures only, kept out of geometric means "
+             f"({', '.join(envs)}): {sentence.rstrip('.')}."
+             for sentence, envs in by_sentence.items()]
+    if report.baseline in found and (names is None or report.baseline in names):
+        lines.append(f"{MARK} the baseline {report.baseline} gives functional figures only: "
+                     "every ratio here is to figures that are not its speed, and no geometric "
+                     "mean is taken.")
+    return lines
+
+
+def mark_tables(tables: list, report: CampaignResults, headers: dict[str, str],
+                legend_each: bool = True) -> None:
+    """Marks every header and row name of a functional environment in tables (model.Table),
+    as shown (headers maps each name to its shortened or relabelled header), and adds the
+    legend lines under each table that names one (legend_each), else under the first.
+    Marked names stay marked."""
+    found = sentences(report)
+    if not found:
+        return
+    shown = {headers.get(env, env): env for env in found}
+    said: list[str] = []
+    for table in tables:
+        marked = _mark_names(table, shown)
+        if not marked or (said and not legend_each):
+            continue
+        lines = [line for line in legend(report, marked) if line not in table.footnotes]
+        table.footnotes = lines + table.footnotes
+        said += lines
+
+
+def _mark_names(table, shown: dict[str, str]) -> list[str]:
+    """Marks the table's header and label cells that name an environment of `shown`; gives
+    the environments it names."""
+    named_here: dict[str, None] = {}
+
+    def marked(text: str) -> str:
+        for header, env in shown.items():
+            if text != header and not text.startswith(header + " "):
+                continue
+            named_here[env] = None
+            rest = text[len(header):]
+            return text if rest.startswith(f" {MARK}") else f"{header} {MARK}{rest}"
+        return text
+
+    table.header = [marked(text) for text in table.header]
+    for row in table.rows:
+        for index in range(min(table.label_columns, len(row))):
+            row[index] = marked(row[index])
+    return list(named_here)
