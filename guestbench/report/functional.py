@@ -35,6 +35,15 @@ def sentences(report: CampaignResults) -> dict[str, str]:
             if (env.facts or {}).get(FUNCTIONAL)}
 
 
+def what_ran(report: CampaignResults, env: str) -> str:
+    """The environment's VMM as it recorded it (its vmm_version fact: "Xen 4.17.7 (...)"),
+    or ""."""
+    for environment in report.environments:
+        if environment.name == env:
+            return str((environment.facts or {}).get("vmm_version") or "")
+    return ""
+
+
 def mark(report: CampaignResults, env: str) -> str:
     """" §" after the name of a functional environment; else ""."""
     return f" {MARK}" if env in sentences(report) else ""
@@ -72,12 +81,11 @@ def legend(report: CampaignResults, names: list[str] | None = None) -> list[str]
     """The legend lines of the functional environments among `names` (default: all): one per
     distinct sentence, and one for a functional baseline."""
     found = sentences(report)
-    versions = {env.name: (env.facts or {}).get("vmm_version") for env in report.environments}
     by_sentence: dict[str, list[str]] = {}
     for env, sentence in found.items():
         if names is None or env in names:  # with what ran, where the summary says no more
-            by_sentence.setdefault(sentence, []).append(
-                f"{env}: {versions[env]}" if versions.get(env) else env)
+            ran = what_ran(report, env)
+            by_sentence.setdefault(sentence, []).append(f"{env}: {ran}" if ran else env)
     lines = [f"{MARK} functional figures only, kept out of geometric means "
              f"({', '.join(envs)}): {sentence.rstrip('.')}."
              for sentence, envs in by_sentence.items()]

@@ -28,7 +28,9 @@ def github_action_benchmark(report: CampaignResults) -> dict[str, list[dict[str,
         flags = f", flags: {', '.join(stats.flags)}" if stats.flags else ""
         spread = f"; cv {stats.cv:.3g}" if stats.cv is not None else ""
         if cell.environment in said:
-            flags += f"; {functional.MARK} functional figures only: {said[cell.environment]}"
+            ran = functional.what_ran(report, cell.environment)
+            flags += (f"; {functional.MARK} functional figures only"
+                      f"{f' ({ran})' if ran else ''}: {said[cell.environment]}")
         (bigger if cell.higher_is_better else smaller).append({
             "name": f"{benchmark(report, cell)} {cell.metric}",
             "value": stats.median, "unit": cell.unit,

@@ -170,3 +170,21 @@ def test_the_feeder_program_sends_the_file_once_the_guest_is_ready(tmp_path) -> 
         os.close(guest_in)
         os.close(guest_out)
     assert b"sent 16384 of 16384 bytes" in said
+
+
+def test_an_l1_machine_without_kvm_makes_kvm_inside_unavailable_and_auto_choose_tcg() -> None:
+    class NoKvm:
+        kvm = False
+
+        def said(self) -> str:
+            return "L1 said: gbl1: insmod kvm-amd failed"
+
+    environment = nested_qemu()
+    environment.machine = NoKvm()
+    answer = environment.ready(None)
+    assert not answer.available and "has no /dev/kvm" in answer.reason
+    assert "insmod kvm-amd failed" in answer.reason
+    auto = environments.create(environments.spec_model("qemu")(
+        name="q", kind="qemu", accel="auto", inside="tcg"))
+    auto.machine = NoKvm()
+    assert auto.ready(None).available and auto.accel == "tcg"

@@ -178,7 +178,7 @@ def test_the_dashboards_mark_its_benchmarks(opened) -> None:
     assert "nested §/cpuid" in bmf.bmf(report) and "fast/cpuid" in bmf.bmf(report)
     entries = github_action_benchmark.github_action_benchmark(report)["customSmallerIsBetter"]
     nested = next(entry for entry in entries if entry["name"] == "nested §/cpuid time_per_op")
-    assert nested["extra"].endswith(f"§ functional figures only: {WHY}")
+    assert nested["extra"].endswith(f"§ functional figures only (QEMU 7.2): {WHY}")
 
 
 def test_a_functional_baseline_is_said_and_no_mean_is_taken(opened) -> None:
