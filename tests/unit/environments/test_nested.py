@@ -98,6 +98,8 @@ def test_a_kernel_without_kvm_modules_cannot_be_the_l1_machines(monkeypatch, tmp
 
 
 def test_one_l1_machine_serves_every_environment_of_its_shape(monkeypatch) -> None:
+    monkeypatch.setattr(nested, "_machines", {})  # not the session's real ones (integration)
+    monkeypatch.setattr(nested, "_users", {})
     booted = []
     monkeypatch.setattr(nested.Machine, "boot", lambda machine: booted.append(machine))
     monkeypatch.setattr(nested.Machine, "alive", property(lambda machine: True))
