@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--enough S] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] [--peer A.B.C.D:PORT] [--net-if NAME] [--net-addr A.B.C.D/PREFIX] [--cpu N] [--congestion NAME] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --listen A.B.C.D [--congestion NAME] net_peer | --list | --version"
+#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--enough S] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] [--peer A.B.C.D:PORT] [--net-if NAME] [--net-addr A.B.C.D/PREFIX] [--net-gw A.B.C.D] [--cpu N] [--congestion NAME] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --listen A.B.C.D [--congestion NAME] net_peer | --list | --version"
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
 						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads,
@@ -61,6 +61,7 @@ static const struct option_spec option_specs[] = {
 	{ "--peer", IPV4_PORT, AT(peer), 0, 1, 0, "an IPv4 address and port A.B.C.D:PORT", "--peer 10.0.2.2:40123" },
 	{ "--net-if", STRING, AT(net_if), 0, 1, 0, "a network interface name, or auto", "--net-if eth0" },
 	{ "--net-addr", IPV4_PREFIX, AT(net_addr), 0, 1, 0, "an IPv4 address and prefix length A.B.C.D/PREFIX", "--net-addr 10.0.2.15/24" },
+	{ "--net-gw", IPV4, AT(net_gw), 0, 1, 0, "an IPv4 address A.B.C.D", "--net-gw 10.0.2.2" },
 	{ "--congestion", STRING, AT(congestion), 0, 1, 0, "a TCP congestion control's name", "--congestion cubic" },
 	{ "--cpu", COUNT, AT(cpu), 0, 1, 4095, "a CPU number from 0 to 4095", "--cpu 0" },
 	{ "--listen", IPV4, AT(listen), 0, 1, 0, "an IPv4 address A.B.C.D", "--listen 127.0.0.1" },

@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <net/if.h>
+#include <net/route.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -299,8 +300,34 @@ static int set_address(int s, const char *ifname, const char *net_addr)
 	return 0;
 }
 
+/* A default route through gateway on ifname (the interface is up): for a peer beyond the
+ * guest's subnet, as inside an L1 machine, where the host is behind the L1's own network. */
+static int add_default_route(int s, const char *ifname, const char *gateway)
+{
+	struct rtentry route;
+	struct sockaddr_in *sin;
+	char device[IFNAMSIZ];
+	struct in_addr addr;
+	unsigned port;
+
+	if (parse_net_text(gateway, NET_ADDR, &addr, &port) != 0)
+		return setup_fail(0, "--net-gw %s is not A.B.C.D", gateway);
+	memset(&route, 0, sizeof route);
+	sin = (struct sockaddr_in *)&route.rt_gateway;
+	sin->sin_family = AF_INET;
+	sin->sin_addr = addr;
+	((struct sockaddr_in *)&route.rt_dst)->sin_family = AF_INET;
+	((struct sockaddr_in *)&route.rt_genmask)->sin_family = AF_INET;
+	route.rt_flags = RTF_UP | RTF_GATEWAY;
+	snprintf(device, sizeof device, "%s", ifname);
+	route.rt_dev = device;
+	if (ioctl(s, SIOCADDRT, &route) != 0 && errno != EEXIST)
+		return ioctl_fail("SIOCADDRT (default route)", ifname);
+	return 0;
+}
+
 /* lo up; then, given --net-if or --net-addr, the interface's address and netmask (its subnet's
- * route comes with them; there is no default route) and it up. */
+ * route comes with them; a default route only with --net-gw) and it up. */
 static int configure_network(const struct options *opt)
 {
 	char name[IFNAMSIZ];
@@ -314,6 +341,8 @@ static int configure_network(const struct options *opt)
 	if (opt->net_addr && set_address(s, name, opt->net_addr) != 0)
 		goto out;
 	result = bring_up(s, name);
+	if (result == 0 && opt->net_gw)
+		result = add_default_route(s, name, opt->net_gw);
 out:
 	close(s);
 	return result;

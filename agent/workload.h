@@ -35,6 +35,7 @@ struct options {
 	const char *peer;     /* net_rr, net_stream: the host's net_peer, A.B.C.D:PORT */
 	const char *net_if;   /* net_*: the guest interface to configure, or auto */
 	const char *net_addr; /* net_*: its address, A.B.C.D/PREFIX */
+	const char *net_gw;   /* net_*: its default route's gateway (a peer beyond its subnet), or NULL */
 	const char *listen;   /* net_peer: the IPv4 address to listen on */
 	unsigned cpu;         /* net_*: the CPU the agent measures on (iperf3's -A); NO_CPU: the scheduler's choice */
 	const char *congestion; /* net_*, net_peer: TCP congestion control of every connection (iperf3's -C) */

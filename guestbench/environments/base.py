@@ -296,6 +296,11 @@ class Environment(ABC):
         only asked of kinds that provide Capability.NETWORK."""
         return "loopback"
 
+    def peer_route(self, path: NetPath) -> tuple[str, str | None]:
+        """The address the agent dials to reach the host's peer on the path made for it, and
+        the gateway its default route needs for that (None: the peer is on its subnet)."""
+        return path.dial, None
+
     def network_refusal(self) -> str | None:
         """Why this environment's network, as its spec sets it, cannot work on this host
         (the run is then unsupported), or None."""

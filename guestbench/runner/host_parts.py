@@ -193,9 +193,12 @@ class Network(HostPart):
                                    self.params.peer_cpu, self.params.congestion)
         except peer.PeerError as error:
             raise PartFailed(Status.INFRA, str(error)) from None
-        options = ["--peer", f"{path.dial}:{listening.port}"]
+        dial, gateway = self.environment.peer_route(path)
+        options = ["--peer", f"{dial}:{listening.port}"]
         if path.guest_cidr:
             options += ["--net-if", "auto", "--net-addr", path.guest_cidr]
+        if gateway:
+            options += ["--net-gw", gateway]
         facts = {**path.facts(), "peer's host CPUs": listening.cpus}
         (logdir / "network.txt").write_text(
             "".join(f"{key}: {value}\n" for key, value in facts.items()))

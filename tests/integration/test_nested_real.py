@@ -24,7 +24,9 @@ NESTED = ("kvm-nested", "uml-nested")
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     """One campaign: tcg, kvm-nested and uml-nested, each running boot, getpid and cpuid
-    once; (the run's result, its JSON report, its store's folder)."""
+    once, and kvm-nested a TCP round trip to the host's peer (through its VMM's user
+    network, then the L1 machine's); (the run's result, its JSON report, its store's
+    folder)."""
     answer = nested.probe("tcg")
     if not answer.available:
         pytest.skip(f"no L1 machine here: {answer.reason}")
@@ -62,6 +64,10 @@ name = "getpid"
 
 [[workload]]
 name = "cpuid"
+
+[[workload]]
+name = "net_rr"
+environments = ["kvm-nested"]
 """)
     database = f"sqlite:///{folder / 'store.sqlite'}"
     ran = subprocess.run([*GUESTBENCH, "run", str(plan), "--db", database], cwd=folder,
@@ -84,6 +90,7 @@ def test_every_nested_run_is_ok(campaign):
     assert ran.returncode == 0, ran.stderr[-3000:]
     statuses = {(run["environment"], run["workload"]): (run["status"], run["reason"])
                 for run in report["runs"]}
+    assert statuses[("kvm-nested", "net_rr")][0] == "ok", statuses[("kvm-nested", "net_rr")]
     for environment in NESTED:
         for workload in ("boot", "getpid", "cpuid"):
             assert statuses[(environment, workload)][0] == "ok", (

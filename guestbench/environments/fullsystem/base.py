@@ -78,8 +78,6 @@ FUNCTIONAL = "functional"
 
 # What a run inside an L1 machine cannot have, and why (docs/environments.md, "Inside a VM").
 NOT_INSIDE = {
-    Capability.NETWORK: "inside a VM the guest's network would end in the L1 machine, not at "
-                        "the host's peer: network workloads run with inside = \"none\"",
     Capability.TRACED_DISK: "the traced disk is a host block device, which the L1 machine "
                             "cannot hand on: run with inside = \"none\"",
     Capability.HOST_PROCESSES: "inside a VM the instance's processes are the L1 machine's, "
@@ -234,6 +232,18 @@ class FullSystem(Environment):
     def provides(self) -> frozenset[Capability]:
         has = super().provides()
         return has - NOT_INSIDE.keys() if self.inside else has
+
+    def peer_route(self, path: NetPath) -> tuple[str, str | None]:
+        if self.inside:  # the host is beyond the L1 machine's own user network
+            return nested.L1_HOST, path.dial
+        return super().peer_route(path)
+
+    def network_refusal(self) -> str | None:
+        if self.inside and self.network_path() != "user":
+            return (f"inside a VM a {self.network_path()} path's host device cannot be handed "
+                    "into the L1 machine; only QEMU's user network (net = \"user\") reaches "
+                    "the host from there, through the L1 machine's own (fix: inside = \"none\")")
+        return super().network_refusal()
 
     def facts(self) -> dict[str, Any]:
         facts: dict[str, Any] = {}

@@ -39,7 +39,13 @@ from guestbench.process import logcap, proc, reaper
 L1_BINARY = "qemu-system-x86_64"
 # TCG's model of an AMD CPU with SVM and nested paging: kvm_amd loads on it (max works too).
 TCG_CPU = "EPYC-v3,+svm,+npt"
-L1_MODULES = ("kvm_amd", "kvm_intel", "9p", "9pnet_virtio", "virtio_mmio", "virtio_console")
+L1_MODULES = ("kvm_amd", "kvm_intel", "9p", "9pnet_virtio", "virtio_mmio", "virtio_console",
+              "virtio_net")
+# The L1 machine's own user network (slirp), apart from its guests' 10.0.2.0/24: a guest's
+# agent reaches the host's peer at L1_HOST, through its VMM's slirp, then L1's
+L1_NET = "10.1.0.0/24"
+L1_ADDRESS = "10.1.0.15/24"
+L1_HOST = "10.1.0.2"
 L1_EXTRA_MIB = 1024   # beyond the inner guest's memory: the L1 kernel, its page cache of the
                       # host's files read over 9p, a UML guest's memory file in /dev/shm
 L1_BOOT_TIMEOUT_S = 180.0
@@ -180,6 +186,7 @@ class Machine:
                       else ["-accel", "kvm", "-cpu", "host"])
         khz = agent.host_tsc_khz() if shape.accel == "tcg" else None
         append = ["console=ttyS0", "quiet", "panic=-1", "reboot=t", f"gb.work={self.folder}",
+                  f"gb.net={L1_ADDRESS},{L1_HOST}",
                   *(["tsc=reliable", f"tsc_early_khz={khz}"] if khz else [])]
         return [
             L1_BINARY, "-M", "microvm", *accel_args,
@@ -191,6 +198,8 @@ class Machine:
             "-device", "virtio-9p-device,fsdev=gbroot,mount_tag=gbroot",
             "-fsdev", f"local,id=gbwork,path={self.folder},security_model=none",
             "-device", "virtio-9p-device,fsdev=gbwork,mount_tag=gbwork",
+            "-netdev", f"user,id=gbl1net,net={L1_NET}",
+            "-device", "virtio-net-device,netdev=gbl1net",
             "-chardev", f"socket,id=gbctl,path={control}",
             "-device", "virtio-serial-device,max_ports=2",
             "-device", "virtserialport,chardev=gbctl,name=gb.ctl,nr=1",

@@ -232,6 +232,9 @@ class Qemu(FullSystem):
         return self.spec.net
 
     def network_refusal(self) -> str | None:
+        refused = super().network_refusal()
+        if refused:
+            return refused
         if self.spec.vhost and not VHOST_NET.exists():
             return (f"vhost = true needs {VHOST_NET}, which this host lacks (its kernel has "
                     "no vhost-net, or the vhost_net module is not loaded: modprobe vhost_net)")
