@@ -6,8 +6,11 @@ exits to the L1's KVM, where under TCG it is a translated instruction."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -145,3 +148,27 @@ def test_the_inner_guests_boot_phases_and_the_l1_console_are_kept(campaign):
         logs = Path(run["log_path"])
         assert "gbl1: ready" in (logs / "l1-console.log").read_text()
         assert "guestbench-init: userspace" in (logs / "stdout.log").read_text()
+
+
+def test_an_l1_machine_that_died_is_replaced_at_the_next_run(host_facts, agent_path, tmp_path):
+    """Killed behind guestbench's back between two runs, the L1 machine is booted again, and
+    the run after it is ok; the new one ends when its environment is closed."""
+    from guestbench.process import proc
+    from tests.support.guests import run
+    from tests.support.real_environments import environment
+    env = environment(host_facts, "qemu-kvm-nested")
+    try:
+        first = env.machine
+        os.kill(first.process.pid, signal.SIGKILL)
+        while first.alive:
+            time.sleep(0.05)
+        outcome, _ = run(env, agent_path, tmp_path, ["--min-time", "0.01", "getpid"])
+        assert outcome.status == "ok", outcome.reason
+        assert env.machine is not first and env.machine.alive
+        replaced = env.machine.process.pid
+    finally:
+        env.close()
+    deadline = proc.now_ns() + int(5e9)
+    while Path(f"/proc/{replaced}").exists() and proc.now_ns() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{replaced}").exists(), "the new L1 machine outlived close()"

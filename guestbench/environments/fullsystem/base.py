@@ -294,9 +294,16 @@ class FullSystem(Environment):
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         # the VMM's sockets, disks and state live in a short private folder (inside a VM: in
         # the folder the L1 machine shares, at the same path there)
-        machine = self.machine
-        if self.inside and machine is None:
+        if self.inside and self.machine is None:
             raise GuestStartError("inside a VM, but the L1 machine was not started (prepare())")
+        if self.machine is not None and not self.machine.alive:  # it died: a new one
+            said = self.machine.said()
+            self.close()
+            booted = self.start_machine()
+            if not booted.available:
+                raise GuestStartError(f"the L1 machine died ({said}), and a new one did not "
+                                      f"start: {booted.reason}")
+        machine = self.machine
         workdir = (machine.workdir() if machine is not None
                    else Path(tempfile.mkdtemp(prefix=f"guestbench-{self.kind}-")))
         devices = GuestDevices()

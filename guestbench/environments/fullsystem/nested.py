@@ -471,32 +471,34 @@ class Run:
 # ---- the machines in use, one per shape ----
 
 _machines: dict[Shape, Machine] = {}
-_users: dict[Shape, int] = {}
+_users: dict[int, int] = {}  # id(machine) -> the environments holding it
 _registry_lock = threading.Lock()
 
 
 def acquire(shape: Shape) -> Machine:
-    """The L1 machine of this shape, booted if none runs; release() it when done."""
+    """The L1 machine of this shape, booted if none runs (or the one there died); release()
+    it when done."""
     with _registry_lock:
         machine = _machines.get(shape)
         if machine is None or not machine.alive:
             machine = Machine(shape)
             machine.boot()
             _machines[shape] = machine
-        _users[shape] = _users.get(shape, 0) + 1
+        _users[id(machine)] = _users.get(id(machine), 0) + 1
         return machine
 
 
 def release(machine: Machine) -> None:
     """One user fewer; the last one ends the machine."""
     with _registry_lock:
-        shape = machine.shape
-        _users[shape] = _users.get(shape, 1) - 1
-        if _users[shape] <= 0:
-            _users.pop(shape, None)
-            if _machines.get(shape) is machine:
-                del _machines[shape]
-            machine.stop()
+        left = _users.get(id(machine), 1) - 1
+        if left > 0:
+            _users[id(machine)] = left
+            return
+        _users.pop(id(machine), None)
+        if _machines.get(machine.shape) is machine:
+            del _machines[machine.shape]
+    machine.stop()
 
 
 def stop_all() -> None:
