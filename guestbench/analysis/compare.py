@@ -30,6 +30,8 @@ class Side:
     params: dict[str, dict[str, Any]]  # label -> the workload's resolved parameters
     results: Results
     resamples: int
+    # environment name -> why it could not run there (its probe's or preparation's answer)
+    unavailable: dict[str, str] = field(default_factory=dict)
 
 
 def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
@@ -45,7 +47,11 @@ def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
     measured = sum(cell.n for row in results.cells.values() for cell in row.values())
     resamples = analyse(results, stats.resamples_for(2 * measured))
     return Side(campaign, {env.name: env.spec or {} for env in environments}, params,
-                results, resamples)
+                results, resamples, _unavailable(environments))
+
+
+def _unavailable(environments) -> dict[str, str]:
+    return {env.name: env.probe for env in environments if not env.available}
 
 
 def side_of(results) -> Side | None:
@@ -62,7 +68,8 @@ def side_of(results) -> Side | None:
         params.setdefault(run.label, run.params or {})
     return Side(results.campaign, {env.name: env.spec or {}
                                    for env in results.environments},
-                params, results.results, results.resamples)
+                params, results.results, results.resamples,
+                _unavailable(results.environments))
 
 
 @dataclass
@@ -100,6 +107,18 @@ class CellComparison:
                         None if not self.ratio.low else 1 / self.ratio.low)
 
 
+@dataclass(frozen=True)
+class Broken:
+    """A workload that gave ok runs in A and none in B, in an environment of both (or one
+    that B lacks): a regression whatever the ratios say. outcome: what B's runs were
+    (timeout, failed, crashed, ...), unavailable, or missing (not in B's campaign)."""
+
+    environment: str
+    label: str
+    outcome: str
+    reason: str
+
+
 @dataclass
 class Comparison:
     a: Side
@@ -109,6 +128,7 @@ class Comparison:
     threshold: float
     alpha: float
     resamples: int
+    broken: list[Broken] = field(default_factory=list)
 
     def count(self, verdict: str) -> int:
         return sum(cell.verdict == verdict for cell in self.cells)
@@ -126,6 +146,14 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
     any false verdict among them stays below alpha (docs/statistics.md).
     """
     pairs, unpaired = pair_cells(a, b, ignore_spec)
+    broken = broken_cells(a, b, ignore_spec)
+    # each broken workload is told once, in its own list
+    gone = {f"environment {item.environment}" for item in broken}
+    labels = {item.label for item in broken}
+    unpaired = [(what, why) for what, why in unpaired
+                if why != "no successful run in B"
+                and not (why == "only in A" and what in gone)
+                and not (why == "measured only in A" and what.rsplit(" ", 1)[0] in labels)]
     a_stats = [x.stats for x, _ in pairs]
     b_stats = [y.stats for _, y in pairs]
     permutations = None
@@ -143,7 +171,52 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
         notes = _threshold_note(ratio, pvalue, verdict, threshold, alpha) + _notes(x, y, sa, sb, alpha)
         cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
                                     pvalue, verdict, notes, x, y))
-    return Comparison(a, b, cells, unpaired, threshold, alpha, min(a.resamples, b.resamples))
+    return Comparison(a, b, cells, unpaired, threshold, alpha, min(a.resamples, b.resamples),
+                      broken)
+
+
+def failed_gate(comparison: Comparison, allow_missing: bool = False) -> str:
+    """Why a gate (--fail-on-regression) fails on this comparison, or "" if it passes: cells
+    slower in B, and workloads ok in A that B broke (unless allow_missing)."""
+    said = []
+    if comparison.regressions:
+        said.append(f"{len(comparison.regressions)} cell(s) slower in B")
+    if comparison.broken and not allow_missing:
+        said.append(f"{len(comparison.broken)} workload(s) ok in A and "
+                    + ", ".join(sorted({broken.outcome for broken in comparison.broken}))
+                    + " in B")
+    return "; ".join(said)
+
+
+def broken_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = ()) -> list[Broken]:
+    """Every workload and environment with ok runs in A and none in B, and why; an
+    environment whose spec differs between the sides is another environment, not broken."""
+    broken = []
+    labels_b = {label for label, _m, _u in b.results.rows}
+    for env in a.results.environments:
+        if env in b.specs and _differences(a.specs[env], b.specs[env], ("name", *ignore_spec)):
+            continue
+        for label in dict.fromkeys(label for label, _m, _u in a.results.rows):
+            ok_in_a = [cell for (lab, _metric), row in a.results.cells.items()
+                       if lab == label and env in row for cell in [row[env]]
+                       if cell.values and cell.is_performance]
+            if not ok_in_a:
+                continue
+            if env not in b.specs:
+                broken.append(Broken(env, label, "missing", "the environment is not in B"))
+            elif env in b.unavailable:
+                broken.append(Broken(env, label, "unavailable", b.unavailable[env]))
+            elif label not in labels_b:
+                broken.append(Broken(env, label, "missing", "the workload is not in B"))
+            else:
+                cells_b = [row[env] for (lab, _metric), row in b.results.cells.items()
+                           if lab == label and env in row]
+                if any(cell.values for cell in cells_b):
+                    continue
+                problems = [problem for cell in cells_b for problem in cell.problems]
+                status, reason = problems[0] if problems else ("missing", "no run in B")
+                broken.append(Broken(env, label, status, reason))
+    return broken
 
 
 def run_units(cell: Cell) -> list[float]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from guestbench.commands.arguments import db_option, emit, say
+from guestbench.commands.arguments import BadInput, db_option, emit, say
 from guestbench.report import formats
 
 
@@ -22,12 +22,16 @@ from guestbench.report import formats
               help="changes smaller than this share are noise")
 @click.option("--alpha", default=0.01, show_default=True, type=click.FloatRange(0, 1),
               help="family-wise error rate of the verdicts (Holm over every cell)")
-@click.option("--fail-on-regression", is_flag=True, help="exit 1 if any cell is slower in B")
+@click.option("--fail-on-regression", is_flag=True,
+              help="exit 1 if any cell is slower in B, or a workload ok in A is not in B")
+@click.option("--allow-missing", is_flag=True,
+              help="with --fail-on-regression: a workload ok in A and failed or unavailable "
+                   "in B is listed, not a regression")
 @click.option("--all", "every", is_flag=True, help="list every cell, not only those slower "
                                                     "or faster")
 def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
        repeat: str | None, db: str, threshold: float, alpha: float,
-       fail_on_regression: bool, every: bool) -> None:
+       fail_on_regression: bool, allow_missing: bool, every: bool) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
     # deferred, each, for --help and the other commands: what a campaign needs
@@ -40,8 +44,11 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
     facts = host.collect()
     loaded = plan_build.load(plan_file, facts, schema.Overrides(repeat=schema.repeat_flag(repeat)))
     a_set, b_set = ab_plans.assignments(a_options, "--a"), ab_plans.assignments(b_options, "--b")
-    results, _logs, campaign_id = lifecycle.run(ab_plans.ab_plan(loaded, a_set, b_set), facts, db,
-                                                None, say)
+    plan = ab_plans.ab_plan(loaded, a_set, b_set)
+    refused = _side_that_cannot_run(plan, facts)
+    if refused:
+        raise BadInput(refused)
+    results, _logs, campaign_id = lifecycle.run(plan, facts, db, None, say)
     result = comparing.compare(*reading.ab_sides(results, campaign_id), threshold=threshold,
                                alpha=alpha, ignore_spec=tuple(dict.fromkeys([*a_set, *b_set])),
                                correction="holm")
@@ -50,5 +57,21 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
                f"faster, {result.count(comparing.SAME)} same of {len(result.cells)} cells "
                f"(Holm-adjusted p < {alpha:g} and beyond ±{threshold:.0%}); campaign "
                f"{campaign_id} in {db}")
-    if fail_on_regression and result.regressions:
+    failed = comparing.failed_gate(result, allow_missing)
+    if fail_on_regression and failed:
+        say(f"guestbench: {failed} (--fail-on-regression)")
         raise SystemExit(1)
+
+
+def _side_that_cannot_run(plan, facts) -> str:
+    """Why side A or B has no environment that can run here (each probed, as the campaign
+    would), or "": a comparison with one side empty would judge nothing."""
+    from guestbench import environments  # deferred: with the runner, above
+    for tag, name in (("a", "A"), ("b", "B")):
+        specs = [spec for spec in plan.environments if spec.name.endswith(f".{tag}")]
+        answers = [(spec.name, environments.create(spec).probe(facts)) for spec in specs]
+        if answers and not any(answer.available for _, answer in answers):
+            reasons = "; ".join(f"{env}: {answer.reason}" for env, answer in answers)
+            return (f"ab: side {name} cannot run here, so nothing could be compared "
+                    f"({reasons}) (fix: side {name}'s options, --{tag} KEY=VALUE)")
+    return ""

@@ -20,14 +20,19 @@ from guestbench.report import formats
 @click.option("--ignore-spec", "ignore_spec", multiple=True, metavar="KEY",
               help="pair environments even if their specs differ in KEY (repeatable)")
 @format_option("compare")
-@click.option("--fail-on-regression", is_flag=True, help="exit 1 if any cell is slower in B")
+@click.option("--fail-on-regression", is_flag=True,
+              help="exit 1 if any cell is slower in B, or a workload ok in A is not in B")
+@click.option("--allow-missing", is_flag=True,
+              help="with --fail-on-regression: a workload ok in A and failed, unavailable or "
+                   "missing in B is listed, not a regression")
 @click.option("--all", "every", is_flag=True, help="table format: list every cell, not only "
                                                     "those slower or faster")
 @click.option("--group", metavar="GROUP", help="CAMPAIGN_A and CAMPAIGN_B are pool hosts: "
               "their campaigns of this group")
 def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, threshold: float,
             alpha: float, ignore_spec: tuple[str, ...], output_format: str,
-            fail_on_regression: bool, every: bool, group: str | None) -> None:
+            fail_on_regression: bool, allow_missing: bool, every: bool,
+            group: str | None) -> None:
     """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
     per cell B/A, p-value and a verdict."""
     short_lived()
@@ -40,12 +45,13 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
     if itself:
         say(itself)
     result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec)
-    if not result.cells:
+    if not result.cells and all(broken.outcome == "missing" for broken in result.broken):
         raise BadInput(f"compare: no cell of campaign {campaign_a} pairs with one of "
                        f"{campaign_b} ({len(result.unpaired)} not paired: "
                        + "; ".join(f"{what}: {why}" for what, why in result.unpaired[:3])
                        + ") (fix: compare campaigns of the same plan, or --ignore-spec KEY)")
     emit(formats.render("compare", output_format, result, formats.Request(every=every)), None)
-    if fail_on_regression and result.regressions:
-        say(f"guestbench: {len(result.regressions)} cell(s) slower in B (--fail-on-regression)")
+    failed = comparing.failed_gate(result, allow_missing)
+    if fail_on_regression and failed:
+        say(f"guestbench: {failed} (--fail-on-regression)")
         raise SystemExit(1)

@@ -42,13 +42,25 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
                    cell.verdict.upper() if cell.verdict == SLOWER else cell.verdict,
                    "; ".join(cell.notes) or "-"],
                   [(cell.environment, cell.label)] * 6)
-    out = [table]
+    out = [broken_table(comparison), table] if comparison.broken else [table]
     if comparison.unpaired:
         unpaired = Table("Not compared", ["what", "why"], [], label_columns=1, name="unpaired")
         for what, why in comparison.unpaired:
             unpaired.add([what, why])
         out.append(unpaired)
     return out
+
+
+def broken_table(comparison: Comparison) -> Table:
+    """What ran in A and not in B: regressions whatever the ratios say, listed above them."""
+    table = Table("Broken in B: ok in A, not in B", ["environment", "workload", "in B", "why"],
+                  [], label_columns=4, name="broken",
+                  note=f"{len(comparison.broken)} workload(s) that gave ok runs in A gave none "
+                       "in B. --fail-on-regression counts each as a regression (unless "
+                       "--allow-missing).")
+    for broken in comparison.broken:
+        table.add([broken.environment, broken.label, broken.outcome, broken.reason or "-"])
+    return table
 
 
 def _ratio(cell: CellComparison) -> str:
@@ -69,7 +81,9 @@ def _note(comparison: Comparison) -> str:
     if differing:
         hosts = " The hosts differ in " + ", ".join(
             f"{key} ({facts_a.get(key)} / {facts_b.get(key)})" for key in differing) + "."
-    return (f"{len(comparison.cells)} cells compared: {comparison.count('slower')} slower, "
+    broken = (f"{len(comparison.broken)} broken in B (listed above); " if comparison.broken
+              else "")
+    return (broken + f"{len(comparison.cells)} cells compared: {comparison.count('slower')} slower, "
             f"{comparison.count('faster')} faster, {comparison.count('same')} same; "
             + (f"{len(comparison.unpaired)} not compared (listed below)." if comparison.unpaired
                else "every cell paired.") + hosts +
@@ -91,6 +105,9 @@ def document(comparison: Comparison) -> dict[str, Any]:
         "threshold": comparison.threshold, "alpha": comparison.alpha,
         "bootstrap_resamples": comparison.resamples,
         "summary": {verdict: comparison.count(verdict) for verdict in ("slower", "faster", "same")},
+        "broken": [{"environment": broken.environment, "workload": broken.label,
+                    "outcome": broken.outcome, "reason": broken.reason}
+                   for broken in comparison.broken],
         "cells": [_cell(cell) for cell in comparison.cells],
         "unpaired": [{"what": what, "why": why} for what, why in comparison.unpaired],
     }

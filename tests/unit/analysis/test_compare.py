@@ -210,3 +210,28 @@ def test_report_and_compare_leave_the_environment_as_they_found_it(run_campaign,
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
     assert compare(run_campaign, "a", "b").exit_code == 0
     assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
+
+
+BROKEN_IN_B = '[[environment]]\nname = "flaky"\nkind = "fake"\nbehaviour = "{behaviour}"\n'
+
+
+@pytest.mark.parametrize("behaviour, outcome", [("error", "failed"),
+                                                ("unavailable", "unavailable")])
+def test_a_workload_ok_in_a_and_broken_in_b_fails_the_gate(run_campaign, behaviour,
+                                                            outcome) -> None:
+    # (the fake's behaviour stands for the change under test: --ignore-spec pairs the two)
+    run_campaign("good", extra=BROKEN_IN_B.format(behaviour="ok"))
+    run_campaign("bad", extra=BROKEN_IN_B.format(behaviour=behaviour))
+    same = ("--ignore-spec", "behaviour")
+    result = compare(run_campaign, "good", "bad", "--fail-on-regression", *same)
+    assert result.exit_code == 1, result.output
+    assert result.stdout.index("Broken in B") < result.stdout.index("Compare: A =")
+    assert f"workload(s) ok in A and {outcome} in B (--fail-on-regression)" in result.output
+    document = json.loads(compare(run_campaign, "good", "bad", "--format", "json", *same).output)
+    assert [(row["environment"], row["workload"], row["outcome"])
+            for row in document["broken"]] == [("flaky", "getpid", outcome)]
+    assert not any(row["what"] == "environment flaky" for row in document["unpaired"])
+    allowed = compare(run_campaign, "good", "bad", "--fail-on-regression", "--allow-missing",
+                      *same)
+    assert allowed.exit_code == 0, allowed.output
+    assert "Broken in B" in allowed.stdout  # listed all the same

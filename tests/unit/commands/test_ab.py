@@ -67,3 +67,31 @@ def test_ab_on_the_fake_environment(tmp_path, fake_agent, b_scale, verdict):
     assert f"A/B: {verdict} of 4 cells" in result.stdout
     (row,) = campaigns_in(tmp_path / "ab.sqlite")
     assert row.status == "finished"
+
+
+@pytest.mark.parametrize("behaviour, outcome", [("error", "failed")])
+def test_a_b_side_whose_runs_all_break_fails_the_gate(tmp_path, fake_agent, behaviour, outcome):
+    """A change that breaks every run of B is a regression, not "nothing to compare" (a hang
+    is one more outcome of the same rule; its timeouts cost the unit suite 12 s)."""
+    plan_file = tmp_path / "ab.toml"
+    plan_file.write_text(PLAN.replace("repeat = 10", "repeat = 3\ntimeout_s = 1"))
+    url = f"sqlite:///{tmp_path / 'ab.sqlite'}"
+    args = ["ab", str(plan_file), "--b", f"behaviour={behaviour}", "--db", url,
+            "--fail-on-regression"]
+    result = invoke(args, fake_agent)
+    assert result.exit_code == 1, result.output
+    assert "Broken in B: ok in A, not in B" in result.stdout
+    assert f"workload(s) ok in A and {outcome} in B (--fail-on-regression)" in result.output
+    allowed = invoke([*args, "--allow-missing"], fake_agent)
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_a_side_that_cannot_run_at_all_is_refused_before_anything_runs(tmp_path, fake_agent):
+    plan_file = tmp_path / "ab.toml"
+    plan_file.write_text(PLAN)
+    database = tmp_path / "ab.sqlite"
+    result = invoke(["ab", str(plan_file), "--b", "behaviour=unavailable", "--db",
+                     f"sqlite:///{database}", "--fail-on-regression"], fake_agent)
+    assert result.exit_code == 2, result.output
+    assert "ab: side B cannot run here" in result.output and "f.b:" in result.output
+    assert not database.exists()  # no campaign was started
