@@ -278,10 +278,10 @@ class FullSystem(Environment):
         return Capability.UPLOAD in self.plan_needs.capabilities
 
     def refusal(self, needed: frozenset[Capability], needs: JobNeeds = JobNeeds()) -> str | None:
-        if self.inside:
-            for capability in sorted((needed | needs.capabilities()) & NOT_INSIDE.keys(),
-                                     key=lambda capability: capability.value):
-                return NOT_INSIDE[capability]
+        blocked = sorted((needed | needs.capabilities()) & NOT_INSIDE.keys(),
+                         key=lambda capability: capability.value) if self.inside else []
+        if blocked:
+            return NOT_INSIDE[blocked[0]]
         refused = super().refusal(needed, needs)
         if refused is None and needs.memory_mib > self.memory_limit_mib():
             return self.memory_refusal(needs.memory_mib)

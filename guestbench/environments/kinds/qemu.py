@@ -304,7 +304,7 @@ class Qemu(FullSystem):
         qmp_socket = workdir / "qmp.sock" if workdir and not self.inside else None
         paused = spec.placement != "none" if paused is None else paused
         if accel == "tcg":
-            kernel_args = [*_tcg_kernel_args(), *kernel_args]
+            kernel_args = [*tcg_kernel_args(), *kernel_args]
         return [
             spec.binary, "-M", spec.machine, "-accel", accel,
             *(["-cpu", spec.cpu] if spec.cpu else []),
@@ -375,7 +375,7 @@ def qemu_channel(channel: str, source: Path, machine: str, workdir: Path) -> cha
 _tsc_khz: list[int] = []
 
 
-def _tcg_kernel_args() -> list[str]:
+def tcg_kernel_args() -> list[str]:
     """Under TCG the guest's TSC ticks at the host's rate; saying so skips the guest's PIT
     calibration, which fails on a loaded host and then can hang the boot before /init
     (3 guests on 2 CPUs: 5 of 12 boots reached the agent without it, 12 of 12 with it)."""

@@ -23,9 +23,9 @@ from pydantic import Field, model_validator
 
 from guestbench import images
 from guestbench.environments.base import Availability, Capability, Job
-from guestbench.environments.fullsystem.base import FUNCTIONAL
+from guestbench.environments.fullsystem.base import FUNCTIONAL, Names
 from guestbench.environments.fullsystem.devices import GuestDevices
-from guestbench.environments.kinds.qemu import KERNEL_ARGS, Qemu, QemuSpec, _tcg_kernel_args
+from guestbench.environments.kinds.qemu import KERNEL_ARGS, Qemu, QemuSpec, tcg_kernel_args
 from guestbench.images import vmlinux
 
 HYPERVISORS = "/boot/xen-*.gz"
@@ -46,7 +46,7 @@ class XenSpec(QemuSpec):
     hypervisor: str | None = Field(None, min_length=1, description=(
         "Xen's image (gzip or ELF); None = the newest /boot/xen-*.gz (apt-get install "
         "xen-hypervisor-4.17-amd64)"))
-    xen_args: tuple[str, ...] = Field(("smap=0",), description=(
+    xen_args: Names = Field(("smap=0",), description=(
         "Xen's command line besides its console and dom0_mem (smap=0: TCG's SMAP and Xen's "
         "PV dom0 do not agree)"))
 
@@ -157,7 +157,7 @@ class Xen(Qemu):
         spec, image, accel = self.spec, self.image, accel or self.accel
         dom0_args = [*KERNEL_ARGS, *spec.kernel_args, "gb.shutdown=reboot", *kernel_args]
         if accel == "tcg":
-            dom0_args = [*_tcg_kernel_args(), *dom0_args]
+            dom0_args = [*tcg_kernel_args(), *dom0_args]
         xen_log = workdir / XEN_LOG if workdir else Path("/dev/null")
         xen_args = ["console=com2", "com2=115200,8n1",
                     f"dom0_mem={spec.memory_mib}M,max:{spec.memory_mib}M", *spec.xen_args]

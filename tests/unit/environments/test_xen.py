@@ -50,6 +50,7 @@ def test_the_command_line_boots_xen_with_dom0_and_the_image_as_modules(tmp_path)
 @pytest.mark.parametrize("options, said", [
     ({"machine": "microvm"}, "machine"),
     ({"inside": "tcg"}, "emulation inside emulation"),
+    ({"xen_args": ["smap=0 dom0_mem=1G"]}, "xen_args"),
 ])
 def test_what_xen_cannot_be_given_is_refused(options, said) -> None:
     with pytest.raises(ValidationError, match=said):
