@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from guestbench import images
 from guestbench.environments.base import Availability, Capability, Job
-from guestbench.environments.fullsystem.base import FUNCTIONAL, Names
+from guestbench.environments.fullsystem.base import FUNCTIONAL, check_kernel_args
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.kinds.qemu import KERNEL_ARGS, Qemu, QemuSpec, tcg_kernel_args
 from guestbench.images import vmlinux
@@ -46,7 +46,7 @@ class XenSpec(QemuSpec):
     hypervisor: str | None = Field(None, min_length=1, description=(
         "Xen's image (gzip or ELF); None = the newest /boot/xen-*.gz (apt-get install "
         "xen-hypervisor-4.17-amd64)"))
-    xen_args: Names = Field(("smap=0",), description=(
+    xen_args: Annotated[tuple[str, ...], AfterValidator(check_kernel_args)] = Field(("smap=0",), description=(
         "Xen's command line besides its console and dom0_mem (smap=0: TCG's SMAP and Xen's "
         "PV dom0 do not agree)"))
 
