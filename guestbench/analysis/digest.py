@@ -8,6 +8,11 @@ the primary metrics' cells with their statistics, the ratios, the geometric mean
 campaign's typical spread and the names tables use. The digest names the runs it was made
 from (their count and the newest id, and the campaign's status); a campaign whose runs
 changed since, or a digest of another format, is derived again.
+
+The body starts with a CRC-32 of the JSON after it ("crc32:01abcdef {...}"). A digest whose
+checksum does not match, that does not parse or lacks a field (a damaged row) is no digest:
+the campaign is derived from its runs and its digest made again, as for a stale one. The
+digest is a cache of what the runs say, never a result of its own.
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import zlib
 from typing import Any
 
 from guestbench.analysis.cells import Cell, CellStats, Interval, Results, Spread
 from guestbench.analysis.results import CampaignResults, Geomean
 from guestbench.store.records import Campaign, Environment, Run
 
-FORMAT = 2
+FORMAT = 3  # 3: the checksum before the JSON
 # Up to this many values, a digest keeps every cell (compare reads it); beyond, the summary's
 # cells alone, and compare derives the campaign from its samples
 EVERY_CELL_VALUES = 200_000
@@ -60,12 +66,25 @@ def encode(results: CampaignResults) -> str:
         "workload_of": results.workload_of, "label_titles": results.label_titles,
         "metric_titles": results.metric_titles, "every_cell": every_cell,
     }
-    return json.dumps(document, separators=(",", ":"))
+    body = json.dumps(document, separators=(",", ":"))
+    return f"crc32:{zlib.crc32(body.encode()):08x} {body}"
 
 
-def decode(text: str) -> CampaignResults | None:
-    """The results a digest holds, or None for a digest of another format."""
-    document = json.loads(text)
+def decode(text: Any) -> CampaignResults | None:
+    """The results a digest holds; None for a digest of another format, or one that is
+    damaged (its checksum does not match, its JSON does not parse or lacks a field)."""
+    if not isinstance(text, str):  # SQLite keeps any value in any column
+        return None
+    head, _, body = text.partition(" ")
+    if head != f"crc32:{zlib.crc32(body.encode()):08x}":
+        return None
+    try:
+        return _results(json.loads(body))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _results(document: dict[str, Any]) -> CampaignResults | None:
     if document.get("format") != FORMAT:
         return None
     environments = document["environment_names"]

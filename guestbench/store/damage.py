@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 
 # SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xff)
-SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 11, 13, 26
+SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 8, 11, 13, 26
 # What Python's sqlite3 module says of a text column whose bytes are not UTF-8 (it gives
 # the error no SQLite code: the bytes were read fine, the decoding failed)
 UNDECODABLE = "Could not decode to UTF-8"
@@ -43,6 +43,8 @@ def _explain_one(error: BaseException) -> str | None:
         return (f"{where} is not a guestbench store, or its first page is damaged ({detail}) "
                 "(fix: point --db at a guestbench store or a new file; if it was a store, "
                 "restore it from a copy)")
+    if code is not None and code & 0xFF == SQLITE_READONLY:
+        return read_only(where, detail)
     if code is not None and code & 0xFF == SQLITE_FULL:
         return (f"the disk of the store {where} is full ({detail}) (fix: free some space, "
                 "or point --db at a store on another disk; the runs stored before are kept)")
@@ -63,6 +65,12 @@ def damaged(where: str, detail: str) -> str:
     return (f"the store {where} is damaged ({detail}); guestbench writes nothing into it "
             f"(fix: restore it from a copy; 'sqlite3 {where} .recover' may save its rows "
             "into a new file; or point --db at another store)")
+
+
+def read_only(where: str, detail: str) -> str:
+    return (f"the store {where} cannot be written ({detail}); nothing was stored (fix: "
+            "make the file and its folder writable, or point --db at a store on a writable "
+            "disk; report, compare and history read it as it is)")
 
 
 # the SQLite file this process opened last (store.open), for the messages

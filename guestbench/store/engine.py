@@ -8,6 +8,7 @@ import datetime as dt
 import functools
 import gc
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -30,7 +31,10 @@ _DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]",
 
 def open(url: str, create: bool = True) -> "Store":  # noqa: A001 - the store's documented entry point
     """Open the store at a SQLAlchemy URL, migrating it; with create=False it must exist."""
-    store = Store(check(url, create))
+    engine = check(url, create)
+    if create:
+        _made_whole(engine)
+    store = Store(engine)
     store.found_empty = _zero_bytes(store.engine)
     try:
         store.migrate(create)
@@ -61,7 +65,65 @@ def check(url: str, create: bool = True) -> sa.Engine:
     if engine.dialect.name == "sqlite":
         _check_sqlite_path(engine.url.database, url, create)
         damage.opened["sqlite"] = str(Path(engine.url.database or "").resolve())
+        sa.event.listen(engine, "connect", _value_checks)
     return engine
+
+
+def _value_checks(dbapi_connection: Any, _record: Any) -> None:
+    """SQL functions for _bad_values, on each new SQLite connection: whether a stored text
+    fails to decode as the readers decode it (a JSON document, a timestamp)."""
+    dbapi_connection.create_function("gb_bad_json", 1, _bad_json, deterministic=True)
+    dbapi_connection.create_function("gb_bad_time", 1, _bad_time, deterministic=True)
+
+
+def _bad_json(value: Any) -> int:
+    try:
+        _document(value)
+    except (ValueError, TypeError, RecursionError):
+        return 1
+    return 0
+
+
+def _bad_time(value: Any) -> int:
+    try:
+        _timestamp(value)
+    except (ValueError, TypeError, OverflowError):
+        return 1
+    return 0
+
+
+def _made_whole(engine: sa.Engine) -> None:
+    """A new SQLite store is made aside, in a hidden file of the same folder named after
+    this process, and linked into place once its schema is written: the store's path holds
+    a whole store or nothing, whenever a signal comes. (Made in place, a SIGTERM or SIGKILL
+    within the first milliseconds left a 0-byte file that every later command refused.)
+    Two processes that make one store at once each make their own; the first link wins
+    and the other opens it. Files left aside by a killed process are removed here."""
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:" or engine.url.query:
+        return
+    path = Path(database).resolve()
+    if path.exists():
+        return
+    for left in path.parent.glob(f".{path.name}.*.new"):
+        pid = left.name[len(path.name) + 2:-len(".new")]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():  # its maker is gone
+            left.unlink(missing_ok=True)
+    aside = path.parent / f".{path.name}.{os.getpid()}.new"
+    aside.unlink(missing_ok=True)
+    opened = damage.opened.get("sqlite")
+    try:
+        made = Store(check(f"sqlite:///{aside}"))
+        try:
+            made.migrate(True)
+        finally:
+            made.engine.dispose()
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            os.link(aside, path)
+    finally:
+        aside.unlink(missing_ok=True)
+        if opened is not None:
+            damage.opened["sqlite"] = opened
 
 
 # An empty file this recent may be a store that a guestbench started at the same time is
@@ -216,6 +278,13 @@ def _version_of(connection: sa.Connection) -> int:
                          "a copy, or point --db at another store)") from None
 
 
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def _reads(method: Callable[..., Any]) -> Callable[..., Any]:
     """A read of a SQLite store whose bytes are damaged where SQLite's own checks do not
     look (text that is not UTF-8, a JSON document or a timestamp that does not parse)
@@ -252,6 +321,51 @@ def _sqlite_types(column: sa.Column) -> tuple[str, ...]:
     else:  # String, Text, JSON, DateTime: text in SQLite
         allowed = ("text",)
     return allowed + (("null",) if column.nullable and not column.primary_key else ())
+
+
+def _bad_values(connection: sa.Connection, table: sa.Table, where: str) -> str | None:
+    """The first value of table's rows matching the SQL condition `where` (SQLite) that the
+    readers could not use, said in a few words; None if none: a type guestbench never
+    writes in its column (_wrong_types), or a text that does not decode as the column's
+    JSON document or timestamp. The readers check the rows they read with it; run and
+    worker check every row (Store.require), so that neither writes into a store that a
+    reader would call damaged."""
+    problem = _wrong_types(connection, table, where)
+    if problem:
+        return problem
+    for column in table.columns:
+        if isinstance(column.type, sa.JSON):
+            check, what = "gb_bad_json", "a JSON document"
+        elif isinstance(column.type, sa.DateTime):
+            check, what = "gb_bad_time", "a timestamp"
+        else:
+            continue
+        row = connection.exec_driver_sql(
+            f"SELECT rowid FROM {table.name} WHERE ({where}) AND {column.name} IS NOT NULL "
+            f"AND {check}({column.name}) LIMIT 1").first()
+        if row is not None:
+            return f"row {row[0]} of table {table.name}: {column.name} is not {what}"
+    return None
+
+
+# rows that name a row of another campaign: (table, the SQL that finds the first one)
+_CROSSED = [(name, f"SELECT {name}.rowid FROM {name} JOIN environment ON environment.id = "
+                   f"{name}.environment_id WHERE environment.campaign_id != {name}.campaign_id "
+                   "LIMIT 1") for name in ("run", "cell_stop")]
+
+
+def _bad_references(connection: sa.Connection) -> str | None:
+    """The first row (SQLite) that names a row that does not exist (PRAGMA
+    foreign_key_check) or an environment of another campaign; None if none."""
+    found = connection.exec_driver_sql("PRAGMA foreign_key_check").first()
+    if found is not None:
+        table, rowid, parent = found[0], found[1], found[2]
+        return f"row {rowid} of table {table} names a row of table {parent} that does not exist"
+    for table, query in _CROSSED:
+        row = connection.exec_driver_sql(query).first()
+        if row is not None:
+            return f"row {row[0]} of table {table} names an environment of another campaign"
+    return None
 
 
 def _wrong_types(connection: sa.Connection, table: sa.Table, where: str) -> str | None:
@@ -367,13 +481,21 @@ class Store:
 
     def require(self, what: str) -> None:
         """Before anything starts, rather than fail at the first write: on SQLite, that the
-        file is sound (PRAGMA quick_check: 0.2 s for a 115 MB store), so that nothing is
-        written into a damaged store; on PostgreSQL, that this role may do `what` (run:
+        file is sound (PRAGMA quick_check: 0.2 s for a 115 MB store), that every value is
+        one the readers can use (_bad_values, _bad_references) and every packed block
+        matches its checksum, so that nothing is written into a store a reader would call
+        damaged; on PostgreSQL, that this role may do `what` (run:
         store a campaign; worker; submitter)."""
         if self.engine.dialect.name == "sqlite":
+            self._require_writable()
             with self.engine.connect() as connection:
                 problems = [row[0] for row in connection.exec_driver_sql(
                     "PRAGMA quick_check(3)")]
+                if problems == ["ok"]:
+                    problems = [problem for problem in [
+                        *(_bad_values(connection, table, "1")
+                          for table in schema.metadata.sorted_tables),
+                        _bad_references(connection)] if problem][:1] or ["ok"]
             if problems != ["ok"]:
                 raise StoreError(self.damaged(" ".join("; ".join(problems).split())))
             self._verify_blocks()  # inside a blob, where quick_check does not look
@@ -390,6 +512,19 @@ class Store:
                 f"{DOING[what]} here: it lacks {', '.join(lacking[:4])}"
                 f"{' and more' if len(lacking) > 4 else ''} (fix: as the store's owner, "
                 f"'guestbench grants {user} --as {kind} --apply --db URL'; docs/pool.md)")
+
+    def _require_writable(self) -> None:
+        """StoreError if the SQLite file, or its folder (where SQLite keeps its journal),
+        cannot be written: a read-only filesystem or permissions."""
+        database = self.engine.url.database
+        if not database or database == ":memory:":
+            return
+        path = Path(database).resolve()
+        for place in (path, path.parent):
+            if place.exists() and not os.access(place, os.W_OK):
+                reason = ("on a read-only filesystem" if _read_only_mount(place)
+                          else "not writable by this user")
+                raise StoreError(damage.read_only(str(path), f"{place} is {reason}"))
 
     # -- writing --------------------------------------------------------------
     @_waits_for_the_server
@@ -597,8 +732,13 @@ class Store:
     def cell_stops(self, campaign_id: int) -> list[StoredCellStop]:
         """Why each cell stopped, in the order the cells stopped."""
         names = self._environment_names(campaign_id)
-        return [StoredCellStop(**row, environment=names.get(row["environment_id"]))
-                for row in self._rows_of(schema.cell_stop, campaign_id, schema.cell_stop.c.id)]
+        rows = self._rows_of(schema.cell_stop, campaign_id, schema.cell_stop.c.id)
+        for row in rows:
+            if row["environment_id"] not in names:  # as for a run: the store is damaged
+                raise StoreError(self.damaged(
+                    f"cell_stop {row['id']} of campaign {campaign_id} names environment "
+                    f"{row['environment_id']!r}, not one of the campaign's"))
+        return [StoredCellStop(**row, environment=names[row["environment_id"]]) for row in rows]
 
     @_reads
     def _rows_of(self, table: sa.Table, campaign_id: int, order: sa.Column,
@@ -638,7 +778,7 @@ class Store:
         a type guestbench never writes in its column (_wrong_types)."""
         if self.engine.dialect.name != "sqlite":
             return
-        problem = _wrong_types(connection, table, where)
+        problem = _bad_values(connection, table, where)
         if problem:
             raise StoreError(self.damaged(problem))
 

@@ -160,3 +160,46 @@ def test_an_agent_that_is_not_executable_is_told_apart_from_a_missing_one(tmp_pa
                               capture_output=True, text=True, timeout=60,
                               env={**os.environ, "GUESTBENCH_AGENT": str(agent)})
         assert done.returncode == 2 and words in done.stderr, done.stderr
+
+
+def test_a_store_on_a_read_only_filesystem_is_exit_2_and_still_read(small_disk, tmp_path):
+    """run on a store whose filesystem is read-only gave a traceback (2026-11-27): now it
+    is exit 2 with the reason before anything runs, and report reads the store as it is."""
+    url = f"sqlite:///{small_disk}/store.sqlite"
+    run = [*GUESTBENCH, "run", "--env", "native", "--workload", "getpid", "--repeat", "1",
+           "--db", url, "--logs", str(tmp_path / "logs"), "--quiet"]
+    first = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    remounted = subprocess.run(["mount", "-o", "remount,ro", str(small_disk)],
+                               capture_output=True, text=True)
+    assert remounted.returncode == 0, remounted.stderr
+    second = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr
+    assert (f"the store {small_disk}/store.sqlite cannot be written ({small_disk}/store.sqlite "
+            "is on a read-only filesystem)") in second.stderr and "fix:" in second.stderr
+    shown = subprocess.run([*GUESTBENCH, "report", "--db", url], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "getpid" in shown.stdout, shown.stderr
+
+
+def test_a_signal_while_a_new_store_is_made_leaves_a_whole_store_or_none(tmp_path):
+    """SIGTERM or SIGKILL within a new store's first milliseconds left a 0-byte file that
+    every later command refused (14 of 14, 2026-11-27). Now the path holds a whole store or
+    nothing, and the next run makes or uses it."""
+    import signal
+    import time
+    for attempt, delay in enumerate([0.2, 0.3, 0.4, 0.5, 0.6, 0.8] * 2):
+        path = tmp_path / f"s{attempt}.sqlite"
+        run = [*GUESTBENCH, "run", "--env", "native", "--workload", "getpid", "--repeat", "1",
+               "--db", f"sqlite:///{path}", "--logs", str(tmp_path / "logs"), "--quiet"]
+        child = subprocess.Popen(run, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        child.send_signal(signal.SIGTERM if attempt % 2 else signal.SIGKILL)
+        child.wait(timeout=60)
+        size = path.stat().st_size if path.exists() else None
+        assert size != 0, (attempt, delay)
+        again = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, (attempt, again.stderr)
+    leftovers = [left.name for left in tmp_path.glob(".*.new")]
+    assert len(leftovers) <= 1, leftovers  # one killed maker's, at most: the next removes it

@@ -62,7 +62,8 @@ values = 3
 GOOD_EXITS = (0, 2, 130, 143)
 # every command that reads a store, as a user types them (campaigns 1 and 2 exist)
 READERS = (("report", "--list"), ("report",), ("report", "1"), ("report", "2", "--format", "csv"),
-           ("report", "2", "--format", "json"), ("report", "1", "--format", "markdown"),
+           ("report", "2", "--format", "json"), ("report", "1", "--format", "json"),
+           ("report", "1", "--format", "markdown"),
            ("report", "2", "--format", "html", "--output", "out.html"), ("history",),
            ("compare", "1", "2"))
 RUN = ("run", "--env", "native", "--workload", "getpid", "--repeat", "1", "--quiet")
@@ -329,6 +330,10 @@ def base_store(folder: Path) -> Path:
                            "--repeat", "3", "--quiet", "--db", f"sqlite:///{path}"], folder)
         if made.returncode != 0:
             raise RuntimeError(f"the base store could not be made: {made.stderr[-400:]}")
+    for campaign in ("1", "2"):  # each keeps its digest, as after a first report
+        made = guestbench(["report", campaign, "--db", f"sqlite:///{path}"], folder)
+        if made.returncode != 0:
+            raise RuntimeError(f"the base store's report failed: {made.stderr[-400:]}")
     return path
 
 
@@ -355,36 +360,127 @@ def damage(path: Path, rng: random.Random) -> str:
     return f"{size} {'zero' if how == 'zeros' else 'random'} bytes at {offset}"
 
 
-def one_store(tally: Tally, rng: random.Random, base: Path, folder: Path, number: int) -> None:
-    tally.stores += 1
+# The edits that SQLite's quick_check does not see and that `run` once wrote past
+# (2026-11-27): a value of a type never written, JSON that does not parse, a timestamp
+# that does not, a run naming an environment that does not exist, a digest cut short.
+TARGETED = ("UPDATE campaign SET status = X'ff' WHERE id = 1",
+            "UPDATE environment SET spec = '{' WHERE id = 1",
+            "UPDATE run SET repetition = 3.5 WHERE id = 1",
+            "UPDATE run SET params = X'00ff' WHERE id = 2",
+            "UPDATE campaign SET plan = '{not json' WHERE id = 2",
+            "UPDATE run SET environment_id = 99 WHERE id = 3",
+            "UPDATE run SET started_at = 'yesterday' WHERE id = 4",
+            "UPDATE campaign_digest SET body = substr(body, 1, 1000)")
+
+
+def _values(rng: random.Random) -> list:
+    """Values a damaged row may hold, one of each kind SQLite keeps."""
+    return [None, 0, -1, rng.randrange(-2**63, 2**63), 3.5, rng.uniform(-1e12, 1e12), "",
+            "{", "[]", "null", "yesterday", "2026-13-45 99:99:99", "x" * rng.randrange(1, 300),
+            rng.randbytes(rng.randrange(1, 64)), "\u00e9t\u00e9", float("inf")]
+
+
+def columns(path: Path) -> list[tuple[str, str]]:
+    """Every (table, column) of the store's tables."""
+    with sqlite3.connect(path) as connection:
+        tables = [name for (name,) in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name")]
+        return [(table, row[1]) for table in tables
+                for row in connection.execute(f"PRAGMA table_info({table})")]
+
+
+def edit(path: Path, rng: random.Random, table: str, column: str) -> str | None:
+    """One random value in the column of one random row of the table, written with SQL;
+    what was done, or None where the table is empty or SQL refused every value tried."""
+    with sqlite3.connect(path) as connection:
+        rowids = [rowid for (rowid,) in connection.execute(f"SELECT rowid FROM {table}")]
+        if not rowids:
+            return None
+        rowid = rng.choice(rowids)
+        values = _values(rng)
+        rng.shuffle(values)
+        for value in values:
+            try:
+                connection.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?",
+                                   (value, rowid))
+                connection.commit()
+            except sqlite3.Error:
+                connection.rollback()
+                continue
+            return f"{table}.{column} of row {rowid} set to {value!r:.40}"
+    return None
+
+
+def _sql(path: Path, statement: str) -> str:
+    with sqlite3.connect(path) as connection:
+        connection.execute(statement)
+    return statement
+
+
+def _hash(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def one_store(tally: Tally, rng: random.Random, base: Path, folder: Path, number: int,
+              how=None) -> None:
+    """A copy of base damaged (how(path) -> what was done, None: nothing could be;
+    default: random bytes), read by every command, then given to `run`. A reader that
+    says the store is damaged writes nothing into it, and then `run` refuses it (exit 2)
+    and writes nothing either; no command gives a traceback."""
     work = folder / f"s{number}"
     work.mkdir()
     path = work / "store.sqlite"
     shutil.copy(base, path)
-    done_to = damage(path, rng)
+    done_to = how(path) if how is not None else damage(path, rng)
+    if done_to is None:
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    tally.stores += 1
     url = f"sqlite:///{path}"
+    called_damaged = None
     for args in READERS:
+        before = _hash(path)
         done = guestbench([*args, "--db", url], work, timeout_s=120)
         _check_output(tally, f"store {number} ({done_to}): {' '.join(args)}", done)
-        tally.damage_told += done.returncode == 2 and "fix:" in done.stderr
-    before = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+        told = done.returncode == 2 and "fix:" in done.stderr
+        tally.damage_told += told
+        if told and "damaged" in done.stderr:
+            called_damaged = called_damaged or " ".join(args)
+            if _hash(path) != before:
+                tally.wrote_into_damaged += 1
+                tally.problems.append(f"store {number} ({done_to}): {' '.join(args)} called "
+                                      "the store damaged, and wrote into it")
+    before = _hash(path)
     done = guestbench([*RUN, "--db", url], work, timeout_s=300)
     _check_output(tally, f"store {number} ({done_to}): run", done)
     tally.damage_told += done.returncode == 2 and "fix:" in done.stderr
-    after = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
-    if done.returncode == 2 and after != before:
+    wrote = _hash(path) != before
+    if wrote and (done.returncode == 2 or called_damaged):
         tally.wrote_into_damaged += 1
-        tally.problems.append(f"store {number} ({done_to}): run said exit 2 yet wrote")
+        tally.problems.append(f"store {number} ({done_to}): run wrote into a store that "
+                              f"{'it' if done.returncode == 2 else called_damaged} called "
+                              "damaged")
+    elif called_damaged and done.returncode != 2:
+        tally.problems.append(f"store {number} ({done_to}): '{called_damaged}' called the "
+                              f"store damaged; run exited {done.returncode}")
     shutil.rmtree(work, ignore_errors=True)
 
 
 def stores(tally: Tally, count: int, seed: int, folder: Path, say=print) -> None:
+    """count damaged copies of a real store: the targeted edits, then one random edit of
+    each column of each table, then random bytes, as many as count leaves (edits first,
+    as far as count goes)."""
     rng = random.Random(seed + 1)
     base = base_store(folder)
     with sqlite3.connect(base) as connection:  # the base itself is sound
         assert connection.execute("PRAGMA quick_check").fetchall() == [("ok",)]
-    for number in range(count):
-        one_store(tally, rng, base, folder, number)
+    plan = [lambda path, statement=statement: _sql(path, statement) for statement in TARGETED]
+    plan += [lambda path, table=table, column=column: edit(path, rng, table, column)
+             for table, column in columns(base)]
+    plan = plan[:count] + [None] * (count - len(plan))
+    for number, how in enumerate(plan):
+        one_store(tally, rng, base, folder, number, how)
         if (number + 1) % 10 == 0 or number + 1 == count:
             say(f"store {number + 1}/{count}; problems so far: {len(tally.problems)}")
 

@@ -116,3 +116,43 @@ def test_compare_from_digests_is_the_compare_from_the_store(tmp_path: Path,
     stream = [cell for cell in json.loads(from_digests.output)["cells"]
               if cell["unit"] == "MB/s"]
     assert stream and all("above 1 is worse" in cell["ratio_rule"] for cell in stream)
+
+
+def _damage_digest(url: str, how) -> None:
+    import sqlite3
+    with sqlite3.connect(url[len("sqlite:///"):]) as connection:
+        (body,) = connection.execute("SELECT body FROM campaign_digest").fetchone()
+        connection.execute("UPDATE campaign_digest SET body = ?", (how(body),))
+
+
+def _flip(body: str) -> str:
+    """One bit of one digit flipped: the JSON still parses, and says another number."""
+    at = next(i for i in range(len(body) // 2, len(body)) if body[i] in "1234567")
+    return body[:at] + chr(ord(body[at]) ^ 1) + body[at + 1:]
+
+
+def test_a_damaged_digest_is_no_digest_and_is_made_again(tmp_path: Path, fake_agent) -> None:
+    """A digest cut short (the report, compare and history of 2026-11-27 ended in a
+    JSONDecodeError traceback), one flipped bit, or a checksum of other JSON: each command
+    answers as from the runs, exit 0, and the next report finds the digest made again."""
+    url, opened, _campaign = written(tmp_path)
+    default_like.write(opened)
+    opened.engine.dispose()
+    commands = (["report", "1"], ["report", "1", "--format", "json"], ["compare", "1", "2"],
+                ["history"])
+    expected = {}
+    for args in commands:
+        told = invoke([*args, "--db", url], fake_agent)
+        assert told.exit_code == 0, told.output
+        expected[tuple(args)] = told.output
+    assert reading.read_digest(url, "1") is not None
+    for how, asked in ((lambda body: body[:1000], commands), (_flip, commands[:1]),
+                       (lambda body: body.split(" ", 1)[0] + ' {"format": 3}', commands[:1]),
+                       (lambda body: body.encode(), commands)):  # a blob in a text column
+        _damage_digest(url, how)
+        assert reading.read_digest(url, "1") is None
+        for args in asked:
+            told = invoke([*args, "--db", url], fake_agent)
+            assert told.exit_code == 0 and "Traceback" not in told.output, told.output
+            assert told.output == expected[tuple(args)], args
+        assert reading.read_digest(url, "1") is not None  # made again from the runs

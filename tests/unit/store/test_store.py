@@ -780,3 +780,26 @@ def test_a_signal_within_the_first_migration_leaves_no_store_and_no_other_error(
     again = gb_store.open(url)
     assert again.version() == SCHEMA_VERSION
     again.engine.dispose()
+
+
+def test_a_new_sqlite_store_appears_whole_or_not_at_all(tmp_path: Path, monkeypatch) -> None:
+    """A signal while a new store's schema is written leaves no file at the store's path
+    (it once left 0 bytes there, refused by every later command), and nothing aside; a
+    file left aside by a maker that was killed is removed by the next."""
+    from guestbench.process.stopping import Signalled
+    path = tmp_path / "new.sqlite"
+    killed = tmp_path / ".new.sqlite.999999999.new"  # no process has this id
+    killed.write_bytes(b"half a store")
+    migrate = gb_store.Store.migrate
+
+    def stopped(self, create=True):
+        assert not path.exists() and self.engine.url.database.endswith(".new")
+        raise Signalled("SIGTERM")
+    monkeypatch.setattr(gb_store.Store, "migrate", stopped)
+    with pytest.raises(Signalled):
+        gb_store.open(f"sqlite:///{path}")
+    assert not path.exists() and list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(gb_store.Store, "migrate", migrate)
+    opened = gb_store.open(f"sqlite:///{path}")
+    assert opened.version() == SCHEMA_VERSION and opened.campaigns() == []
+    assert [one.name for one in tmp_path.iterdir()] == ["new.sqlite"]
