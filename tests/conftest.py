@@ -2,7 +2,12 @@
 for it (tests/support/postgres.py) and removed at the end; no signal noted as received; and,
 for the integration and faults suites, the built agent, this host's facts and the presets'
 probes (each asked once per session, only by a test that names it: the unit suite never
-imports the environments here)."""
+imports the environments here).
+
+The suite runs on as many workers as the machine has CPUs (pytest-xdist, `-n auto` in
+pyproject.toml). The integration and faults tests run one after another on one worker, as
+they did alone: they start real machines, time them and share the image cache and the L1
+machines of a session. The unit tests spread over the workers, beside them."""
 
 from __future__ import annotations
 
@@ -16,6 +21,18 @@ from tests.support import postgres
 
 _databases = itertools.count(1)
 _SHARED = "guestbench_tests"  # the database that holds each test's schema
+
+
+_ONE_AT_A_TIME = ("integration", "faults")  # suites that own the machine while they run
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Puts every integration and faults test in one xdist group, so one worker runs them in
+    order (`--dist loadgroup`); without xdist the mark does nothing."""
+    for item in items:
+        parts = Path(str(item.path)).parts
+        if "tests" in parts and parts[parts.index("tests") + 1] in _ONE_AT_A_TIME:
+            item.add_marker(pytest.mark.xdist_group("machine"))
 
 
 @pytest.fixture(autouse=True)
