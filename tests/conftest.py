@@ -7,7 +7,8 @@ imports the environments here).
 The suite runs on as many workers as the machine has CPUs (pytest-xdist, `-n auto` in
 pyproject.toml). The integration and faults tests run one after another on one worker, as
 they did alone: they start real machines, time them and share the image cache and the L1
-machines of a session. The unit tests spread over the workers, beside them."""
+machines of a session. The unit tests spread over the workers, beside them
+(pytest_xdist_make_scheduler)."""
 
 from __future__ import annotations
 
@@ -26,13 +27,20 @@ _SHARED = "guestbench_tests"  # the database that holds each test's schema
 _ONE_AT_A_TIME = ("integration", "faults")  # suites that own the machine while they run
 
 
-def pytest_collection_modifyitems(items) -> None:
-    """Puts every integration and faults test in one xdist group, so one worker runs them in
-    order (`--dist loadgroup`); without xdist the mark does nothing."""
-    for item in items:
-        parts = Path(str(item.path)).parts
-        if "tests" in parts and parts[parts.index("tests") + 1] in _ONE_AT_A_TIME:
-            item.add_marker(pytest.mark.xdist_group("machine"))
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scheduling by scope, with every integration and faults test in one scope, so
+    that one worker runs them in order while the unit tests, each a scope of its own, spread
+    over the workers. (xdist's own `loadgroup` names the group in the test's node id, which
+    pytest 9 no longer lets a plugin change.)"""
+    from xdist.scheduler import LoadScopeScheduling  # only where xdist runs the suite
+
+    class OneMachine(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            parts = nodeid.split("/")
+            return "machine" if len(parts) > 2 and parts[0] == "tests" \
+                and parts[1] in _ONE_AT_A_TIME else nodeid
+
+    return OneMachine(config, log)
 
 
 @pytest.fixture(autouse=True)
