@@ -17,7 +17,7 @@ from guestbench import environments, workloads
 from guestbench.plan import tables as plan_tables
 from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
 from guestbench.host import Host
-from guestbench.plan.errors import PlanError, explain
+from guestbench.plan.errors import PlanError, explain, gathered
 from guestbench.plan.expand import (
     check_environment_patterns, check_shared_labels, expand_environments, expand_workloads, follow,
     select)
@@ -96,14 +96,22 @@ def from_flags(host: Host, overrides: Overrides = Overrides()) -> Plan:
 
 def validated(raw: dict[str, Any], source: str, host: Host, overrides: Overrides) -> Plan:
     """A plan from its TOML tables (source: where they came from, for the errors)."""
+    # every problem of the plan is gathered and told at once: the top level's, then each
+    # environment and workload table's (a table with a problem is left out), then the
+    # tables' (their names checked only against a plan that had no other problem)
+    problems: list[str] = []
     try:
         top = PlanFile.model_validate(raw)
     except ValidationError as error:
-        raise PlanError(explain(source, error, model=PlanFile)) from None
-    specs = expand_environments(top.environment, source)
-    cases = expand_workloads(top.workload, source, host)
+        problems += explain(source, error, model=PlanFile).splitlines()
+        top = PlanFile.model_construct(**{key: _tables_of(raw, key) for key in (
+            "environment", "workload", "table")}, campaign=CampaignSection())
+    specs = expand_environments(top.environment, source, problems)
+    cases = expand_workloads(top.workload, source, host, problems)
     # against the whole plan: --env and --workload narrow a run, not what its tables name
-    tables = _tables(top.table, specs, cases, source)
+    tables = _tables(top.table, specs, cases, source, problems)
+    if problems:
+        raise gathered(problems)
     specs = select(specs, overrides.environments, source, "--env", lambda s: s.name)
     cases = select(cases, overrides.workloads, source, "--workload", lambda c: c.name)
     if not overrides.environments:
@@ -116,21 +124,32 @@ def validated(raw: dict[str, Any], source: str, host: Host, overrides: Overrides
     return Plan(campaign, tuple(specs), tuple(cases), source, tables=tuple(tables))
 
 
+def _tables_of(raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The [[key]] tables of a plan whose top level did not validate, as far as they are
+    tables (the top level's own error says what the rest is)."""
+    found = raw.get(key)
+    return [table for table in found if isinstance(table, dict)] if isinstance(found, list) \
+        else []
+
+
 def _tables(entries: list[dict[str, Any]], specs: list[EnvironmentSpec],
-            cases: list[WorkloadCase], source: str) -> list[plan_tables.TableSpec]:
+            cases: list[WorkloadCase], source: str,
+            problems: list[str]) -> list[plan_tables.TableSpec]:
     names = [spec.name for spec in specs]
     workload_names = [(case.label, case.name) for case in cases]
     checked = []
+    named_right = not problems  # a name may be missing because its table had a problem
     for index, entry in enumerate(entries):
         where = f"table[{index}]"
         try:
             spec = plan_tables.TableSpec.model_validate(entry)
         except ValidationError as error:
-            raise PlanError(explain(source, error, prefix=where,
-                                     model=plan_tables.TableSpec)) from None
-        problem = plan_tables.problem(spec, names, workload_names)
+            problems += explain(source, error, prefix=where,
+                                model=plan_tables.TableSpec).splitlines()
+            continue
+        problem = plan_tables.problem(spec, names, workload_names) if named_right else None
         if problem:
-            raise PlanError(f"{source}: {where}.{problem}")
+            problems.append(f"{source}: {where}.{problem}")
         checked.append(spec)
     return checked
 

@@ -45,41 +45,78 @@ _FIXES = {
 
 
 def explain(source: str, error: ValidationError, prefix: str = "", flag: bool = False,
-             model: type[BaseModel] | None = None) -> str:
-    """Pydantic's first error as 'FILE: field.path: what (fix: how)'.
+             model: type[BaseModel] | None = None, also: tuple[str, ...] = ()) -> str:
+    """Every error pydantic found, one line each: 'FILE: field.path: what (fix: how)'.
 
-    An unknown key comes first: it is usually a misspelling that also causes
-    the 'field required' error of the key that was meant.
+    Unknown keys come first: one is usually a misspelling that also causes the 'field
+    required' error of the key that was meant. For an unknown key the fix lists every key
+    allowed there (the model's, and `also`: keys the table takes besides the model's) and
+    the nearest one.
     """
-    from guestbench.environments.base import IDENTIFIER  # deferred: see _allowed_keys
     errors = sorted(error.errors(), key=lambda item: item["type"] != "extra_forbidden")
-    first = errors[0]
+    meant = {(*item["loc"][:-1], near) for item in errors if item["type"] == "extra_forbidden"
+             and model is not None and (near := _nearest(item, model, also))}
+    # a required key that a misspelt one was meant as is not told twice
+    errors = [item for item in errors if item["type"] != "missing" or tuple(item["loc"]) not in meant]
+    return "\n".join(_one(source, item, prefix, flag, model, also) for item in errors)
+
+
+def _nearest(item: dict, model: type[BaseModel], also: tuple[str, ...]) -> str | None:
+    allowed = _allowed_keys(model, item["loc"], also if len(item["loc"]) == 1 else ())
+    near = difflib.get_close_matches(str(item["loc"][-1]), allowed, n=1, cutoff=CLOSENESS)
+    return near[0] if near else None
+
+
+def _one(source: str, item: dict, prefix: str, flag: bool, model: type[BaseModel] | None,
+         also: tuple[str, ...]) -> str:
+    from guestbench.environments.base import IDENTIFIER  # deferred: see _allowed_keys
     # a validator's own error (a metric's regex) may carry its fix in its context
-    context = first.get("ctx") or {}
-    fix = context.get("fix") or _FIXES.get(first["type"], "see docs/plan-format.md for this field")
-    if first["type"] == "string_pattern_mismatch" and context.get("pattern") != IDENTIFIER:
+    context = item.get("ctx") or {}
+    fix = context.get("fix") or _FIXES.get(item["type"], "see docs/plan-format.md for this field")
+    if item["type"] == "string_pattern_mismatch" and context.get("pattern") != IDENTIFIER:
         fix = f"write it in the form {context.get('pattern')} (docs/plan-format.md)"
-    if first["type"] == "extra_forbidden" and first["loc"][-1:] == ("inside",):
+    if item["type"] == "extra_forbidden" and item["loc"][-1:] == ("inside",):
         fix = ("remove it: inside is an option of the full-system kinds (qemu, uml, command); "
                "this kind runs on the host's kernel, with no VMM to start inside a VM")
-    elif first["type"] == "extra_forbidden" and model is not None:
-        allowed = _allowed_keys(model, first["loc"])
-        fix = f"{fix}; allowed here: {allowed}" if allowed else fix
+    message = item["msg"]
+    if item["type"] == "extra_forbidden" and model is not None:
+        allowed = _allowed_keys(model, item["loc"], also if len(item["loc"]) == 1 else ())
+        message = "unknown key"
+        if item["loc"][-1:] != ("inside",):
+            message += did_you_mean(str(item["loc"][-1]), allowed)
+            fix = f"{fix}; allowed here: {', '.join(allowed)}" if allowed else fix
     if flag:
-        return f"{source}: {first['msg']} (fix: {fix})"
+        return f"{source}: {message} (fix: {fix})"
     parts = [prefix] if prefix else []
-    for item in first["loc"]:
-        if isinstance(item, int):
-            parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
+    for step in item["loc"]:
+        if isinstance(step, int):
+            parts[-1:] = [f"{parts[-1]}[{step}]"] if parts else [f"[{step}]"]
         else:
-            parts.append(str(item))
+            parts.append(str(step))
     path = ".".join(parts) or "(top level)"
-    extra = f" ({len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{source}: {path}: {first['msg']}{extra} (fix: {fix})"
+    return f"{source}: {path}: {message} (fix: {fix})"
 
 
-def _allowed_keys(model: type[BaseModel], loc: tuple) -> str:
-    """The keys of the (nested) model that holds the unknown key at loc."""
+def numbered_lines(message: str) -> list[str]:
+    """The problems of a message made by gathered(), one per entry (its numbers taken off)."""
+    lines = message.splitlines()
+    if len(lines) > 1 and lines[0].endswith(" problems in the plan:"):
+        return [line.strip().split(". ", 1)[1] for line in lines[1:]]
+    return lines
+
+
+def gathered(problems: list[str]) -> PlanError:
+    """One PlanError for every problem found in a plan (each a line or more), numbered when
+    there are several, so that one run of guestbench shows them all."""
+    lines = [line for problem in problems for line in problem.splitlines()]
+    if len(lines) == 1:
+        return PlanError(lines[0])
+    return PlanError(f"{len(lines)} problems in the plan:\n"
+                     + "\n".join(f"  {number}. {line}" for number, line in enumerate(lines, 1)))
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple, also: tuple[str, ...] = ()) -> list[str]:
+    """The keys of the (nested) model that holds the unknown key at loc, and also's."""
     # as IDENTIFIER's above: report and compare use did_you_mean without a plan, and
     # pydantic with every kind's options takes 0.2 s to load
     from pydantic import BaseModel  # deferred: 0.2 s, reason above
@@ -90,7 +127,7 @@ def _allowed_keys(model: type[BaseModel], loc: tuple) -> str:
             annotation = typing.get_args(annotation)[0]
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             model = annotation
-    return ", ".join(model.model_fields)
+    return list(dict.fromkeys([*also, *model.model_fields]))
 
 
 # difflib's own default: 'nativ' finds 'native', 'getpdi' finds 'getpid', 'docker' nothing

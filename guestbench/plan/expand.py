@@ -3,12 +3,14 @@ combination, each named after its values; then the checks across them."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import itertools
 import os
 import re
 import typing
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import (
@@ -18,70 +20,119 @@ from guestbench import environments, workloads
 from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
 from guestbench.host import Host
 from guestbench.plan.labels import plain_value
-from guestbench.plan.errors import PlanError, explain
+from guestbench.plan.errors import PlanError, explain, gathered, numbered_lines
 from guestbench.plan.schema import AUTO, WorkloadCase, WorkloadRepeat
 from guestbench.plan.errors import did_you_mean
 
-def expand_environments(tables: list[dict[str, Any]], source: str) -> list[EnvironmentSpec]:
+def expand_environments(tables: list[dict[str, Any]], source: str,
+                        problems: list[str] | None = None) -> list[EnvironmentSpec]:
+    """Every table's environments; a table with a problem is left out and its problem
+    added to `problems` (the next table is still read), or raised where none is given."""
     specs: list[EnvironmentSpec] = []
     for index, table in enumerate(tables):
-        where = f"environment[{index}]"
-        table = dict(table)
-        preset = table.pop("preset", None)
-        if preset is not None:
-            if not isinstance(preset, str) or preset not in environments.PRESETS:
-                raise PlanError(f"{source}: {where}.preset: unknown preset {preset!r} "
-                                f"(fix: use one of {', '.join(environments.PRESETS)})")
-            table = {**environments.PRESETS[preset], "name": preset, **table}
-        kind = table.get("kind")
-        if not isinstance(kind, str) or kind not in environments.plan_kinds():
-            hint = f"set kind to one of {', '.join(environments.PUBLIC_KINDS)}, or use a preset"
-            what = "missing kind" if kind is None else f"unknown kind {kind!r}"
-            raise PlanError(f"{source}: {where}: {what} (fix: {hint})")
-        model = environments.spec_model(kind)
-        table = _one_item_lists_unwrapped(table, model)
-        for combination in _sweep(table, model, source, where):
-            try:
-                specs.append(model.model_validate(combination))
-            except ValidationError as error:
-                raise PlanError(explain(source, error, prefix=where, model=model)) from None
-    _no_duplicates([spec.name for spec in specs], source, "environment", "name")
+        with _noted(problems):
+            specs += _environment_table(index, table, source)
+    with _noted(problems):
+        _no_duplicates([spec.name for spec in specs], source, "environment", "name")
     return specs
 
 
-def expand_workloads(tables: list[dict[str, Any]], source: str, host: Host) -> list[WorkloadCase]:
+# what an [[environment]] and a [[workload]] table take besides their model's fields
+ENVIRONMENT_KEYS = ("preset",)
+WORKLOAD_KEYS = ("name", "repeat", "environments", "label")
+
+
+def _environment_table(index: int, table: dict[str, Any], source: str) -> list[EnvironmentSpec]:
+    where = f"environment[{index}]"
+    table = dict(table)
+    preset = table.pop("preset", None)
+    if preset is not None:
+        if not isinstance(preset, str) or preset not in environments.PRESETS:
+            raise PlanError(f"{source}: {where}.preset: unknown preset {preset!r}"
+                            f"{did_you_mean(str(preset), environments.PRESETS)} "
+                            f"(fix: use one of {', '.join(environments.PRESETS)})")
+        table = {**environments.PRESETS[preset], "name": preset, **table}
+    kind = table.get("kind")
+    if not isinstance(kind, str) or kind not in environments.plan_kinds():
+        hint = f"set kind to one of {', '.join(environments.PUBLIC_KINDS)}, or use a preset"
+        what = "missing kind" if kind is None else \
+            f"unknown kind {kind!r}{did_you_mean(str(kind), environments.PUBLIC_KINDS)}"
+        raise PlanError(f"{source}: {where}: {what} (fix: {hint})")
+    model = environments.spec_model(kind)
+    table = _one_item_lists_unwrapped(table, model)
+    specs, problems = [], []
+    for combination in _sweep(table, model, source, where):
+        try:
+            specs.append(model.model_validate(combination))
+        except ValidationError as error:
+            told = explain(source, error, prefix=where, model=model, also=ENVIRONMENT_KEYS)
+            if told not in problems:  # each combination of a sweep says the same
+                problems.append(told)
+    if problems:
+        raise gathered(problems)
+    return specs
+
+
+def expand_workloads(tables: list[dict[str, Any]], source: str, host: Host,
+                     problems: list[str] | None = None) -> list[WorkloadCase]:
+    """Every table's cases; a table with a problem is handled as in expand_environments."""
     cases: list[WorkloadCase] = []
     for index, table in enumerate(tables):
-        where = f"workload[{index}]"
-        table = dict(table)
-        name = table.pop("name", None)
-        if not isinstance(name, str) or name not in workloads.CATALOGUE:
-            what = "missing name" if name is None else \
-                f"unknown workload {name!r}{did_you_mean(str(name), workloads.CATALOGUE)}"
-            raise PlanError(f"{source}: {where}.name: {what} "
-                            f"(fix: use one of {', '.join(workloads.CATALOGUE)})")
-        workload = workloads.CATALOGUE[name]
-        repeat = _workload_repeat(table, source, where)
-        only = _workload_environments(table, source, where)
-        base_label = _workload_label(table, name, source, where)
-        follows = _following(table, workload.params_model, source, where)
-        table = _one_item_lists_unwrapped(table, workload.params_model)
-        swept = [key for key, value in table.items() if _is_sweep(value, workload.params_model, key)]
-        for combination in _sweep(table, workload.params_model, source, where):
-            # checked now with the host's CPUs; each environment's own count later (follow)
-            given = {**combination, **{key: host_cpus(host) for key in follows}}
-            try:
-                params = workload.resolve(given, host)
-            except ValidationError as error:
-                raise PlanError(explain(source, error, prefix=where,
-                                         model=workload.params_model)) from None
-            label = base_label + "".join(f"[{key}={combination[key]}]" for key in swept)
-            case = WorkloadCase(name, params, label, repeat, only, table=index, follows=follows)
-            if repeat == AUTO and case.workload.primary_metric is None:
-                raise PlanError(f"{source}: {where}.repeat: \"auto\" judges a workload's "
-                                f"primary metric and {name} has none (fix: give a whole number)")
-            cases.append(case)
+        with _noted(problems):
+            cases += _workload_table(index, table, source, host)
     return cases
+
+
+def _workload_table(index: int, table: dict[str, Any], source: str,
+                    host: Host) -> list[WorkloadCase]:
+    where = f"workload[{index}]"
+    table = dict(table)
+    name = table.pop("name", None)
+    if not isinstance(name, str) or name not in workloads.CATALOGUE:
+        what = "missing name" if name is None else \
+            f"unknown workload {name!r}{did_you_mean(str(name), workloads.CATALOGUE)}"
+        raise PlanError(f"{source}: {where}.name: {what} "
+                        f"(fix: use one of {', '.join(workloads.CATALOGUE)})")
+    workload = workloads.CATALOGUE[name]
+    repeat = _workload_repeat(table, source, where)
+    only = _workload_environments(table, source, where)
+    base_label = _workload_label(table, name, source, where)
+    follows = _following(table, workload.params_model, source, where)
+    table = _one_item_lists_unwrapped(table, workload.params_model)
+    swept = [key for key, value in table.items() if _is_sweep(value, workload.params_model, key)]
+    cases, problems = [], []
+    for combination in _sweep(table, workload.params_model, source, where):
+        # checked now with the host's CPUs; each environment's own count later (follow)
+        given = {**combination, **{key: host_cpus(host) for key in follows}}
+        try:
+            params = workload.resolve(given, host)
+        except ValidationError as error:
+            told = explain(source, error, prefix=where, model=workload.params_model,
+                           also=WORKLOAD_KEYS)
+            if told not in problems:
+                problems.append(told)
+            continue
+        label = base_label + "".join(f"[{key}={combination[key]}]" for key in swept)
+        case = WorkloadCase(name, params, label, repeat, only, table=index, follows=follows)
+        if repeat == AUTO and case.workload.primary_metric is None:
+            raise PlanError(f"{source}: {where}.repeat: \"auto\" judges a workload's "
+                            f"primary metric and {name} has none (fix: give a whole number)")
+        cases.append(case)
+    if problems:
+        raise gathered(problems)
+    return cases
+
+
+@contextlib.contextmanager
+def _noted(problems: list[str] | None) -> Iterator[None]:
+    """A PlanError inside is added to problems (one entry per line) rather than raised;
+    with problems None it is raised."""
+    try:
+        yield
+    except PlanError as error:
+        if problems is None:
+            raise
+        problems += numbered_lines(str(error))
 
 
 FOLLOW_VCPUS = "@vcpus"

@@ -11,7 +11,7 @@ from guestbench import environments, workloads
 from guestbench.environments.base import Capability
 from guestbench.host import Host
 from guestbench.plan.build import from_flags, load
-from guestbench.plan.errors import PlanError
+from guestbench.plan.errors import PlanError, numbered_lines
 from guestbench.plan.schema import AUTO, Overrides, repeat_flag
 from guestbench.plan.schema import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S
 
@@ -166,10 +166,35 @@ def test_invalid_plan_names_file_field_and_fix(write_plan, host: Host, text: str
     path = write_plan(text, "bad-plan.toml")
     with pytest.raises(PlanError) as caught:
         load(path, host)
+    problems = numbered_lines(str(caught.value))
+    assert problems[0].startswith(f"{path}: {field}: "), problems
+    assert all("fix:" in problem and f"{path}: " in problem for problem in problems), problems
+
+
+def test_every_problem_of_a_plan_is_told_at_once_with_the_nearest_key(write_plan,
+                                                                      host: Host) -> None:
+    """A plan with four typos told its first only, and a workload's unknown key listed the
+    parameters without the table's own keys (2026-11-27): now all four, each with the key
+    or preset meant and every key allowed there."""
+    path = write_plan('[campaign]\nrepet = 2\n\n[[environment]]\npreset = "nativ"\n\n'
+                      '[[environment]]\nname = "x"\nkind = "qemu"\naccell = "tcg"\n\n'
+                      '[[workload]]\nname = "getpid"\nrepat = 3\n')
+    with pytest.raises(PlanError) as caught:
+        load(path, host)
     message = str(caught.value)
-    assert message.startswith(f"{path}: {field}: "), message
-    assert "fix:" in message, message
-    assert "\n" not in message
+    assert message.startswith("4 problems in the plan:\n  1. "), message
+    assert numbered_lines(message) == [
+        f"{path}: campaign.repet: unknown key; did you mean 'repeat'? (fix: remove it or check "
+        "its spelling; allowed here: name, baseline, repeat, timeout_s, description, "
+        "log_cap_mib, auto, shared_rounds)",
+        f"{path}: environment[0].preset: unknown preset 'nativ'; did you mean 'native'? (fix: "
+        f"use one of {', '.join(environments.PRESETS)})",
+        f"{path}: environment[1].accell: unknown key; did you mean 'accel'? (fix: remove it or "
+        "check its spelling; allowed here: preset, "
+        + ", ".join(environments.spec_model("qemu").model_fields) + ")",
+        f"{path}: workload[0].repat: unknown key; did you mean 'repeat'? (fix: remove it or "
+        "check its spelling; allowed here: name, repeat, environments, label, min_time_s, "
+        "values)"]
 
 
 def test_toml_syntax_error_gives_line_and_column(write_plan, host: Host) -> None:
@@ -202,9 +227,9 @@ def test_unknown_key_lists_the_allowed_keys(write_plan, host: Host) -> None:
     path = write_plan(environment('preset = "runc"\nruntim = "runc"'))
     with pytest.raises(PlanError) as caught:
         load(path, host)
-    assert "allowed here: name, kind, runtime, platform" in str(caught.value)
+    assert "allowed here: preset, name, kind, runtime, platform" in str(caught.value)
     path = write_plan(workload('name = "getpid"\nmin_tim = 1.0'))
-    with pytest.raises(PlanError, match="allowed here: min_time_s"):
+    with pytest.raises(PlanError, match="allowed here: name, repeat, environments, label, min_time_s"):
         load(path, host)
 
 

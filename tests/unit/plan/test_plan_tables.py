@@ -80,7 +80,8 @@ BAD_TABLES = [
     pytest.param('table = "basic"\nplain = "yes"', "table[0].plain",
                  "(fix: give true or false)", id="plain-string"),
     pytest.param('table = "basic"\nenvironment = ["native"]', "table[0].environment",
-                 "Extra inputs are not permitted (fix: remove it or check its spelling; "
+                 "unknown key; did you mean 'environments'? (fix: remove it or check its "
+                 "spelling; "
                  "allowed here: table, title, environments, labels", id="unknown-key"),
 ]
 

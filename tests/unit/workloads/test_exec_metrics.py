@@ -51,7 +51,7 @@ BAD_METRICS = [
                  "not a valid Python regular expression", id="bad-regex"),
     pytest.param(r"regex = 'events per second:\s*([0-9.]+)'", "workload[0].metrics[0].regex",
                  "no named group 'value'", id="no-value-group"),
-    pytest.param("colour = 'red'", "workload[0].metrics[0].colour", "Extra inputs",
+    pytest.param("colour = 'red'", "workload[0].metrics[0].colour", "unknown key",
                  id="unknown-key"),
     pytest.param('better = "up"', "workload[0].metrics[0].better", "'higher' or 'lower'",
                  id="bad-better"),
@@ -118,7 +118,7 @@ def test_an_unknown_metric_key_lists_the_metric_keys(write_plan, host: Host) -> 
     pytest.param('argv = "sysbench cpu run"', "workload[0].argv", "tuple", id="argv-a-string"),
     pytest.param('argv = ["sysbench", 3]', "workload[0].argv[1]", "string", id="argv-number"),
     pytest.param("warmup_runs = -1", "workload[0].warmup_runs", "greater than", id="warmup"),
-    pytest.param("shell = true", "workload[0].shell", "Extra inputs", id="unknown-param"),
+    pytest.param("shell = true", "workload[0].shell", "unknown key", id="unknown-param"),
 ])
 def test_bad_exec_parameters(write_plan, host: Host, extra: str, field: str, words: str) -> None:
     text = exec_table()
