@@ -31,6 +31,10 @@ from guestbench.network.paths import NetPath
 VERSION_TIMEOUT_S = 5.0
 
 
+class VersionHangs(Exception):
+    """The VMM's version command did not end within VERSION_TIMEOUT_S."""
+
+
 def check_kernel_args(args: tuple[str, ...]) -> tuple[str, ...]:
     """A plan's extra kernel arguments: one parameter each, and gb.* belongs to guestbench."""
     for arg in args:
@@ -203,7 +207,10 @@ class FullSystem(Environment):
             self.image = images.build(self.kernel(), modules=self.image_modules(), tools=tools)
         except images.ImageError as error:
             return Availability.no(f"guest image: {error}")
-        self.vmm_version = self._version()
+        try:
+            self.vmm_version = self._version()
+        except VersionHangs as error:
+            return Availability.no(str(error))
         if self.inside:
             l1 = self.start_machine()
             if not l1.available:
@@ -260,12 +267,21 @@ class FullSystem(Environment):
         return facts
 
     def _version(self) -> str | None:
+        """The VMM's version line; None where it has no version_argv, or the program
+        failed or printed nothing. A version command that does not end within
+        VERSION_TIMEOUT_S raises VersionHangs: a VMM that cannot say its version in 5 s
+        is not one to measure (prepare makes the environment unavailable with it)."""
         argv = self.version_argv()
         if not argv:
             return None
         try:
             result = proc.run(argv, timeout_s=VERSION_TIMEOUT_S)
-        except (proc.ProcessError, proc.DeadlineExceeded):
+        except proc.DeadlineExceeded:
+            raise VersionHangs(
+                f"the version command '{' '.join(argv)}' did not end within "
+                f"{VERSION_TIMEOUT_S:g} s (fix: give a version_argv that prints one line and "
+                "exits, e.g. [\"firecracker\", \"--version\"], or none)") from None
+        except proc.ProcessError:
             return None
         lines = (result.stdout.strip() or result.stderr.strip()).splitlines()
         return lines[0][:200] if lines else None

@@ -28,7 +28,7 @@ from guestbench.environments.base import Availability, Capability, GuestStartErr
 from guestbench.environments.fullsystem.console import ConsoleGuest
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.base import (
-    AttachedDisk, FullSystem, FullSystemSpec, Names, check_kernel_args)
+    AttachedDisk, FullSystem, FullSystemSpec, Names, VersionHangs, check_kernel_args)
 from guestbench.environments.fullsystem.placement import pin_threads, vcpu_threads_by_name
 from guestbench.host import which
 from guestbench.network.paths import NetPath
@@ -339,7 +339,10 @@ class Command(FullSystem):
 
     def prepare(self, host) -> Availability:
         if self.spec.image == "none":  # the plan's kernel runs as it is: nothing to build
-            self.vmm_version = self._version()
+            try:
+                self.vmm_version = self._version()
+            except VersionHangs as error:
+                return Availability.no(str(error))
             return Availability.yes("the guest's own kernel")
         answer = super().prepare(host)
         if answer.available and self.spec.kernel_format == "vmlinux":

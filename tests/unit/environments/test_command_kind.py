@@ -154,3 +154,27 @@ def test_a_vmlinux_kernel_is_extracted_from_the_bzimage_once(tmp_path, monkeypat
     not_a_kernel.write_bytes(b"\0" * 4096)
     with pytest.raises(images.ImageError, match="no compressed ELF kernel"):
         vmlinux.extract(not_a_kernel)
+
+
+@pytest.mark.parametrize("body", ["#!/bin/sh\nexec yes\n", "#!/bin/sh\nexec sleep 60\n"])
+def test_a_version_command_that_never_ends_makes_the_environment_unavailable(
+        body, tmp_path, write_plan, host, monkeypatch) -> None:
+    """A version_argv that printed forever left the environment available, with no version
+    and no word (2026-11-27): now it is unavailable after the version's timeout, saying
+    why and what to give instead."""
+    from guestbench.environments.fullsystem import base
+    monkeypatch.setattr(base, "VERSION_TIMEOUT_S", 0.5)
+    endless = tmp_path / "vmm-version"
+    endless.write_text(body)
+    endless.chmod(0o755)
+    kernel = tmp_path / "kernel"
+    kernel.write_bytes(b"\0")
+    plan = load(write_plan(plan_of(
+        f'image = "none"\nkernel = "{kernel}"\nargv = ["vmm", "{{kernel}}"]\n'
+        f'version_argv = ["{endless}"]\n')), host)
+    environment = environments.create(plan.environments[0])
+    answer = environment.prepare(host)
+    assert not answer.available
+    assert answer.reason == (f"the version command '{endless}' did not end within 0.5 s (fix: "
+                             "give a version_argv that prints one line and exits, e.g. "
+                             '["firecracker", "--version"], or none)')
