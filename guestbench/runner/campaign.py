@@ -131,10 +131,9 @@ class Runner:
     def _run_cells(self) -> int:
         self.total_runs = sum(cell.most_runs - cell.runs for cell in self._open_cells())
         self.progress.start(self.total_runs)
-        for cell in self._open_cells():  # a resumed cell may have had all its runs already
-            reason = cell.stop_reason() if cell.runs else None
-            if reason is not None:
-                self._close(cell, reason)
+        # a resumed cell may have had all its runs already
+        self._close_all([(cell, reason) for cell in self._open_cells()
+                         if cell.runs and (reason := cell.stop_reason()) is not None])
         try:
             self._matrix()
         except KeyboardInterrupt as stop:
@@ -142,8 +141,7 @@ class Runner:
             proc.kill_all()
             unreachable = ""
             try:  # what can be stored is; a lost server is not waited for (store.stopping)
-                for cell in self._open_cells():
-                    self._close(cell, StopReason.INTERRUPTED)
+                self._close_all([(cell, StopReason.INTERRUPTED) for cell in self._open_cells()])
                 self._finish(Status.INTERRUPTED,
                              f"stopped by {str(stop) or 'SIGINT'} at "
                              f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC")
@@ -339,10 +337,18 @@ class Runner:
         return [cell for cell in self.cells if cell.stopped is None]
 
     def _close(self, cell: Cell, reason: str) -> None:
-        cell.stopped = reason
-        self.store.add_cell_stop(self.campaign_id, cell.record())
-        if cell.runs < cell.most_runs:
-            self.total_runs -= cell.most_runs - cell.runs
+        self._close_all([(cell, reason)])
+
+    def _close_all(self, closing: list[tuple[Cell, str]]) -> None:
+        """Cells stopped for these reasons, stored in one transaction."""
+        if not closing:
+            return
+        for cell, reason in closing:
+            cell.stopped = reason
+        self.store.add_cell_stops(self.campaign_id, [cell.record() for cell, _ in closing])
+        left = sum(cell.most_runs - cell.runs for cell, _ in closing if cell.runs < cell.most_runs)
+        if left:
+            self.total_runs -= left
             self.progress.total_changed(self.total_runs)
 
     def _one(self, cell: Cell, repetition: int) -> None:

@@ -580,13 +580,20 @@ class Store:
                     for metric, unit, value in record.samples])
         return run_id
 
-    @_waits_for_the_server
     def add_cell_stop(self, campaign_id: int, stop: CellStop) -> None:
+        self.add_cell_stops(campaign_id, [stop])
+
+    @_waits_for_the_server
+    def add_cell_stops(self, campaign_id: int, stops: list[CellStop]) -> None:
+        """Several cells' stops in one transaction: a campaign of 10,000 cells stopped by a
+        signal writes them at once (one commit each took 20 s)."""
+        if not stops:
+            return
         with self.engine.begin() as connection:
-            connection.execute(sa.insert(schema.cell_stop).values(
+            connection.execute(sa.insert(schema.cell_stop), [dict(
                 campaign_id=campaign_id, environment_id=stop.environment_id, label=stop.label,
                 runs=stop.runs, ok_runs=stop.ok_runs, reason=stop.reason,
-                half_width=stop.half_width, target=stop.target))
+                half_width=stop.half_width, target=stop.target) for stop in stops])
 
     @_waits_for_the_server
     def finish_campaign(self, campaign_id: int, status: str,
