@@ -34,6 +34,7 @@ from guestbench.runner.outcomes import (
     part_outcome, read_to_the_end, watch, watch_own_program)
 from guestbench.runner.schedule import Cell, Column, StopReason, refusal, restore
 from guestbench import store as store_module
+from guestbench.store import damage
 from guestbench.store import Store
 from guestbench.store.records import RunRecord
 from guestbench.workloads.base import InputError, InputMissing, Workload
@@ -151,6 +152,10 @@ class Runner:
         except BaseException as error:
             proc.kill_all()  # a bug must not leave guests running or the campaign 'running'
             self._remove_inputs()
+            if damage.full_disk(error):  # resumable once there is room
+                self.store.finish_campaign(self.campaign_id, Status.INTERRUPTED, end_reason=(
+                    f"a disk was full: {type(error).__name__}: {str(error)[:300]}"))
+                raise
             self.store.finish_campaign(self.campaign_id, "failed", end_reason=(
                 f"guestbench met an error: {type(error).__name__}: {str(error)[:300]}"))
             raise

@@ -26,11 +26,19 @@ def explain(error: BaseException) -> str | None:
     return None
 
 
+def full_disk(error: BaseException) -> bool:
+    """Whether error is (or was raised while handling) a full disk, the store's or another
+    file's: a campaign it stops can be resumed once there is room again."""
+    told = explain(error)
+    return told is not None and ("no space left" in told or "is full" in told)
+
+
 def _explain_one(error: BaseException) -> str | None:
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
         return (f"no space left on the disk of {error.filename or 'a file guestbench writes'}"
                 " (fix: free some space, or give --logs and --db on another disk; the runs "
-                "stored before are kept)")
+                "stored before are kept, and 'guestbench run --resume CAMPAIGN' completes a "
+                "campaign it stopped)")
     driver_error = _sqlite_error(error)
     if driver_error is None:
         return None

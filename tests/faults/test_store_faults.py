@@ -203,3 +203,37 @@ def test_a_signal_while_a_new_store_is_made_leaves_a_whole_store_or_none(tmp_pat
         assert again.returncode == 0, (attempt, again.stderr)
     leftovers = [left.name for left in tmp_path.glob(".*.new")]
     assert len(leftovers) <= 1, leftovers  # one killed maker's, at most: the next removes it
+
+
+def test_logs_on_a_full_disk_leave_the_campaign_interrupted_and_resumable(small_disk, tmp_path):
+    """A campaign whose logs filled their disk was marked 'failed' (2026-11-27), which
+    --resume does not take: now it is 'interrupted', and resumed once there is room."""
+    url = f"sqlite:///{tmp_path}/store.sqlite"
+    filler = small_disk / "filler"
+    handle = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(handle, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+    run = [*GUESTBENCH, "run", "--env", "native", "--workload", "getpid,sched_yield",
+           "--repeat", "2", "--db", url, "--logs", str(small_disk / "logs"), "--quiet"]
+    first = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 2 and "Traceback" not in first.stderr, first.stderr
+    assert "no space left" in first.stderr and "--resume" in first.stderr
+    opened = gb_store.open(url)
+    (campaign,) = opened.campaigns()
+    assert campaign.status == "interrupted"
+    assert opened.campaign("1").end_reason.startswith("a disk was full: ")
+    opened.engine.dispose()
+    filler.unlink()
+    resumed = subprocess.run([*GUESTBENCH, "run", "--resume", "1", "--db", url, "--logs",
+                              str(small_disk / "logs"), "--quiet"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    opened = gb_store.open(url)
+    assert opened.campaign("1").status == "finished"
+    assert sorted(run.status for run in opened.runs(1)) == ["ok"] * 4
+    opened.engine.dispose()
