@@ -40,6 +40,7 @@ class Efficiency:
     agent_s: float = 0.0  # the agent's span, over the timed runs that report it
     split_runs_s: float = 0.0  # the host time of those runs
     preparing_s: float = 0.0  # before the campaign's first run (the command's line only)
+    split_timed_s: float = 0.0  # the timed part of the split runs
 
     @property
     def between_s(self) -> float:
@@ -56,12 +57,15 @@ class Efficiency:
     def line(self) -> str:
         """'Time: timed 56% of 1 min 49 s; in the agent, not timed 20% (...); starting and
         stopping environments 18%; ...; outside runs 3% (...).'"""
-        in_runs = self.runs_s - self.timed_s - self.untimed_runs_s
+        in_runs = max(self.runs_s - self.timed_s - self.untimed_runs_s, 0.0)
         parts = [f"timed {_percent(self.share(self.timed_s))} of {duration(self.wall_s)}"]
         if self.split_runs_s > 0:
-            unsplit = max(in_runs - (self.agent_s - self.timed_s) - self.starting_s, 0.0)
+            # the split runs' agent span beyond their timed regions; and the other runs'
+            # time beyond theirs (no span recorded: it cannot be split), told with it
+            in_agent = max(self.agent_s - self.split_timed_s, 0.0)
+            unsplit = max(in_runs - in_agent - self.starting_s, 0.0)
             parts.append(f"in the agent, not timed "
-                         f"{_percent(self.share(self.agent_s - self.timed_s + unsplit))} "
+                         f"{_percent(self.share(in_agent + unsplit))} "
                          "(warm-up, calibration, STREAM's set-up and check, clock checks)")
             parts.append("starting and stopping environments "
                          f"{_percent(self.share(self.starting_s))}")
@@ -88,7 +92,10 @@ def of(wall_s: float, runs: list[dict[str, Any]], samples: Iterable[dict[str, An
     preparing_s: the part of wall_s before the campaign's first run."""
     timed_by_run: dict[int, float] = {}
     agent_by_run: dict[int, float] = {}
+    ids = {run.id for run in runs}
     for sample in samples:
+        if sample.run_id not in ids:  # another command's run (a resumed campaign's)
+            continue
         if sample.metric == TIMED:
             timed_by_run[sample.run_id] = timed_by_run.get(sample.run_id, 0.0) + sample.value
         elif sample.metric == IN_AGENT:
@@ -100,7 +107,8 @@ def of(wall_s: float, runs: list[dict[str, Any]], samples: Iterable[dict[str, An
                       sum(run.host_seconds or 0.0 for run in untimed),
                       agent_s=sum(agent_by_run[run.id] for run in split),
                       split_runs_s=sum(run.host_seconds or 0.0 for run in split),
-                      preparing_s=preparing_s)
+                      preparing_s=preparing_s,
+                      split_timed_s=sum(timed_by_run[run.id] for run in split))
 
 
 def campaign_wall(campaign: dict[str, Any]) -> float | None:

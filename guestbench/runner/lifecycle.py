@@ -151,14 +151,18 @@ def time_spent(opened, campaign_id: int, wall_s: float,
                started_at: "dt.datetime | None" = None) -> str:
     """Where the command's wall_s seconds went, in one line wrapped for a terminal
     (analysis/efficiency.py); started_at: the command's start, which splits off the time
-    spent preparing before the campaign's first run."""
+    spent preparing before its first run, and leaves out the runs of a resumed campaign
+    that an earlier command made (their time is not in wall_s)."""
+    runs = opened.runs(campaign_id)
     preparing_s = 0.0
-    created = opened.campaign(str(campaign_id)).created_at if started_at else None
-    if created is not None:
-        if created.tzinfo is None:
-            created = created.replace(tzinfo=dt.timezone.utc)
-        preparing_s = min(max((created - started_at).total_seconds(), 0.0), wall_s)
-    spent = efficiency.of(wall_s, opened.runs(campaign_id),
+    if started_at is not None:
+        # this command's runs only: a resumed campaign's earlier runs were another's time
+        runs = [run for run in runs if run.started_at is None or run.started_at >= started_at]
+        first = min((run.started_at for run in runs if run.started_at is not None),
+                    default=None)
+        if first is not None:
+            preparing_s = min(max((first - started_at).total_seconds(), 0.0), wall_s)
+    spent = efficiency.of(wall_s, runs,
                           opened.samples(campaign_id).of_metrics(efficiency.TIMED,
                                                                  efficiency.IN_AGENT),
                           preparing_s)

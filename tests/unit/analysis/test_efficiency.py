@@ -44,6 +44,35 @@ def test_the_agent_span_splits_starting_environments_from_calibrating() -> None:
     assert "in runs, not timed" not in line
 
 
+def _shares(line: str) -> list[int]:
+    import re
+    return [int(share) for share in re.findall(r" (-?\d+)%", " ".join(line.split()))]
+
+
+def test_timed_runs_without_an_agent_span_never_make_a_share_negative() -> None:
+    """A campaign where some timed runs had no agent span (a shared guest's) said "in the
+    agent, not timed -1%" (2026-11-27): their timed time was taken from the others' span."""
+    runs = [Run(id=1, workload="getpid", status="ok", host_seconds=1.0),
+            Run(id=2, workload="getpid", status="ok", host_seconds=3.0)]
+    samples = [StoredSample(run_id=1, metric="timed", unit="s", value=0.5),
+               StoredSample(run_id=1, metric="in_agent", unit="s", value=0.6),
+               StoredSample(run_id=2, metric="timed", unit="s", value=2.0)]
+    spent = efficiency.of(5.0, runs, samples)
+    shares = _shares(spent.line())
+    assert min(shares) >= 0 and sum(shares) <= 101, spent.line()
+    # run 1: 0.1 s in its agent beyond its timed region; run 2 (no span): 1.0 s beyond its
+    assert "in the agent, not timed 22%" in " ".join(spent.line().split())
+
+
+def test_another_command_s_runs_are_not_this_command_s_time() -> None:
+    """After run --resume the line read "runs that time no region of their own 143%": the
+    earlier command's runs were counted in the resumed command's wall time."""
+    spent = efficiency.of(10.0, RUNS[2:], TIMED + AGENT)  # run 3 alone is this command's
+    shares = _shares(spent.line())
+    assert spent.timed_s == 0 and spent.agent_s == 0
+    assert min(shares) >= 0 and sum(shares) <= 101, spent.line()
+
+
 def test_durations_read_as_a_person_says_them() -> None:
     assert efficiency.duration(9.44) == "9.4 s"
     assert efficiency.duration(228) == "3 min 48 s"

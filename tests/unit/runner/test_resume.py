@@ -9,6 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+
+from guestbench.store import schema
 from click.testing import CliRunner
 
 from guestbench.plan import build as plan_build
@@ -137,6 +140,23 @@ def test_a_campaign_left_running_by_a_killed_process_is_resumed(killed_campaign,
     assert campaign.status == "finished"
     assert campaign.owner["pid"] == os.getpid()  # the resuming process, now
     assert sorted(run.repetition for run in store.runs(campaign_id)) == [0, 1, 2]
+
+
+def test_the_resumed_command_s_time_line_counts_its_own_runs(killed_campaign, store,
+                                                             fake_agent) -> None:
+    """After run --resume the time line read "runs that time no region of their own 143%":
+    the runs of the command that was killed were counted in the resuming command's time."""
+    import re
+    gone = {"hostname": os.uname().nodename, "pid": os.getpid(), "started": -1}
+    campaign_id = killed_campaign(gone)
+    with store.engine.begin() as connection:  # the killed command's two runs took 100 s each
+        connection.execute(sa.update(schema.run).values(host_seconds=100.0))
+    result = resume_cli(store, campaign_id, agent=fake_agent)
+    assert result.exit_code == 0, result.output
+    line = " ".join(result.output[result.output.index("Time: "):].split())
+    line = line[:line.index(" campaign ")]
+    shares = [int(share) for share in re.findall(r" (-?\d+)%", line)]
+    assert shares and min(shares) >= 0 and sum(shares) <= 101, line
 
 
 def test_a_campaign_whose_process_still_runs_is_not_resumed(killed_campaign, store) -> None:
