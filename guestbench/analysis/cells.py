@@ -323,3 +323,9 @@ def campaign_spread(cells: Iterable[Cell]) -> Spread | None:
     return Spread(typical, len(cvs), max(UNSTABLE_CV, SPREAD_FACTOR * typical))
 
 
+def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
+    """(base, other) so that median(other)/median(base) > 1 means worse, whatever the unit."""
+    assert base.stats is not None and cell.stats is not None
+    if cell.higher_is_better:  # the metric's declared direction, else its unit's
+        return cell.stats, base.stats
+    return base.stats, cell.stats

@@ -24,10 +24,11 @@ import zlib
 from typing import Any
 
 from guestbench.analysis.cells import Cell, CellStats, Interval, Results, Spread
-from guestbench.analysis.results import CampaignResults, Geomean
+from guestbench.analysis.geomean import Geomean
+from guestbench.analysis.results import CampaignResults
 from guestbench.store.records import Campaign, Environment, Run
 
-FORMAT = 3  # 3: the checksum before the JSON
+FORMAT = 4  # 3: the checksum before the JSON; 4: geometric means per group
 # Up to this many values, a digest keeps every cell (compare reads it); beyond, the summary's
 # cells alone, and compare derives the campaign from its samples
 EVERY_CELL_VALUES = 200_000
@@ -60,9 +61,12 @@ def encode(results: CampaignResults) -> str:
         else dataclasses.asdict(results.results.spread),
         "cells": cells,
         "ratios": [[*key, *_interval(interval)] for key, interval in results.ratios.items()],
-        "geomeans": {env: {"interval": _interval(geomean.interval),
-                           "workloads": geomean.workloads, "of": geomean.of}
-                     for env, geomean in results.geomeans.items()},
+        "geomeans": {group: {env: {"interval": _interval(mean.interval),
+                                   "workloads": mean.workloads, "of": mean.of,
+                                   "labels": list(mean.labels),
+                                   "left_out": list(mean.left_out)}
+                             for env, mean in means.items()}
+                     for group, means in results.geomeans.items()},
         "workload_of": results.workload_of, "label_titles": results.label_titles,
         "metric_titles": results.metric_titles, "every_cell": every_cell,
     }
@@ -107,8 +111,10 @@ def _results(document: dict[str, Any]) -> CampaignResults | None:
         document["primary"],
         {(label, metric, env): Interval(*bounds) for label, metric, env, *bounds
          in document["ratios"]},
-        {env: Geomean(Interval(*geomean["interval"]), geomean["workloads"], geomean["of"])
-         for env, geomean in document["geomeans"].items()},
+        {group: {env: Geomean(Interval(*mean["interval"]), mean["workloads"], mean["of"],
+                              tuple(mean["labels"]), tuple(mean["left_out"]))
+                 for env, mean in means.items()}
+         for group, means in document["geomeans"].items()},
         [], document["workload_of"], document["label_titles"], document["metric_titles"],
         document["every_cell"])
 

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from guestbench.analysis.cells import (CONTEXT_METRICS, PERFORMANCE, RESAMPLES, Cell, CellStats,
-                                       Interval, Results, row_kind)
+from guestbench.analysis import geomean
+from guestbench.analysis.cells import (CONTEXT_METRICS, PERFORMANCE, RESAMPLES, Cell,
+                                       Interval, Results, row_kind, slowdown_pair)
+from guestbench.analysis.geomean import Geomean
 
 if TYPE_CHECKING:  # numpy loads only where results are derived
     from guestbench.store.columns import Samples
@@ -23,15 +25,8 @@ if TYPE_CHECKING:  # numpy loads only where results are derived
 from guestbench.store.records import Campaign, Environment, Run, StoredCellStop
 
 RATIO_RULE = "x baseline, above 1 is worse (rates inverted)"
-
-
-@dataclass(frozen=True)
-class Geomean:
-    """One environment's geometric mean of its primary metrics' ratios (above 1 is worse)."""
-
-    interval: Interval
-    workloads: int  # how many workloads it covers
-    of: int  # how many the baseline has
+# the environment fact that says its figures are functional only (report/functional.py)
+FUNCTIONAL = "functional"
 
 
 @dataclass(frozen=True)
@@ -48,7 +43,9 @@ class CampaignResults:
     primary: dict[str, str] = field(default_factory=dict)  # label -> its primary metric
     # (label, metric, environment) -> the ratio to the baseline under the one rule
     ratios: dict[tuple[str, str, str], Interval] = field(default_factory=dict)
-    geomeans: dict[str, Geomean] = field(default_factory=dict)
+    # {group: {environment: its geometric mean}} (analysis/geomean.py): taken once, read by
+    # every view
+    geomeans: dict[str, dict[str, Geomean]] = field(default_factory=dict)
     cell_stops: list[dict[str, Any]] = field(default_factory=list)
     workload_of: dict[str, str] = field(default_factory=dict)  # label -> its workload
     # how tables name what was stored: label -> its workload's title ("STREAM [array_mib=32]"),
@@ -78,24 +75,14 @@ class CampaignResults:
         from guestbench.analysis.boot import breakdown  # deferred: numpy, as stats below
         return breakdown(self.runs, self.samples) if self.samples is not None else {}
 
-    def comparable_geomeans(self, environments: list[str] | None = None
-                            ) -> tuple[dict[str, Geomean], list[str]]:
-        """Geometric means that can stand side by side: each over the same workloads, those
-        that every one of `environments` (default: all) measured, leaving out environments
-        that measured none (they have no mean). Also gives those workloads' labels; with
-        none in common, no means."""
-        shown = environments if environments is not None else self.results.environments
-        if self.baseline is None:
-            return {}, []
-        primary = {label: metric for label, metric in self.primary.items()
-                   if _ratio_row(self.results.cells[(label, metric)], self.baseline)}
-        measuring = [env for env in shown if env != self.baseline and any(
-            _measured(self.results.cells[(label, metric)][env]) for label, metric in primary.items())]
-        common = {label: metric for label, metric in primary.items()
-                  if all(_measured(self.results.cells[(label, metric)][env]) for env in measuring)}
-        if not common:
-            return {}, []
-        return geomeans(self.results, self.baseline, common), list(common)
+    def geomean_rows(self) -> list[tuple[str, dict[str, Geomean]]]:
+        """(the row's name, its means by environment) for each group with a mean."""
+        return [(geomean.title(group, len(self.geomeans)), means)
+                for group, means in self.geomeans.items()]
+
+    def geomeans_of(self, env: str) -> list[Geomean]:
+        """The environment's means, one per group that has one for it."""
+        return [means[env] for means in self.geomeans.values() if env in means]
 
     def performance_primary(self) -> dict[str, str]:
         """The primary metrics that are performance figures: what % tables, scaling tables
@@ -106,11 +93,13 @@ class CampaignResults:
 
 class Described(Protocol):
     """What analysis needs of a workload (workloads/base.py's Workload gives it): the name a
-    table shows, each metric's title, and the metric it leads with."""
+    table shows, each metric's title, the metric it leads with, and its family (which
+    group of geometric means its rows join: analysis/geomean.py)."""
 
     name: str
     display: str
     primary_metric: str | None
+    family: str
 
     def metric_title(self, metric: str) -> str: ...
 
@@ -129,9 +118,13 @@ def derive(campaign: Campaign, environments: list[Environment], runs: list[Run],
     used = analyse(results, resamples, primary.items() if primary_only else None,
                    judged=primary.items())
     workload_of = {run.label: run.workload for run in runs}
+    family_of = {label: getattr(described.get(workload), "family", None)
+                 for label, workload in workload_of.items()}
+    functional = {env.name for env in environments if (env.facts or {}).get(FUNCTIONAL)}
     return CampaignResults(campaign, environments, runs, samples, baseline, results, used,
                            primary, ratios(results, baseline),
-                           geomeans(results, baseline, primary), cell_stops, workload_of,
+                           geomean.campaign(results, baseline, primary, family_of, functional),
+                           cell_stops, workload_of,
                            *display_names(results, workload_of, described), not primary_only)
 
 
@@ -173,14 +166,6 @@ def primary_metrics(results: Results, runs: list[Run],
     return chosen
 
 
-def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
-    """(base, other) so that median(other)/median(base) > 1 means worse, whatever the unit."""
-    assert base.stats is not None and cell.stats is not None
-    if cell.higher_is_better:  # the metric's declared direction, else its unit's
-        return cell.stats, base.stats
-    return base.stats, cell.stats
-
-
 def slowdown(base: Cell, cell: Cell) -> Interval | None:
     """A cell's ratio to the baseline's under the one rule, with its interval."""
     from guestbench.analysis import stats  # deferred: numpy (0.1 s); a digest's summary needs none
@@ -214,34 +199,3 @@ def ratios(results: Results, baseline: str | None) -> dict[tuple[str, str, str],
             if interval is not None:
                 out[(label, metric, env)] = interval
     return out
-
-
-def geomeans(results: Results, baseline: str | None, primary: dict[str, str]
-             ) -> dict[str, Geomean]:
-    """Each environment's geometric mean of its primary metrics' ratios, over the workloads
-    it shares with the baseline, with how many of the baseline's it covers."""
-    from guestbench.analysis import stats  # deferred: numpy (0.1 s); a digest's summary needs none
-    if baseline is None:
-        return {}
-    rows = [results.cells[(label, metric)] for label, metric in primary.items()
-            if results.cells[(label, metric)][baseline].values
-            and results.cells[(label, metric)][baseline].is_performance]
-    out = {}
-    for env in results.environments:
-        if env == baseline:
-            continue
-        pairs = [slowdown_pair(row[baseline], row[env]) for row in rows
-                 if row[env].values and not row[env].too_fast and not row[baseline].too_fast]
-        interval = stats.geometric_mean_interval(pairs) if pairs else None
-        if interval is not None:
-            out[env] = Geomean(interval, len(pairs), len(rows))
-    return out
-
-
-def _ratio_row(row: dict[str, Cell], baseline: str) -> bool:
-    base = row[baseline]
-    return bool(base.values) and base.is_performance and not base.too_fast
-
-
-def _measured(cell: Cell) -> bool:
-    return bool(cell.values) and not cell.too_fast

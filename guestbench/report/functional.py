@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # model.py imports this module: its Table is named, not imported
-    from guestbench.analysis.results import CampaignResults, Geomean
+    from guestbench.analysis.results import CampaignResults
 
 # The fact's key, environments/fullsystem/base.py's FUNCTIONAL (set there for a nested guest
 # and by environments/kinds/xen.py); not imported from there: that module loads the
@@ -70,11 +70,6 @@ def judged(report: CampaignResults, env: str) -> bool:
 def judged_names(report: CampaignResults, names: list[str]) -> list[str]:
     """The names whose ratios may feed a finding, and the baseline (the means' reference)."""
     return [env for env in names if env == report.baseline or judged(report, env)]
-
-
-def geomeans(report: CampaignResults) -> dict[str, Geomean]:
-    """The campaign's geometric means that are findings: none of a functional environment."""
-    return {env: geomean for env, geomean in report.geomeans.items() if judged(report, env)}
 
 
 def legend(report: CampaignResults, names: list[str] | None = None) -> list[str]:

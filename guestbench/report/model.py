@@ -11,6 +11,7 @@ from typing import Any
 from guestbench.analysis.cells import (CONFIDENCE, CONTEXT, RESAMPLES, SPREAD_FACTOR, TOO_FAST,
                                        UNSTABLE_CV, VERDICT, Cell, Interval, Results, row_kind)
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S, clock_summaries
+from guestbench.analysis.geomean import Geomean
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
 from guestbench.report import functional
 
@@ -536,8 +537,7 @@ def ratio_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
                   note=f"Every ratio reads x {baseline}, above 1 is worse: an environment's "
                        f"median over {baseline}'s for times and cycles, {baseline}'s over the "
                        f"environment's for rates (MB/s, IOPS: marked 'rate, inverted'). Rows "
-                       f"where {baseline} has no value are left out. The geometric mean takes "
-                       "each workload's primary metric. Intervals of ratios and "
+                       f"where {baseline} has no value are left out. Intervals of ratios and "
                        "geometric means combine the cells' own intervals (MOVER on the log "
                        "scale, docs/statistics.md).")
     for label, metric, unit in results.rows:
@@ -551,12 +551,11 @@ def ratio_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
             _ratio_text(row[env], base, footnotes, report.ratios.get((label, metric, env)),
                         "" if env == baseline else functional.ratio_mark(report, env))
             for env in results.environments)], [(env, label) for env in results.environments])
-    shared, common = report.comparable_geomeans(
-        functional.judged_names(report, results.environments))
+    for name, means in report.geomean_rows():
+        table.add([name, "primary metrics", *(
+            geomean_text(report, env, means) for env in results.environments)])
     if report.geomeans:
-        table.add(["geometric mean", "primary metrics", *(
-            geomean_text(report, env, geomeans=shared) for env in results.environments)])
-        table.note += " " + geomean_note(report, common)
+        table.note += " " + geomean_caption(report)
     differing = parameter_notes(report)
     if differing:
         table.note += " " + differing
@@ -568,29 +567,35 @@ def ratio_rule(baseline: str | None) -> str:
     return RATIO_RULE.replace("baseline", baseline or "baseline")
 
 
-def geomean_note(report: CampaignResults, common: list[str]) -> str:
-    """Which workloads the geometric means of a table cover: the same for every column."""
-    every = [label for label, metric in report.performance_primary().items()
-             if report.baseline and report.results.cells[(label, metric)][report.baseline].values]
-    if not common:
-        return ("No geometric mean: no workload was measured in every environment shown, so "
-                "their means would cover different workloads and could not be compared.")
-    if len(common) == len(every):
-        return f"Each geometric mean covers the same {len(common)} workloads."
-    return (f"Each geometric mean covers the same {len(common)} of the {len(every)} workloads, "
-            f"those every environment shown measured ({', '.join(common)}), so that the means "
-            "can be compared.")
+def geomean_caption(report: CampaignResults) -> str:
+    """Which rows each of the campaign's geometric means covers (analysis/geomean.py): the
+    same for every environment of its group; one mean per kind of measure, never across."""
+    groups = report.geomeans
+    if not groups:
+        return ""
+    parts = []
+    for group, means in groups.items():
+        one = next(iter(means.values()))
+        rows = f"the {one.of} workloads" if one.workloads == one.of else (
+            f"the {one.workloads} of {one.of} workloads that every environment with a mean "
+            f"measured (left out: {', '.join(one.left_out)})")
+        parts.append(f"{group}: {rows}" if len(groups) > 1 else rows)
+    if len(groups) == 1:
+        return (f"The geometric mean takes each workload's primary metric, over {parts[0]}, "
+                "the same rows in every environment.")
+    return ("A geometric mean per kind of measure, never one across them, each over the same "
+            "rows in every environment: " + "; ".join(parts) + ".")
 
 
-def geomean_text(report: CampaignResults, env: str, as_percent: bool = False,
-                 geomeans: dict | None = None) -> str:
-    """An environment's geometric-mean slowdown [CI], or as a % of the baseline's performance;
-    geomeans: the ones to show (comparable_geomeans), else the campaign's own."""
+def geomean_text(report: CampaignResults, env: str, geomeans: dict[str, Geomean],
+                 as_percent: bool = False) -> str:
+    """An environment's geometric-mean slowdown [CI] among `geomeans` (a group's, or a
+    table's own rows'), or as a % of the baseline's performance."""
     if env == report.baseline:
         return "100" if as_percent else "1.00x"
     if not functional.judged(report, env):
         return functional.LEFT_OUT
-    geomean = (report.geomeans if geomeans is None else geomeans).get(env)
+    geomean = geomeans.get(env)
     if geomean is None:
         return "-"
     interval = geomean.interval
@@ -600,7 +605,7 @@ def geomean_text(report: CampaignResults, env: str, as_percent: bool = False,
             text += f" [{100 / interval.high:.3g}-{100 / interval.low:.3g}]"
     else:
         text = format_interval(interval)
-    return text if geomean.workloads == geomean.of else f"{text} ({geomean.workloads} of {geomean.of})"
+    return text
 
 
 def clock_table(report: CampaignResults, footnotes: Footnotes | None = None) -> Table | None:

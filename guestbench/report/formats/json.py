@@ -20,7 +20,7 @@ from guestbench.report.tables.platform import what_ran
 
 # Bump when a key is removed, renamed or changes meaning; a new key is added without a
 # bump (readers ignore keys they do not know). docs/results.md keeps the history.
-JSON_SCHEMA_VERSION = 3
+JSON_SCHEMA_VERSION = 4
 
 
 def document(report: CampaignResults) -> dict[str, Any]:
@@ -66,12 +66,16 @@ def document(report: CampaignResults) -> dict[str, Any]:
              "log_path": run.log_path, "samples": by_run.get(run.id, [])}
             for run in report.runs],
         "cells": cells(report),
+        # the campaign's geometric means, one set per kind of measure (analysis/geomean.py);
         # none of an environment whose ratios are no finding (functional.judged)
-        "geometric_means": {
-            env: {"slowdown": geomean.interval.value, "ci": [geomean.interval.low,
-                                                             geomean.interval.high],
-                  "workloads": geomean.workloads, "of": geomean.of}
-            for env, geomean in functional.geomeans(report).items()},
+        "geometric_means": [
+            {"group": group, "workloads": [*next(iter(means.values())).labels],
+             "left_out": [*next(iter(means.values())).left_out],
+             "of": next(iter(means.values())).of,
+             "environments": {env: {"slowdown": mean.interval.value,
+                                    "ci": [mean.interval.low, mean.interval.high]}
+                              for env, mean in means.items()}}
+            for group, means in report.geomeans.items()],
         "repetition_stops": [_plain(dataclasses.asdict(stop)) for stop in report.cell_stops],
     }
 

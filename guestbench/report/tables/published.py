@@ -14,7 +14,7 @@ from guestbench.analysis.results import CampaignResults
 from guestbench.workloads import CATALOGUE
 from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
                                      format_interval, format_percent, format_value,
-                                     geomean_note, geomean_text, interval_note, problem_text, row_scale,
+                                     geomean_caption, geomean_text, interval_note, problem_text, row_scale,
                                      spread_text)
 
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
@@ -134,25 +134,28 @@ def percent_table(report: CampaignResults, footnotes: Footnotes) -> Table | None
               if baseline and results.cells[(label, metric)][baseline].values]
     if not labels:
         return None
+    rows = report.geomean_rows()
+    suffix = "" if STYLE.get().plain else " [95% CI]"
     table = Table(f"% of {baseline}: performance relative to {baseline} (higher is better)",
-                  ["environment", *labels, "geometric mean" if STYLE.get().plain
-                   else "geometric mean [95% CI]"], [], label_columns=1,
+                  ["environment", *labels, *((name if len(rows) == 1 else group) + suffix
+                                             for (name, _means), group
+                                             in zip(rows, report.geomeans))], [],
+                  label_columns=1,
                   name="percent",
                   note=f"{baseline} = 100. For times and cycles: {baseline}'s median over the "
                        f"environment's; for throughput: the environment's over {baseline}'s. "
                        "Each workload's primary metric ("
                        + ", ".join(f"{label}: {report.primary[label]}" for label in labels)
                        + ").")
-    shared, common = report.comparable_geomeans(
-        functional.judged_names(report, results.environments))
-    table.note += " " + geomean_note(report, common)
+    if rows:
+        table.note += " " + geomean_caption(report)
     for env in results.environments:
         cells = [results.cells[(label, report.primary[label])] for label in labels]
         mark = "" if env == baseline else functional.ratio_mark(report, env)
         table.add([env, *(_percent_text(row[baseline], row[env], footnotes, report.ratios.get(
             (row[env].label, row[env].metric, env)), mark) for row in cells),
-                   geomean_text(report, env, as_percent=True, geomeans=shared)],
-                  [(env, label) for label in labels] + [None])
+                   *(geomean_text(report, env, means, as_percent=True) for _name, means in rows)],
+                  [(env, label) for label in labels] + [None] * len(rows))
     return table
 
 

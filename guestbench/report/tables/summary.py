@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from guestbench.analysis.geomean import Geomean
 from guestbench.analysis.results import CampaignResults
 from guestbench.analysis.cells import Interval, PERFORMANCE, VERDICT, Cell, row_kind
 from guestbench.report import columns, functional, titles
 from guestbench.report.model import (FLAG_MEANINGS, STATUS_MARKS, Footnotes, Table, empty_text, format_percent,
-                                     format_ratio, format_value, parameter_notes, ratio_rule,
+                                     format_ratio, format_value, geomean_caption,
+                                     parameter_notes, ratio_rule,
                                      row_scale, spread_line, table_bytes, title,
                                      too_fast_text)
 
@@ -97,16 +99,14 @@ def _build(report: CampaignResults, layout: Layout) -> Table:
                               layout, absolute), *texts],
                   [(env, label) for env in shown])
         table.tones.append(tones)
-    if ratios and report.geomeans:
-        table.add(["geometric mean", *(_geomean_text(report, env, layout) for env in shown)])
-        judged = functional.geomeans(report)
-        fewer = [f"{env} {geomean.workloads} of {geomean.of}" for env, geomean
-                 in judged.items() if env in shown and geomean.workloads != geomean.of]
-        if fewer and not layout.counts:
-            table.note += (" * a geometric mean over fewer of the baseline's workloads: "
-                           + ", ".join(fewer) + ".")
-        table.tones.append([None if env == baseline else _tone(judged[env].interval.value)
-                            if env in judged else None for env in shown])
+    for name, means in report.geomean_rows() if ratios else ():
+        table.add([name, *(_geomean_text(report, env, means, layout) for env in shown)])
+        table.tones.append([None if env == baseline else _tone(means[env].interval.value)
+                            if env in means else None for env in shown])
+    if ratios and report.geomeans and (len(report.geomeans) > 1 or any(
+            mean.workloads < mean.of for means in report.geomeans.values()
+            for mean in means.values())):  # the rows it covers, where not simply all
+        table.note += " " + geomean_caption(report)
     table.footnotes = functional.legend(report, shown) + legend(used) + footnotes.lines() + \
         environment_lines(report, everywhere) + _not_run_lines(report, shown)
     differing = parameter_notes(report)
@@ -256,18 +256,16 @@ def _not_run_lines(report: CampaignResults, shown: list[str]) -> list[str]:
     return lines
 
 
-def _geomean_text(report: CampaignResults, env: str, layout: Layout) -> str:
+def _geomean_text(report: CampaignResults, env: str, means: dict[str, Geomean],
+                  layout: Layout) -> str:
     if env == report.baseline:
         return "1"
     if not functional.judged(report, env):
         return functional.LEFT_OUT
-    geomean = report.geomeans.get(env)
+    geomean = means.get(env)
     if geomean is None:
         return "-"
-    text = _ratio_shown(geomean.interval, layout)
-    if geomean.workloads != geomean.of:
-        text += f" ({geomean.workloads}/{geomean.of})" if layout.counts else "*"
-    return text
+    return _ratio_shown(geomean.interval, layout)
 
 
 def _tone(ratio: float) -> str:

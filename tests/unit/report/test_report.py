@@ -354,7 +354,7 @@ def test_csv(report: analysed.CampaignResults) -> None:
 def test_json(report: analysed.CampaignResults) -> None:
     document = json.loads(json_report.render(report))
     assert document["schema"] == "guestbench-results"
-    assert document["schema_version"] == json_report.JSON_SCHEMA_VERSION == 3
+    assert document["schema_version"] == json_report.JSON_SCHEMA_VERSION == 4
     assert document["host"] == FACTS
     assert document["campaign"]["name"] == "reported"
     assert document["campaign"]["baseline"] == "base"
@@ -380,7 +380,9 @@ def test_json(report: analysed.CampaignResults) -> None:
     assert cells[("slow", "getpid", "time_per_op")]["ratio_to_baseline"]["value"] == 2.0
     assert cells[("hang", "getpid", "time_per_op")]["problems"] == [
         {"status": "timeout", "reason": FAILING["hang"][1]}] * 3
-    assert document["geometric_means"]["slow"]["slowdown"] == pytest.approx(2.0)
+    (means,) = document["geometric_means"]
+    assert means["group"] == "in the guest" and means["workloads"] == ["getpid"]
+    assert means["environments"]["slow"]["slowdown"] == pytest.approx(2.0)
     assert document["statistics"]["bootstrap_resamples"] == 2000
 
 

@@ -168,7 +168,7 @@ def test_facts_reach_the_report_and_json(kernels) -> None:
         None, {"vmm_version": VMM, "guest_kernel": "6.1.0-41-amd64"},
         {"vmm_version": VMM, "guest_kernel": "6.12.9-amd64"}]
     document = json.loads(json_report.render(report))
-    assert document["schema_version"] == 3  # facts came as a new key, with no bump of their own
+    assert document["schema_version"] == 4  # facts came as a new key, with no bump of their own
     assert [env["facts"] for env in document["environments"]] == [
         {}, {"vmm_version": VMM, "guest_kernel": "6.1.0-41-amd64"},
         {"vmm_version": VMM, "guest_kernel": "6.12.9-amd64"}]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from html import escape
 
 from guestbench.analysis.cells import Cell, Interval
+from guestbench.analysis.geomean import Geomean
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import functional, model, titles
 from guestbench.report.tables import summary
@@ -151,8 +152,7 @@ def heatmap(report: CampaignResults, anchor: CellAnchor, headers: dict[str, str]
         named = f'<a href="#{_e(plots[label])}">{_e(title)}</a>' if label in plots else _e(title)
         body.append(f'<tr><th scope="row">{named}<span class="metric">{_e(metric_title)} '
                     f"({_e(unit)}{inverted})</span></th>{cells}</tr>")
-    if report.geomeans:
-        body.append(_geomean_row(report))
+    body += [_geomean_row(report, name, means) for name, means in report.geomean_rows()]
     baseline = report.baseline
     caption = (f"Ratio to {baseline} per workload, {ratio_rule(baseline)}; its 95% interval "
                f"below it; colour by the ratio's size on a log scale. The {baseline} column: "
@@ -235,11 +235,11 @@ def _spread(cell: Cell) -> str:
     return f"n={cell.n}"
 
 
-def _geomean_row(report: CampaignResults) -> str:
+def _geomean_row(report: CampaignResults, name: str, means: dict[str, Geomean]) -> str:
     cells = []
     available = {row.name: row.available for row in report.environments}
     for env in report.results.environments:
-        geomean = report.geomeans.get(env)
+        geomean = means.get(env)
         if env == report.baseline:
             cells.append('<td class="base">1 (reference)</td>')
         elif not functional.judged(report, env):
@@ -251,15 +251,16 @@ def _geomean_row(report: CampaignResults) -> str:
         else:
             colour = shade(geomean.interval.value)
             detail = interval_text(geomean.interval)
-            covers = (f'<span class="ci">{geomean.workloads} of {geomean.of} rows</span>'
-                      if geomean.workloads < geomean.of else "")
             cells.append(f'<td class="heat" data-sort="{geomean.interval.value:.6g}" '
                          f'style="background:{colour.fill};color:{colour.ink}">'
                          f'{_e(format_ratio(geomean.interval.value))}'
                          + (f'<span class="ci">{_e(detail)}</span>' if detail else "")
-                         + f"{covers}</td>")
-    return (f'<tr class="keep geomean"><th scope="row">geometric mean<span class="metric">'
-            f'of the rows above</span></th>{"".join(cells)}</tr>')
+                         + "</td>")
+    one = next(iter(means.values()))
+    covers = (f"over {one.workloads} of {one.of} rows (left out: {', '.join(one.left_out)})"
+              if one.workloads < one.of else f"over its {one.of} rows")
+    return (f'<tr class="keep geomean"><th scope="row">{_e(name)}<span class="metric">'
+            f'{_e(covers)}</span></th>{"".join(cells)}</tr>')
 
 
 def _legend(report: CampaignResults) -> str:
@@ -281,13 +282,16 @@ def geomean_chart(report: CampaignResults, headers: dict[str, str]) -> str:
     baseline = report.baseline
     available = {row.name: row.available for row in report.environments}
     dots = []
-    for env in report.results.environments:
+    rows = report.geomean_rows()
+    for (group_name, means), env in ((row, env) for row in rows
+                                     for env in report.results.environments):
         if env == baseline:
             continue
-        geomean = report.geomeans.get(env)
+        geomean = means.get(env)
         platform = _facts(report, env).get("platform")
         name = functional.named(report, env, headers.get(env)) + (
-            f" ({platform})" if platform else "")
+            f" ({platform})" if platform else "") + (
+            f", {group_name.removeprefix('geometric mean, ')}" if len(rows) > 1 else "")
         if not functional.judged(report, env):
             dots.append(svg.Dot(name, missing=f"{functional.LEFT_OUT}: functional figures only"))
             continue
@@ -298,11 +302,9 @@ def geomean_chart(report: CampaignResults, headers: dict[str, str]) -> str:
             continue
         interval = geomean.interval
         text = model.format_interval(interval)
-        if geomean.workloads < geomean.of:
-            text += f" ({geomean.workloads} of {geomean.of})"
         dots.append(svg.Dot(name, interval.value, interval.low, interval.high, text=text))
     caption = (f"Geometric mean per environment of the ratios above ({ratio_rule(baseline)}), "
-               "with its 95% interval")
+               "with its 95% interval. " + model.geomean_caption(report))
     drawing = svg.dots(caption, f"x {baseline}", dots, log=True, reference=(1.0, f"= {baseline}"))
     return (f'<figure id="overview-geomeans" class="geomeans"><figcaption>{_e(caption)}'
             f"</figcaption>{drawing}</figure>")

@@ -135,8 +135,7 @@ def _overview_section(report: CampaignResults, runs: "RunIndex", plots: dict[str
     card = overview_card.system_card(report, "host-warnings")
     if report.baseline_measured and report.performance_primary():
         heatmap = overview.heatmap(report, runs.anchor, headers, plots)
-        geomeans = overview.geomean_chart(report, headers) if functional.geomeans(report) \
-            else ""
+        geomeans = overview.geomean_chart(report, headers) if report.geomeans else ""
     else:
         why = ("no baseline was chosen" if not report.baseline else
                f"the baseline {report.baseline} has no value" if not report.baseline_measured
