@@ -252,12 +252,20 @@ def central(cell: Cell) -> float:
 
 
 def row_scale(unit: str, cells: list[Cell]) -> tuple[str, float]:
-    """One display unit for a whole row: ns become us or ms when every median is large
-    (never with plain units)."""
+    """One display unit for a whole row, from its cells' medians (value_scale). Give it every
+    cell of the row, not the ones a table shows, so that the row reads in one unit in every
+    table and format of the campaign."""
+    return value_scale(unit, [cell.median for cell in cells if cell.median is not None])
+
+
+def value_scale(unit: str, medians: list[float]) -> tuple[str, float]:
+    """(the unit to show, what to divide by) for a row or series of time values: ns become
+    us, ms or s when every value is large, and a larger unit is taken where the largest
+    would read 100k or more ("1.781M us" reads 1781 ms). Other units, and plain units
+    (--units plain), stay as they are."""
     if UNITS.get() == "plain":
         return unit, 1.0
     factors = dict(TIME_UNITS)
-    medians = [cell.median for cell in cells if cell.median is not None]
     if unit not in factors or not medians:
         return unit, 1.0
     smallest_ns = min(medians) * factors[unit]
@@ -271,6 +279,9 @@ def row_scale(unit: str, cells: list[Cell]) -> tuple[str, float]:
     for larger, larger_factor, least in (("ms", 1e6, 1.0), ("s", 1e9, 0.1)):
         if (name != "ns" and larger_factor > factor and largest_ns >= 1e4 * factor
                 and smallest_ns >= least * larger_factor):
+            name, factor = larger, larger_factor
+    for larger, larger_factor in TIME_UNITS:  # never 100k or more of a unit: M is unreadable
+        if larger_factor > factor and largest_ns >= 1e5 * factor:
             name, factor = larger, larger_factor
     return name, factor / factors[unit]
 

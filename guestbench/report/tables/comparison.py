@@ -10,7 +10,8 @@ from guestbench.analysis.compare import SAME, SLOWER, Comparison, CellComparison
 from guestbench.analysis.cells import CONFIDENCE
 from guestbench.analysis.results import RATIO_RULE
 from guestbench.analysis.stats import PERMUTATIONS
-from guestbench.report.model import Table, format_interval, format_percent, format_value
+from guestbench.report.model import (Table, format_interval, format_percent, format_value,
+                                     value_scale)
 
 JSON_SCHEMA_VERSION = 1
 
@@ -35,9 +36,11 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
         table.note += (f" Listed: the {len(shown)} cells judged slower or faster; every cell "
                        "with --all, or --format markdown|json.")
     for cell in shown:
-        table.add([cell.environment, cell.label, f"{cell.metric} ({cell.unit})",
-                   f"{format_value(cell.a.median)} n={cell.a.count_text}",
-                   f"{format_value(cell.b.median)} n={cell.b.count_text}", _ratio(cell),
+        unit, divisor = value_scale(cell.unit, [side.median for side in (cell.a, cell.b)
+                                                if side.median is not None])
+        table.add([cell.environment, cell.label, f"{cell.metric} ({unit})",
+                   f"{format_value(cell.a.median / divisor)} n={cell.a.count_text}",
+                   f"{format_value(cell.b.median / divisor)} n={cell.b.count_text}", _ratio(cell),
                    "-" if cell.pvalue is None else f"{cell.pvalue:.3g}",
                    cell.verdict.upper() if cell.verdict == SLOWER else cell.verdict,
                    "; ".join(cell.notes) or "-"],

@@ -30,9 +30,10 @@ def summary_table(found: History) -> Table:
                   label_columns=4 if many_hosts else 3, name="history", note=method_note(found))
     footnotes: list[str] = []
     for one in found.series:
+        unit, divisor = _scale(one)
         table.add([*([one.host] if many_hosts else []), one.environment, one.label,
-                   f"{one.metric} ({one.unit})", str(len(one.points)),
-                   _value(one.points[0]), _value(one.points[-1]),
+                   f"{one.metric} ({unit})", str(len(one.points)),
+                   _value(one.points[0], divisor), _value(one.points[-1], divisor),
                    "; ".join(_change_text(one, change, footnotes) for change in one.changes)
                    or "none"])
     if found.left_out:
@@ -47,7 +48,8 @@ def series_tables(found: History) -> list[Table]:
     tables = []
     for one in found.series:
         at = {change.index: change for change in one.changes}
-        table = Table(f"{one.environment} / {one.label} / {one.metric} ({one.unit})"
+        unit, divisor = _scale(one)
+        table = Table(f"{one.environment} / {one.label} / {one.metric} ({unit})"
                       + (f" on {one.host}" if len(found.hosts) > 1 else ""),
                       ["campaign", "date", "median", "95% CI", "runs", "versions changed",
                        "change"],
@@ -55,21 +57,29 @@ def series_tables(found: History) -> list[Table]:
         for index, point in enumerate(one.points):
             change = at.get(index)
             table.add([f"{point.campaign} {point.name}", f"{point.created_at:%Y-%m-%d %H:%M}",
-                       model.format_value(point.median), _interval(point), str(point.runs),
+                       _value(point, divisor), _interval(point, divisor), str(point.runs),
                        _versions_text(change),
                        f"{change.change:+.1%} p={change.pvalue:.1g}" if change else ""])
         tables.append(table)
     return tables
 
 
-def _value(point: Point) -> str:
-    return model.format_value(point.median)
+def _scale(one: Series) -> tuple[str, float]:
+    """The series' unit, chosen from its own medians as a table's row is (model.value_scale):
+    malloc reads 387.4 us, not 387.4k ns."""
+    return model.value_scale(one.unit, [point.median for point in one.points
+                                        if point.median is not None])
 
 
-def _interval(point: Point) -> str:
+def _value(point: Point, divisor: float = 1.0) -> str:
+    return model.format_value(point.median / divisor)
+
+
+def _interval(point: Point, divisor: float = 1.0) -> str:
     if point.low is None or point.high is None:
         return "-"
-    return f"[{model.format_value(point.low)}, {model.format_value(point.high)}]"
+    return (f"[{model.format_value(point.low / divisor)}, "
+            f"{model.format_value(point.high / divisor)}]")
 
 
 def _change_text(one: Series, change: Change, footnotes: list[str]) -> str:

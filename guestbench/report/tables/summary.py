@@ -77,7 +77,7 @@ def _build(report: CampaignResults, layout: Layout) -> Table:
         if metric != report.primary.get(label, ""):
             continue  # not the primary metric; "" rows: labels whose runs gave no values
         row = results.cells[(label, metric)]
-        shown_unit, divisor = row_scale(unit, [row[env] for env in shown])
+        shown_unit, divisor = row_scale(unit, list(row.values()))  # as every table
         base = row.get(baseline) if ratios else None
         # verdicts and context figures are never divided: their row stays absolute
         absolute = base is None or not base.values or row_kind(row) != PERFORMANCE
