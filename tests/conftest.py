@@ -7,8 +7,8 @@ imports the environments here).
 The suite runs on as many workers as the machine has CPUs (pytest-xdist, `-n auto` in
 pyproject.toml). The integration and faults tests run one after another on one worker, as
 they did alone: they start real machines, time them and share the image cache and the L1
-machines of a session. The unit tests spread over the workers, beside them
-(pytest_xdist_make_scheduler)."""
+machines of a session. The unit tests come first and spread over the workers
+(pytest_collection_modifyitems, pytest_xdist_make_scheduler)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,19 @@ _SHARED = "guestbench_tests"  # the database that holds each test's schema
 _ONE_AT_A_TIME = ("integration", "faults")  # suites that own the machine while they run
 
 
+def _on_the_machine(nodeid: str) -> bool:
+    parts = nodeid.split("/")
+    return len(parts) > 2 and parts[0] == "tests" and parts[1] in _ONE_AT_A_TIME
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """The unit tests first, then the integration and faults tests: under xdist the workers
+    take the unit tests together, and the machine's tests start once they are nearly done,
+    alone on the machine as their timings need (unit tests beside them slowed a kernel build
+    by half and made a console's latency flag a right clock)."""
+    items.sort(key=lambda item: _on_the_machine(item.nodeid))  # stable: the order within
+
+
 def pytest_xdist_make_scheduler(config, log):
     """xdist's scheduling by scope, with every integration and faults test in one scope, so
     that one worker runs them in order while the unit tests, each a scope of its own, spread
@@ -36,9 +49,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class OneMachine(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            parts = nodeid.split("/")
-            return "machine" if len(parts) > 2 and parts[0] == "tests" \
-                and parts[1] in _ONE_AT_A_TIME else nodeid
+            return "machine" if _on_the_machine(nodeid) else nodeid
 
     return OneMachine(config, log)
 
