@@ -14,6 +14,19 @@ from pathlib import Path
 from guestbench.environments.base import GuestStartError, JobNeeds
 
 DEFAULT_BASE = Path("/var/tmp")
+# A folder that holds Unix sockets (a VMM's QMP and console sockets, a runtime's): a socket's
+# path has at most 107 bytes, so the folder's path keeps room for the longest socket name
+SOCKET_FOLDER_MAX = 80
+
+
+def socket_folder(prefix: str) -> Path:
+    """A new private folder for sockets: under $TMPDIR as usual, under /tmp where $TMPDIR's
+    path is so long that a socket in it could not be made (QEMU: "UNIX socket path ... is
+    too long", a run lost as infra)."""
+    base = tempfile.gettempdir()
+    if len(base) + len(prefix) + 9 > SOCKET_FOLDER_MAX:  # mkdtemp adds "/" and 8 characters
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
 
 
 def base_folder() -> Path:

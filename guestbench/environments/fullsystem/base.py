@@ -8,7 +8,6 @@ an upload channel are attached to it (VmmMapping). Everything else is here, once
 from __future__ import annotations
 
 import shutil
-import tempfile
 from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from pydantic import AfterValidator, Field
 
 from guestbench import images
 from guestbench.process import memory, proc
+from guestbench.environments import scratch
 from guestbench.environments.fullsystem import channels, guestdisk, nested, tracedisk
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
@@ -321,7 +321,7 @@ class FullSystem(Environment):
                                       f"start: {booted.reason}")
         machine = self.machine
         workdir = (machine.workdir() if machine is not None
-                   else Path(tempfile.mkdtemp(prefix=f"guestbench-{self.kind}-")))
+                   else scratch.socket_folder(f"guestbench-{self.kind}-"))
         devices = GuestDevices()
         try:
             if self.console_kind() != "stdio":

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from guestbench import agent, images
 from guestbench.environments.base import Availability, GuestStartError
+from guestbench.environments import scratch
 from guestbench.environments.fullsystem import channels
 from guestbench.environments.fullsystem.l1_init import L1_INIT
 from guestbench.host import which
@@ -149,7 +150,7 @@ class Machine:
         except images.ImageError as error:
             raise L1Error(f"L1 image: {error}") from None
         self.kernel, self.image_id = kernel, image.id
-        self.folder = Path(tempfile.mkdtemp(prefix="guestbench-l1-"))
+        self.folder = scratch.socket_folder("guestbench-l1-")
         reaper.KEEPER.folder(str(self.folder))
         self.logs = self.folder.with_name(self.folder.name + "-logs")
         self.logs.mkdir()

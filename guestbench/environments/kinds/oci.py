@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -19,6 +18,7 @@ from pydantic_core import PydanticCustomError
 from guestbench import agent
 from guestbench.process import proc
 from guestbench.environments import program_version, scratch
+from guestbench.environments.scratch import socket_folder
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
 from guestbench.environments.kinds.native import PROCESS_CAPABILITIES
@@ -310,7 +310,7 @@ class _Bundle:
                  cpus: str | None = None, netns: str | None = None,
                  host_network: bool = False) -> None:
         self.network = "none"  # runsc's --network (Oci._network)
-        self.directory = Path(tempfile.mkdtemp(prefix="guestbench-oci-"))
+        self.directory = socket_folder("guestbench-oci-")  # the parameter shadows the module
         self.state = self.directory / "state"
         self.container_id = f"guestbench-{uuid.uuid4().hex[:12]}"
         rootfs = self.directory / "rootfs"
