@@ -45,6 +45,7 @@ ENTRIES: dict[str, Entry] = {
     "bonnie-seq-create": Entry("bonnie++ sequential create"),
     "bonnie-rand-create": Entry("bonnie++ random create"),
     "bonnie-percent": Entry("bonnie++ comparison to the baseline"),
+    "startup": Entry("start-up per instance: p50, p90, p95, p99 with intervals from 30 runs"),
     "boot": Entry("boot phases per environment"),
     "boot-totals": Entry("boot time per environment, VMM start to powered off"),
     "statistics": Entry("every cell: n, median, mean, min, max, stdev, CV, interval"),

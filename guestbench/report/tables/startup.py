@@ -1,0 +1,74 @@
+"""The start-up table, as sandbox and microVM vendors publish it: per environment, the time
+to the agent's hello and the teardown (and an OCI runtime's create, start and delete),
+absolute, in one unit per metric, with p50, p90, p95 and p99 and their 95% intervals once a
+cell has 30 runs (analysis/tails.py); with fewer, the median and its interval alone."""
+
+from __future__ import annotations
+
+from guestbench.analysis.cells import Cell
+from guestbench.analysis.results import CampaignResults
+from guestbench.analysis.tails import QUANTILES, TAIL_RUNS, Tail, tails
+from guestbench.report import functional
+from guestbench.analysis.cells import Interval
+from guestbench.report.model import (STYLE, Footnotes, Table, format_interval, format_value,
+                                     value_scale)
+
+# the start-up metrics, in the order a start goes (workloads/instance.py)
+METRICS = ("start_ready", "start_create", "start_start", "start_teardown", "start_delete",
+           "density_start")
+NO_END = "?"  # an interval end the values do not bound (a p99 of 30 runs)
+
+
+def startup_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
+    results = report.results
+    rows = [(label, metric) for label, metric, _unit in results.rows if metric in METRICS]
+    if not rows:
+        return None
+    names = [f"p{quantile * 100:g}" for quantile in QUANTILES]
+    table = Table("Start-up: time per instance, absolute, with its percentiles",
+                  ["workload", "metric", "environment", "runs", *names], [], label_columns=3,
+                  name="startup",
+                  note=f"Each percentile is a value measured (the sample's order statistic) "
+                       f"with its 95% interval from order statistics (docs/statistics.md); a "
+                       f"cell with fewer than {TAIL_RUNS} runs gives its median and interval "
+                       f"alone. '{NO_END}': the runs do not bound that end (an upper bound "
+                       "needs 35 runs for p90, 72 for p95, 368 for p99).")
+    unbounded = False
+    for label, metric in rows:
+        row = results.cells[(label, metric)]
+        unit, divisor = value_scale(next(iter(row.values())).unit, [
+            cell.median for cell in row.values() if cell.median is not None])
+        for env, cell in row.items():
+            if not cell.values:
+                continue
+            found = tails(cell.values)
+            if found is None:
+                texts = [_median(cell, divisor)] + ["-"] * (len(names) - 1)
+            else:
+                texts = [_tail(tail, divisor) for tail in found]
+                unbounded |= any(tail.high is None or tail.low is None for tail in found)
+            table.add([label, f"{metric} ({unit})", functional.named(report, env),
+                       str(cell.runs or len(cell.values)), *texts],
+                      [None] + [(env, label)] * len(names))
+    if not table.rows:
+        return None
+    if not unbounded:
+        table.note = table.note.split(f" '{NO_END}':")[0]
+    return table
+
+
+def _tail(tail: Tail, divisor: float) -> str:
+    if STYLE.get().plain and not STYLE.get().spread:  # a plain table: values only
+        return format_value(tail.value / divisor)
+    low = NO_END if tail.low is None else format_value(tail.low / divisor)
+    high = NO_END if tail.high is None else format_value(tail.high / divisor)
+    return f"{format_value(tail.value / divisor)} [{low}-{high}]"
+
+
+def _median(cell: Cell, divisor: float) -> str:
+    stats = cell.stats
+    if stats is None:
+        return format_value(sorted(cell.values)[len(cell.values) // 2] / divisor)
+    low = None if stats.ci_low is None else stats.ci_low / divisor
+    high = None if stats.ci_high is None else stats.ci_high / divisor
+    return format_interval(Interval(stats.median / divisor, low, high), format_value)

@@ -1,0 +1,86 @@
+"""The start-up table: absolute times per instance with p50, p90, p95 and p99 and their
+intervals once a cell has 30 runs, the median alone below; one unit per metric."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from pathlib import Path
+
+from guestbench import store as gb_store
+from guestbench.analysis.tails import tails
+from guestbench.commands import reading
+from guestbench.report import select
+from guestbench.report.formats import markdown
+from guestbench.store.records import RunRecord
+
+STARTED = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def _campaign(path: Path, runs: dict[str, int]) -> gb_store.Store:
+    """runc and runsc starting `runs[env]` times: runc about 40 ms to the agent, runsc about
+    1.8 s, each teardown a tenth of that."""
+    opened = gb_store.open(f"sqlite:///{path}")
+    campaign = opened.create_campaign("start", {"campaign": {"repeat": 30}}, {"cpu": "t"},
+                                      "fp", "runc", "logs", "test")
+    rng = random.Random(7)
+    for position, (env, typical) in enumerate((("runc", 40.0), ("runsc", 1800.0))):
+        env_id = opened.add_environment(campaign, env, "oci", {}, True, "yes", position)
+        for repetition in range(runs[env]):
+            ready = typical * rng.lognormvariate(0, 0.2)
+            opened.add_run(campaign, RunRecord(
+                env_id, "start", "start", {}, repetition, "ok", "", STARTED, 1.0, None,
+                (("start_ready", "ms", ready), ("start_teardown", "ms", ready / 10))))
+    opened.finish_campaign(campaign, "finished")
+    return opened
+
+
+def test_thirty_runs_give_the_tail_with_intervals(tmp_path: Path) -> None:
+    opened = _campaign(tmp_path / "s.sqlite", {"runc": 30, "runsc": 30})
+    report = reading.load(opened)
+    (table,) = select.chosen_tables(report, [select.Choice("startup", plain=False)])
+    assert table.header == ["workload", "metric", "environment", "runs", "p50", "p90", "p95",
+                            "p99"]
+    rows = {(row[1], row[2]): row for row in table.rows}
+    assert set(rows) == {("to the agent (ms)", "runc"), ("to the agent (ms)", "runsc"),
+                         ("teardown (ms)", "runc"), ("teardown (ms)", "runsc")}
+    runsc = rows[("to the agent (ms)", "runsc")]
+    values = report.results.cells[("start", "start_ready")]["runsc"].values
+    expected = tails(values)
+    assert runsc[3] == "30"
+    for text, tail in zip(runsc[4:], expected):
+        assert text.startswith(f"{float(f'{tail.value:.4g}'):.4g} [")  # in ms, as measured
+    assert runsc[4].count("?") == 0 and runsc[7].endswith("-?]")  # 30 runs bound no p99 above
+    assert "'?': the runs do not bound that end" in table.note
+    shown = markdown.render(report, asked=("startup",))
+    assert "| p50 | p90 | p95 | p99 |" in shown.replace("  ", " ") or "p99" in shown
+
+
+def test_fewer_than_thirty_runs_give_the_median_alone(tmp_path: Path) -> None:
+    opened = _campaign(tmp_path / "s.sqlite", {"runc": 12, "runsc": 30})
+    report = reading.load(opened)
+    (table,) = select.chosen_tables(report, [select.Choice("startup", plain=False)])
+    runc = next(row for row in table.rows if row[1:3] == ["to the agent (ms)", "runc"])
+    assert runc[3] == "12" and runc[5:] == ["-", "-", "-"] and "[" in runc[4]
+
+
+def test_the_dashboards_export_the_memory_an_instance_holds(tmp_path: Path) -> None:
+    """bmf exported start-up, density and network series and no footprint or density PSS
+    (2026-11-27); memory is now exported, smaller is better, RSS and counts still not."""
+    from guestbench.report.formats import bmf, github_action_benchmark
+    opened = gb_store.open(f"sqlite:///{tmp_path / 'm.sqlite'}")
+    campaign = opened.create_campaign("mem", {"campaign": {"repeat": 3}}, {"cpu": "t"}, "fp",
+                                      None, "logs", "test")
+    env = opened.add_environment(campaign, "vm", "qemu", {"kind": "qemu"}, True, "yes", 0)
+    for repetition in range(3):
+        opened.add_run(campaign, RunRecord(
+            env, "footprint", "footprint", {}, repetition, "ok", "", STARTED, 1.0, None,
+            (("footprint_pss", "MiB", 305.0 + repetition), ("footprint_overhead", "MiB", 5.0),
+             ("footprint_rss", "MiB", 610.0), ("footprint_processes", "count", 3.0))))
+    opened.finish_campaign(campaign, "finished")
+    report = reading.load(opened)
+    exported = bmf.bmf(report)
+    assert set(exported["vm/footprint"]) == {"footprint_pss (MiB)", "footprint_overhead (MiB)"}
+    smaller = github_action_benchmark.github_action_benchmark(report)["customSmallerIsBetter"]
+    assert {entry["name"] for entry in smaller} == {"vm/footprint footprint_pss",
+                                                    "vm/footprint footprint_overhead"}
