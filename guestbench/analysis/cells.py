@@ -329,3 +329,18 @@ def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
     if cell.higher_is_better:  # the metric's declared direction, else its unit's
         return cell.stats, base.stats
     return base.stats, cell.stats
+
+
+# Memory an instance holds (workloads/instance.py, runner/density.py): MiB, a context unit
+# that ratios and means never take, but that compare and history judge, as Firecracker's
+# tests gate its VMM's memory overhead: a change counts once it is significant and its
+# interval lies beyond compare.MEMORY_THRESHOLD_MIB, whatever its ratio (2 MiB more on a
+# 5 MiB VMM overhead is a regression). RSS counts shared pages once per process: not judged.
+MEMORY_METRICS = frozenset({
+    "footprint_pss", "footprint_uss", "footprint_overhead", "footprint_peak_pss",
+    "footprint_peak_uss", "footprint_peak_overhead", "density_pss"})
+
+
+def is_memory(cell: Cell) -> bool:
+    """Whether compare and history judge this cell as memory (MiB, smaller is better)."""
+    return cell.unit == "MiB" and cell.metric in MEMORY_METRICS

@@ -10,12 +10,14 @@ from typing import Any
 
 from guestbench.analysis import stats
 from guestbench.analysis.summary import analyse, summarise
-from guestbench.analysis.cells import CellStats, Interval, Cell, Results, higher_is_better
+from guestbench.analysis.cells import (CellStats, Interval, Cell, Results,
+                                       higher_is_better, is_memory)
 
 THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
 ALPHA = 0.01  # and one with a p-value above this is not shown to be real
 
 FASTER, SLOWER, SAME = "faster", "slower", "same"
+MEMORY_THRESHOLD_MIB = 1.0  # a memory cell's change counts beyond this (cells.is_memory)
 # what compare reads of each run (store.runs(only=...))
 RUN_COLUMNS = ("environment_id", "label", "params", "status", "reason", "flags")
 
@@ -139,7 +141,8 @@ class Comparison:
 
 
 def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA,
-            ignore_spec: tuple[str, ...] = (), correction: str = "none") -> Comparison:
+            ignore_spec: tuple[str, ...] = (), correction: str = "none",
+            memory_threshold_mib: float = MEMORY_THRESHOLD_MIB) -> Comparison:
     """Pair cells whose environment spec and workload parameters match; judge each pair.
 
     correction "holm": the p-values are Holm-adjusted over the pairs, so that the chance of
@@ -167,8 +170,14 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
     cells = []
     for (x, y), sa, sb, ratio, pvalue in zip(pairs, a_stats, b_stats, ratios, pvalues):
         ratio = ratio or Interval(float("nan"))
-        verdict = judge(ratio, pvalue, x.unit, threshold, alpha, x.declared_higher)
-        notes = _threshold_note(ratio, pvalue, verdict, threshold, alpha) + _notes(x, y, sa, sb, alpha)
+        if is_memory(x):
+            verdict = judge_memory(ratio, pvalue, sa.median, memory_threshold_mib, alpha)
+            notes = _memory_note(ratio, sa.median, sb.median, memory_threshold_mib) \
+                + _notes(x, y, sa, sb, alpha)
+        else:
+            verdict = judge(ratio, pvalue, x.unit, threshold, alpha, x.declared_higher)
+            notes = _threshold_note(ratio, pvalue, verdict, threshold, alpha) \
+                + _notes(x, y, sa, sb, alpha)
         cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
                                     pvalue, verdict, notes, x, y))
     return Comparison(a, b, cells, unpaired, threshold, alpha, min(a.resamples, b.resamples),
@@ -259,6 +268,29 @@ def judge(ratio: Interval, pvalue: float | None, unit: str, threshold: float,
     return beyond_threshold(ratio, unit, threshold, declared_higher)
 
 
+def judge_memory(ratio: Interval, pvalue: float | None, a_median: float, threshold_mib: float,
+                 alpha: float) -> str:
+    """slower (more memory in B) or faster when the change is significant and its interval,
+    in MiB (A's median times the ratio's interval, less one), lies wholly beyond
+    threshold_mib; else same. More memory is worse."""
+    if pvalue is None or pvalue >= alpha or math.isnan(ratio.value):
+        return SAME
+    low = a_median * ((ratio.low if ratio.low is not None else ratio.value) - 1)
+    high = a_median * ((ratio.high if ratio.high is not None else ratio.value) - 1)
+    if low > threshold_mib:
+        return SLOWER
+    if high < -threshold_mib:
+        return FASTER
+    return SAME
+
+
+def _memory_note(ratio: Interval, a_median: float, b_median: float,
+                 threshold_mib: float) -> list[str]:
+    if math.isnan(ratio.value):
+        return []
+    return [f"B holds {b_median - a_median:+.2f} MiB (judged against {threshold_mib:g} MiB)"]
+
+
 def beyond_threshold(ratio: Interval, unit: str, threshold: float,
                      declared_higher: bool | None = None) -> str:
     """slower or faster when the ratio's whole interval is beyond the threshold, else same."""
@@ -324,7 +356,7 @@ def pair_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = ()
                 continue
             for env in environments:
                 x, y = a.results.cells[(label, metric)][env], b.results.cells[(label, metric)][env]
-                if not x.is_performance:
+                if not x.is_performance and not is_memory(x):
                     break  # context and verdicts describe a run; nothing to judge
                 missing = [name for name, cell in (("A", x), ("B", y)) if not cell.values]
                 if missing:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from guestbench.analysis.cells import MEMORY_METRICS
 from guestbench.store.errors import StoreError
 from guestbench.store.records import Campaign, Environment
 
@@ -193,7 +194,10 @@ def _add_points(series: dict, report, host: str, environments: tuple[str, ...],
                 workloads: tuple[str, ...]) -> None:
     workload_of = report.workload_of
     env_rows = {env.name: env for env in report.environments}
-    for label, metric in report.performance_primary().items():
+    # the performance figures, and the memory an instance holds (cells.is_memory)
+    judged = {**report.performance_primary(), **{
+        label: metric for label, metric in report.primary.items() if metric in MEMORY_METRICS}}
+    for label, metric in judged.items():
         if workloads and label not in workloads and workload_of.get(label) not in workloads:
             continue
         for env, cell in report.results.cells.get((label, metric), {}).items():

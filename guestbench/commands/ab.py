@@ -22,6 +22,9 @@ from guestbench.report import formats
               help="changes smaller than this share are noise")
 @click.option("--alpha", default=0.01, show_default=True, type=click.FloatRange(0, 1),
               help="family-wise error rate of the verdicts (Holm over every cell)")
+@click.option("--memory-threshold-mib", "memory_threshold_mib", default=1.0, show_default=True,
+              type=click.FloatRange(0, min_open=True),
+              help="a memory figure (footprint, density PSS) changes only beyond this many MiB")
 @click.option("--fail-on-regression", is_flag=True,
               help="exit 1 if any cell is slower in B, or a workload ok in A is not in B")
 @click.option("--allow-missing", is_flag=True,
@@ -30,7 +33,7 @@ from guestbench.report import formats
 @click.option("--all", "every", is_flag=True, help="list every cell, not only those slower "
                                                     "or faster")
 def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
-       repeat: str | None, db: str, threshold: float, alpha: float,
+       repeat: str | None, db: str, threshold: float, alpha: float, memory_threshold_mib: float,
        fail_on_regression: bool, allow_missing: bool, every: bool) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
@@ -51,7 +54,7 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
     results, _logs, campaign_id = lifecycle.run(plan, facts, db, None, say)
     result = comparing.compare(*reading.ab_sides(results, campaign_id), threshold=threshold,
                                alpha=alpha, ignore_spec=tuple(dict.fromkeys([*a_set, *b_set])),
-                               correction="holm")
+                               correction="holm", memory_threshold_mib=memory_threshold_mib)
     emit(formats.render("compare", formats.DEFAULT, result, formats.Request(every=every)), None)
     click.echo(f"A/B: {result.count(comparing.SLOWER)} slower, {result.count(comparing.FASTER)} "
                f"faster, {result.count(comparing.SAME)} same of {len(result.cells)} cells "

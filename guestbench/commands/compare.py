@@ -17,6 +17,9 @@ from guestbench.report import formats
               show_default=True, help="relative change below which a cell is 'same'")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="p-value a change must beat")
+@click.option("--memory-threshold-mib", "memory_threshold_mib", default=1.0, show_default=True,
+              type=click.FloatRange(0, min_open=True),
+              help="a memory figure (footprint, density PSS) changes only beyond this many MiB")
 @click.option("--ignore-spec", "ignore_spec", multiple=True, metavar="KEY",
               help="pair environments even if their specs differ in KEY (repeatable)")
 @format_option("compare")
@@ -30,7 +33,7 @@ from guestbench.report import formats
 @click.option("--group", metavar="GROUP", help="CAMPAIGN_A and CAMPAIGN_B are pool hosts: "
               "their campaigns of this group")
 def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, threshold: float,
-            alpha: float, ignore_spec: tuple[str, ...], output_format: str,
+            alpha: float, memory_threshold_mib: float, ignore_spec: tuple[str, ...], output_format: str,
             fail_on_regression: bool, allow_missing: bool, every: bool,
             group: str | None) -> None:
     """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
@@ -44,7 +47,8 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
     itself = reading.with_itself(urls, sides)
     if itself:
         say(itself)
-    result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec)
+    result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec,
+                               memory_threshold_mib=memory_threshold_mib)
     if not result.cells and all(broken.outcome == "missing" for broken in result.broken):
         raise BadInput(f"compare: no cell of campaign {campaign_a} pairs with one of "
                        f"{campaign_b} ({len(result.unpaired)} not paired: "

@@ -32,7 +32,7 @@ def test_campaign_then_reports(tmp_path, available):
     detail = guestbench("report", "--detail", cwd=tmp_path)
     assert "Measured: median" in detail.stdout and "Relative to native" in detail.stdout
     document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)
-    assert document["schema_version"] == 3
+    assert document["schema_version"] == 4
     by_env = {}
     for entry in document["runs"]:
         by_env.setdefault(entry["environment"], []).append(entry)

@@ -1,11 +1,12 @@
 """What the CI dashboards' formats (bmf.py, github_action_benchmark.py) export: one entry per
-measured cell (environment, workload, metric), the cells a dashboard alerts on."""
+measured cell (environment, workload, metric), the cells a dashboard alerts on: performance
+figures, and footprint and density memory (cells.is_memory: smaller is better)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from guestbench.analysis.cells import CONTEXT_METRICS, Cell
+from guestbench.analysis.cells import CONTEXT_METRICS, Cell, is_memory
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import functional
 
@@ -15,7 +16,8 @@ def measured(report: CampaignResults) -> Iterator[Cell]:
         if not metric or metric in CONTEXT_METRICS:
             continue
         for cell in row.values():
-            if cell.stats is not None and cell.is_performance:  # dashboards alert on these
+            # dashboards alert on these: performance figures, and the memory an instance holds
+            if cell.stats is not None and (cell.is_performance or is_memory(cell)):
                 yield cell
 
 

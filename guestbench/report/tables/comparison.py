@@ -6,7 +6,8 @@ import math
 from typing import Any
 
 from guestbench import __version__
-from guestbench.analysis.compare import SAME, SLOWER, Comparison, CellComparison, Side
+from guestbench.analysis.compare import (FASTER, SAME, SLOWER, Comparison, CellComparison, Side,
+                                         is_memory)
 from guestbench.analysis.cells import CONFIDENCE
 from guestbench.analysis.results import RATIO_RULE
 from guestbench.analysis.stats import PERMUTATIONS
@@ -42,7 +43,7 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
                    f"{format_value(cell.a.median / divisor)} n={cell.a.count_text}",
                    f"{format_value(cell.b.median / divisor)} n={cell.b.count_text}", _ratio(cell),
                    "-" if cell.pvalue is None else f"{cell.pvalue:.3g}",
-                   cell.verdict.upper() if cell.verdict == SLOWER else cell.verdict,
+                   verdict_text(cell),
                    "; ".join(cell.notes) or "-"],
                   [(cell.environment, cell.label)] * 6)
     out = [broken_table(comparison), table] if comparison.broken else [table]
@@ -134,3 +135,10 @@ def _cell(cell: CellComparison) -> dict[str, Any]:
             "ratio_ci": [ratio.low, ratio.high], "ratio_rule": RATIO_RULE.replace("baseline", "A"),
             "change": None if math.isnan(cell.ratio.value) else cell.change, "pvalue": cell.pvalue, "verdict": cell.verdict,
             "notes": cell.notes}
+
+
+def verdict_text(cell: CellComparison) -> str:
+    """SLOWER, faster, same; for memory (compare.is_memory) MORE MEMORY, less memory."""
+    if cell.a_cell is not None and is_memory(cell.a_cell):
+        return {SLOWER: "MORE MEMORY", FASTER: "less memory"}.get(cell.verdict, cell.verdict)
+    return cell.verdict.upper() if cell.verdict == SLOWER else cell.verdict

@@ -235,3 +235,51 @@ def test_a_workload_ok_in_a_and_broken_in_b_fails_the_gate(run_campaign, behavio
                       *same)
     assert allowed.exit_code == 0, allowed.output
     assert "Broken in B" in allowed.stdout  # listed all the same
+
+
+def _memory_side(overhead_mib: float, seed: int):
+    """A side of one environment whose footprint workload gave 8 runs: PSS, USS, RSS and
+    the overhead beyond guest RAM near overhead_mib (and a start time that never moves)."""
+    import datetime as dt
+    import random
+    from guestbench.analysis import compare as comparing
+    from guestbench.store.records import Campaign, Environment, Run, StoredSample
+    rng = random.Random(seed)
+    runs, samples = [], []
+    for number in range(8):
+        runs.append(Run(id=number + 1, environment_id=1, environment="vm", workload="footprint",
+                        label="footprint", params={}, repetition=number, status="ok",
+                        reason="", flags=[], started_at=dt.datetime(2026, 11, 27),
+                        host_seconds=1.0))
+        noise = rng.gauss(0, 0.05)
+        for metric, value in (("footprint_overhead", overhead_mib + noise),
+                              ("footprint_pss", 300 + overhead_mib + noise),
+                              ("footprint_rss", 400 + 2 * overhead_mib + noise),
+                              ("footprint_processes", 3.0)):
+            samples.append(StoredSample(run_id=number + 1, metric=metric, unit=(
+                "count" if metric == "footprint_processes" else "MiB"), value=value))
+    environment = Environment(id=1, name="vm", kind="qemu", spec={"kind": "qemu"},
+                              available=True, probe="yes", position=0)
+    return comparing.side(Campaign(id=seed), [environment], runs, samples)
+
+
+@pytest.mark.parametrize("b_overhead, verdict", [
+    (7.0, SLOWER),  # +2 MiB on a 5 MiB overhead: +40%, and beyond 1 MiB
+    (5.3, SAME),  # +0.3 MiB: significant, under the threshold whatever the ratio
+    (3.0, FASTER)])
+def test_memory_is_judged_against_a_threshold_in_mib(b_overhead, verdict) -> None:
+    """compare never judged footprint or density memory (2026-11-27): MiB were context."""
+    from guestbench.analysis import compare as comparing
+    from guestbench.report.tables.comparison import verdict_text
+    result = comparing.compare(_memory_side(5.0, 1), _memory_side(b_overhead, 2))
+    cells = {cell.metric: cell for cell in result.cells}
+    assert set(cells) == {"footprint_overhead", "footprint_pss"}  # RSS and counts: not judged
+    assert cells["footprint_overhead"].verdict == verdict
+    assert cells["footprint_pss"].verdict == verdict  # +2 MiB of 305: under 1%, still judged
+    assert cells["footprint_overhead"].notes[0].endswith(" MiB (judged against 1 MiB)")
+    text = verdict_text(cells["footprint_overhead"])
+    assert text == {SLOWER: "MORE MEMORY", FASTER: "less memory", SAME: "same"}[verdict]
+    assert (result.regressions != []) == (verdict == SLOWER)
+    wider = comparing.compare(_memory_side(5.0, 1), _memory_side(b_overhead, 2),
+                              memory_threshold_mib=3.0)
+    assert {cell.verdict for cell in wider.cells} == {SAME}  # 2 MiB is within 3 MiB

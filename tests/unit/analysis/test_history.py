@@ -96,3 +96,33 @@ def test_version_order_is_natural():
                                  {"guest_kernel": "5.10.2"}]).points
     ordered = sorted(points, key=history.version_key)
     assert [p.versions["guest_kernel"] for p in ordered] == ["5.10.2", "6.1.9", "6.1.10"]
+
+
+def test_memory_an_instance_holds_has_its_series(tmp_path, fake_agent) -> None:
+    """history skipped MiB figures (2026-11-27): a footprint's PSS is now a series, in its
+    own unit, beside the times."""
+    import datetime as dt
+    import json as json_module
+    from guestbench import store as gb_store
+    from guestbench.store.records import RunRecord
+    from tests.support.cli import invoke
+    url = f"sqlite:///{tmp_path / 'm.sqlite'}"
+    opened = gb_store.open(url)
+    for number, pss in enumerate((300.0, 300.2, 305.0, 305.1)):
+        campaign = opened.create_campaign("mem", {"campaign": {"repeat": 3}}, {"cpu": "t"},
+                                          "fp", None, "logs", "test")
+        env = opened.add_environment(campaign, "vm", "qemu", {"kind": "qemu"}, True, "yes", 0)
+        for repetition in range(3):
+            opened.add_run(campaign, RunRecord(
+                env, "footprint", "footprint", {}, repetition, "ok", "",
+                dt.datetime(2026, 11, 20 + number, tzinfo=dt.timezone.utc), 1.0, None,
+                (("footprint_pss", "MiB", pss + repetition / 100),
+                 ("footprint_rss", "MiB", 2 * pss))))
+        opened.finish_campaign(campaign, "finished")
+    opened.engine.dispose()
+    told = invoke(["history", "--db", url, "--format", "json"], fake_agent)
+    assert told.exit_code == 0, told.output
+    series = json_module.loads(told.output)["series"]
+    assert [(one["workload"], one["metric"], one["unit"]) for one in series] == [
+        ("footprint", "footprint_pss", "MiB")]
+    assert len(series[0]["points"]) == 4 and series[0]["higher_is_better"] is False
