@@ -50,7 +50,7 @@ BUILDERS: dict[str, Callable] = {
     "bonnie-seq-create": bonnie.tables,
     "bonnie-rand-create": bonnie.tables,
     "bonnie-percent": bonnie.tables,
-    "startup": startup.startup_table,
+    "startup": startup.startup_tables,
     "boot": boot.boot_table,
     "boot-totals": boot.boot_totals_table,
     "statistics": published.statistics_table,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.analysis.tails import QUANTILES, TAIL_RUNS, Tail, tails
-from guestbench.report import functional
+from guestbench.report import functional, titles
 from guestbench.analysis.cells import Interval
 from guestbench.report.model import (STYLE, Footnotes, Table, format_interval, format_value,
                                      value_scale)
@@ -19,22 +19,32 @@ METRICS = ("start_ready", "start_create", "start_start", "start_teardown", "star
 NO_END = "?"  # an interval end the values do not bound (a p99 of 30 runs)
 
 
-def startup_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
+def startup_tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]:
+    """One table per start-up workload (a sweep's each value: start [steps=one]), so that
+    each fits a terminal: a row per metric and environment."""
     results = report.results
-    rows = [(label, metric) for label, metric, _unit in results.rows if metric in METRICS]
-    if not rows:
-        return None
+    labels = list(dict.fromkeys(label for label, metric, _unit in results.rows
+                                if metric in METRICS))
+    return [table for table in (_table(report, label, position)
+                                for position, label in enumerate(labels)) if table is not None]
+
+
+def _table(report: CampaignResults, label: str, position: int) -> Table | None:
+    results = report.results
+    rows = [metric for row_label, metric, _unit in results.rows
+            if row_label == label and metric in METRICS]
     names = [f"p{quantile * 100:g}" for quantile in QUANTILES]
-    table = Table("Start-up: time per instance, absolute, with its percentiles",
-                  ["workload", "metric", "environment", "runs", *names], [], label_columns=3,
-                  name="startup",
+    table = Table(f"Start-up of {titles.label_title(report, label)}: time per instance, "
+                  "with its percentiles",
+                  ["metric", "environment", "runs", *names], [], label_columns=2,
+                  name="startup" if position == 0 else f"startup-{position + 1}",
                   note=f"Each percentile is a value measured (the sample's order statistic) "
                        f"with its 95% interval from order statistics (docs/statistics.md); a "
                        f"cell with fewer than {TAIL_RUNS} runs gives its median and interval "
                        f"alone. '{NO_END}': the runs do not bound that end (an upper bound "
                        "needs 35 runs for p90, 72 for p95, 368 for p99).")
     unbounded = False
-    for label, metric in rows:
+    for metric in rows:
         row = results.cells[(label, metric)]
         unit, divisor = value_scale(next(iter(row.values())).unit, [
             cell.median for cell in row.values() if cell.median is not None])
@@ -47,7 +57,8 @@ def startup_table(report: CampaignResults, footnotes: Footnotes) -> Table | None
             else:
                 texts = [_tail(tail, divisor) for tail in found]
                 unbounded |= any(tail.high is None or tail.low is None for tail in found)
-            table.add([label, f"{metric} ({unit})", functional.named(report, env),
+            table.add([f"{titles.metric_title(report, label, metric)} ({unit})",
+                       functional.named(report, env),
                        str(cell.runs or len(cell.values)), *texts],
                       [None] + [(env, label)] * len(names))
     if not table.rows:
