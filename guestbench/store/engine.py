@@ -77,16 +77,18 @@ def _value_checks(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _bad_json(value: Any) -> int:
+    """1 if value (the column's bytes: text that is not UTF-8 reaches no Python function
+    as text) does not decode as a JSON document."""
     try:
-        _document(value)
-    except (ValueError, TypeError, RecursionError):
+        _document(value.decode() if isinstance(value, bytes) else value)
+    except (ValueError, TypeError, RecursionError):  # UnicodeDecodeError is a ValueError
         return 1
     return 0
 
 
 def _bad_time(value: Any) -> int:
     try:
-        _timestamp(value)
+        _timestamp(value.decode() if isinstance(value, bytes) else value)
     except (ValueError, TypeError, OverflowError):
         return 1
     return 0
@@ -340,9 +342,9 @@ def _bad_values(connection: sa.Connection, table: sa.Table, where: str) -> str |
             check, what = "gb_bad_time", "a timestamp"
         else:
             continue
-        row = connection.exec_driver_sql(
+        row = connection.exec_driver_sql(  # as bytes: text need not be UTF-8 (_bad_json)
             f"SELECT rowid FROM {table.name} WHERE ({where}) AND {column.name} IS NOT NULL "
-            f"AND {check}({column.name}) LIMIT 1").first()
+            f"AND {check}(CAST({column.name} AS BLOB)) LIMIT 1").first()
         if row is not None:
             return f"row {row[0]} of table {table.name}: {column.name} is not {what}"
     return None
@@ -805,6 +807,7 @@ class Store:
         campaign's come from its packed block (store/packed.py), others' from the rows."""
         leave_out = tuple(leave_out)
         with _no_cycle_collection(), self.engine.connect() as connection:
+            self._check_types(connection, schema.sample_block, f"campaign_id = {int(campaign_id)}")
             block = packed.unpack(connection, campaign_id)
             if block is not None:
                 return block.without_metrics(leave_out)

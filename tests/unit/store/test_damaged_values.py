@@ -25,7 +25,11 @@ EDITS = ["UPDATE campaign SET status = X'ff' WHERE id = 1",
          "UPDATE campaign SET plan = '{not json'",
          "UPDATE run SET environment_id = 99",
          "UPDATE run SET started_at = 'yesterday'",
-         "UPDATE cell_stop SET environment_id = (SELECT max(id) FROM environment)"]
+         "UPDATE cell_stop SET environment_id = (SELECT max(id) FROM environment)",
+         # found by the fault run of 2026-11-27: text that is not UTF-8 reached the JSON
+         # check as an error of its own, and a packed block's column of the wrong type
+         "UPDATE campaign SET plan = CAST(X'7bff22' AS TEXT) WHERE id = 1",
+         "UPDATE sample_block SET kind = 'xxxx'"]
 
 
 @pytest.fixture(scope="module")
