@@ -469,8 +469,8 @@ def one_store(tally: Tally, rng: random.Random, base: Path, folder: Path, number
 
 def stores(tally: Tally, count: int, seed: int, folder: Path, say=print) -> None:
     """count damaged copies of a real store: the targeted edits, then one random edit of
-    each column of each table, then random bytes, as many as count leaves (edits first,
-    as far as count goes)."""
+    each column of each table that has rows, then random bytes, until count copies were
+    damaged (edits first, as far as count goes)."""
     rng = random.Random(seed + 1)
     base = base_store(folder)
     with sqlite3.connect(base) as connection:  # the base itself is sound
@@ -478,11 +478,13 @@ def stores(tally: Tally, count: int, seed: int, folder: Path, say=print) -> None
     plan = [lambda path, statement=statement: _sql(path, statement) for statement in TARGETED]
     plan += [lambda path, table=table, column=column: edit(path, rng, table, column)
              for table, column in columns(base)]
-    plan = plan[:count] + [None] * (count - len(plan))
-    for number, how in enumerate(plan):
-        one_store(tally, rng, base, folder, number, how)
-        if (number + 1) % 10 == 0 or number + 1 == count:
-            say(f"store {number + 1}/{count}; problems so far: {len(tally.problems)}")
+    number = 0
+    while tally.stores < count:  # an edit of an empty table (the pool's) damages nothing
+        one_store(tally, rng, base, folder, number, plan[number] if number < len(plan) else None)
+        number += 1
+        if number % 10 == 0 or tally.stores == count:
+            say(f"store {tally.stores}/{count} ({number} tried); problems so far: "
+                f"{len(tally.problems)}")
 
 
 def run(campaign_count: int, store_count: int, seed: int, say=print,
