@@ -124,21 +124,27 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def test_a_full_disk_is_exit_2_with_the_fix_and_keeps_what_was_stored(small_disk, tmp_path):
-    url = f"sqlite:///{small_disk}/store.sqlite"
-    run = [*GUESTBENCH, "run", "--env", "native", "--workload", "getpid", "--repeat", "1",
-           "--db", url, "--logs", str(small_disk / "logs"), "--quiet"]
-    first = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert first.returncode == 0, first.stderr
-    filler = small_disk / "filler"
+def _filled(disk: Path) -> Path:
+    """Fills the small disk to its last block with one file, which it returns."""
+    filler = disk / "filler"
     handle = os.open(filler, os.O_WRONLY | os.O_CREAT)
-    try:  # fill the disk to the last block
+    try:
         while os.write(handle, b"\0" * 4096):
             pass
     except OSError:
         pass
     finally:
         os.close(handle)
+    return filler
+
+
+def test_a_full_disk_is_exit_2_with_the_fix_and_keeps_what_was_stored(small_disk, tmp_path):
+    url = f"sqlite:///{small_disk}/store.sqlite"
+    run = [*GUESTBENCH, "run", "--env", "native", "--workload", "getpid", "--repeat", "1",
+           "--db", url, "--logs", str(small_disk / "logs"), "--quiet"]
+    first = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    filler = _filled(small_disk)
     second = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert second.returncode == 2, second.stderr
     assert "Traceback" not in second.stderr and "full" in second.stderr
@@ -209,15 +215,7 @@ def test_logs_on_a_full_disk_leave_the_campaign_interrupted_and_resumable(small_
     """A campaign whose logs filled their disk was marked 'failed' (2026-11-27), which
     --resume does not take: now it is 'interrupted', and resumed once there is room."""
     url = f"sqlite:///{tmp_path}/store.sqlite"
-    filler = small_disk / "filler"
-    handle = os.open(filler, os.O_WRONLY | os.O_CREAT)
-    try:
-        while os.write(handle, b"\0" * 4096):
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
+    filler = _filled(small_disk)
     run = [*GUESTBENCH, "run", "--env", "native", "--workload", "getpid,sched_yield",
            "--repeat", "2", "--db", url, "--logs", str(small_disk / "logs"), "--quiet"]
     first = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
