@@ -9,6 +9,7 @@ import os
 import platform
 import shutil
 import socket
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,10 +160,22 @@ def snapshot_of(loadavg_text: str, stat_text: str, governors: dict[str, str] | N
             "governors": governors, "cpu_ticks": _cpu_ticks(stat_text), "virtualised": virtualised}
 
 
-def noise_checks(before: dict[str, Any], after: dict[str, Any] | None) -> dict[str, Any]:
-    """What the snapshots around a campaign say about noise; warnings never fail a campaign."""
-    return {"before": before, "after": after, "steal_pct": steal_pct(before, after),
-            "warnings": warnings_at_start(before) + warnings_at_end(before, after)}
+def noise_checks(before: dict[str, Any], after: dict[str, Any] | None,
+                 during: list[float] | None = None) -> dict[str, Any]:
+    """What the snapshots around a campaign, and the load sampled while it ran (during),
+    say about noise; warnings never fail a campaign."""
+    checks = {"before": before, "after": after, "steal_pct": steal_pct(before, after),
+              "warnings": warnings_at_start(before) + warnings_at_end(before, after)}
+    if during:
+        checks["load_during"] = {"median": statistics.median(during), "max": max(during),
+                                 "samples": len(during)}
+    return checks
+
+
+def load_now() -> float | None:
+    """The 1-minute load average now; None where /proc/loadavg does not tell."""
+    loads = _load_avg(_read(Path("/proc/loadavg")) or "")
+    return loads[0] if loads else None
 
 
 def warnings_at_start(before: dict[str, Any]) -> list[str]:

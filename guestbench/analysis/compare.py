@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from guestbench.analysis import stats
+from guestbench.analysis import host_noise, stats
 from guestbench.analysis.summary import analyse, summarise
 from guestbench.analysis.cells import (CellStats, Interval, Cell, Results,
                                        higher_is_better, is_memory)
@@ -88,6 +88,7 @@ class CellComparison:
     notes: list[str] = field(default_factory=list)
     a_cell: Cell | None = None
     b_cell: Cell | None = None
+    host_explained: str = ""  # why the hosts' noise may explain the verdict (host_noise.py)
 
     @property
     def change(self) -> float:
@@ -131,6 +132,8 @@ class Comparison:
     alpha: float
     resamples: int
     broken: list[Broken] = field(default_factory=list)
+    noise: tuple[host_noise.HostNoise, host_noise.HostNoise] | None = None  # A's, B's
+    explanation: host_noise.Explanation | None = None  # one host noisier than the other
 
     def count(self, verdict: str) -> int:
         return sum(cell.verdict == verdict for cell in self.cells)
@@ -138,6 +141,10 @@ class Comparison:
     @property
     def regressions(self) -> list[CellComparison]:
         return [cell for cell in self.cells if cell.verdict == SLOWER]
+
+    @property
+    def host_explained(self) -> list[CellComparison]:
+        return [cell for cell in self.cells if cell.host_explained]
 
 
 def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA,
@@ -180,16 +187,36 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
                 + _notes(x, y, sa, sb, alpha)
         cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
                                     pvalue, verdict, notes, x, y))
-    return Comparison(a, b, cells, unpaired, threshold, alpha, min(a.resamples, b.resamples),
-                      broken)
+    result = Comparison(a, b, cells, unpaired, threshold, alpha,
+                        min(a.resamples, b.resamples), broken)
+    if a.campaign.id != b.campaign.id or a.campaign.host_checks != b.campaign.host_checks:
+        mark_host_noise(result)  # the two sides of one campaign (ab) share one host
+    return result
 
 
-def failed_gate(comparison: Comparison, allow_missing: bool = False) -> str:
+def mark_host_noise(comparison: Comparison) -> None:
+    """Each side's host noise; where one host was noisier enough to explain a verdict, the
+    verdicts it explains (worse on the noisy side; memory is not the CPUs') say so."""
+    noise = (host_noise.of(comparison.a.campaign.host_checks, comparison.a.results),
+             host_noise.of(comparison.b.campaign.host_checks, comparison.b.results))
+    comparison.noise = noise
+    comparison.explanation = explanation = host_noise.explain(*noise)
+    if explanation is None:
+        return
+    for cell in comparison.cells:
+        if cell.verdict != SAME and (cell.a_cell is None or not is_memory(cell.a_cell)) \
+                and host_noise.explains(explanation, cell.verdict == SLOWER):
+            cell.host_explained = explanation.reason
+
+
+def failed_gate(comparison: Comparison, allow_missing: bool = False, strict: bool = False) -> str:
     """Why a gate (--fail-on-regression) fails on this comparison, or "" if it passes: cells
-    slower in B, and workloads ok in A that B broke (unless allow_missing)."""
+    slower in B (not those the hosts' noise explains, unless strict), and workloads ok in A
+    that B broke (unless allow_missing)."""
     said = []
-    if comparison.regressions:
-        said.append(f"{len(comparison.regressions)} cell(s) slower in B")
+    counted = [cell for cell in comparison.regressions if strict or not cell.host_explained]
+    if counted:
+        said.append(f"{len(counted)} cell(s) slower in B")
     if comparison.broken and not allow_missing:
         said.append(f"{len(comparison.broken)} workload(s) ok in A and "
                     + ", ".join(sorted({broken.outcome for broken in comparison.broken}))

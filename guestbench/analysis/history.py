@@ -11,6 +11,7 @@ one value per commit.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import re
@@ -18,7 +19,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from guestbench.analysis import host_noise
 from guestbench.analysis.cells import MEMORY_METRICS
+from guestbench.analysis.host_noise import HostNoise
 from guestbench.store.errors import StoreError
 from guestbench.store.records import Campaign, Environment
 
@@ -54,6 +57,8 @@ class Change:
     after: float  # ... until the next one
     pvalue: float
     versions_changed: dict[str, tuple[str, str]]  # key -> (before, after), what differs
+    # why the hosts' noise may explain it: the campaign's against the one before (host_noise)
+    host_explained: str = ""
 
     @property
     def change(self) -> float:
@@ -135,6 +140,7 @@ class HistoryCampaign:
     name: str
     created_at: dt.datetime
     host: str
+    noise: HostNoise | None = None  # its host's load, steal and typical variation
 
 
 @dataclass
@@ -171,9 +177,11 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
         if campaign.status != "finished":
             found.left_out.append((campaign.id, f"{campaign.status}, not finished"))
             continue
-        found.campaigns.append(HistoryCampaign(campaign.id, campaign.name, campaign.created_at,
-                                               on))
-        _add_points(series, results_of(), on, environments, workloads)
+        results = results_of()
+        found.campaigns.append(HistoryCampaign(
+            campaign.id, campaign.name, campaign.created_at, on,
+            host_noise.of(campaign.host_checks, results.results)))
+        _add_points(series, results, on, environments, workloads)
     if not found.campaigns:
         raise StoreError(f"{where}: no finished campaign matches"
                          + _filters(host, group, name)
@@ -181,13 +189,33 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
     for one in series.values():
         if order == "version":
             one.points.sort(key=version_key)
-        one.changes = find_changes(one, max_pvalue, min_change)
+        one.changes = _marked(one, find_changes(one, max_pvalue, min_change),
+                              {campaign.id: campaign.noise for campaign in found.campaigns})
     found.series = [one for one in series.values() if one.points]
     if not found.series:
         raise StoreError("no cell of those campaigns matches" + _filters(
             None, None, None, environments, workloads) + " (fix: name an environment and a "
             "workload of the campaigns, or leave --env and --workload out)")
     return found
+
+
+def _marked(one: Series, changes: list[Change], noise: dict[int, HostNoise | None]
+            ) -> list[Change]:
+    """The changes whose campaign's host, against the campaign before it, was noisy enough to
+    explain the change's direction (worse on the noisier host), marked with the reason."""
+    out = []
+    for change in changes:
+        if one.metric in MEMORY_METRICS:  # memory is not the CPUs'
+            out.append(change)
+            continue
+        before, at = one.points[change.index - 1].campaign, change.campaign
+        if noise.get(before) is not None and noise.get(at) is not None:
+            explanation = host_noise.explain(noise[before], noise[at],
+                                             (f"campaign {before}'s", f"campaign {at}'s"))
+            if host_noise.explains(explanation, one.worse(change)):
+                change = dataclasses.replace(change, host_explained=explanation.reason)
+        out.append(change)
+    return out
 
 
 def _add_points(series: dict, report, host: str, environments: tuple[str, ...],

@@ -28,13 +28,16 @@ from guestbench.report import formats
 @click.option("--allow-missing", is_flag=True,
               help="with --fail-on-regression: a workload ok in A and failed, unavailable or "
                    "missing in B is listed, not a regression")
+@click.option("--strict", is_flag=True,
+              help="with --fail-on-regression: count a cell slower in B even where the hosts' "
+                   "noise explains it (marked '(host)')")
 @click.option("--all", "every", is_flag=True, help="table format: list every cell, not only "
                                                     "those slower or faster")
 @click.option("--group", metavar="GROUP", help="CAMPAIGN_A and CAMPAIGN_B are pool hosts: "
               "their campaigns of this group")
 def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, threshold: float,
             alpha: float, memory_threshold_mib: float, ignore_spec: tuple[str, ...], output_format: str,
-            fail_on_regression: bool, allow_missing: bool, every: bool,
+            fail_on_regression: bool, allow_missing: bool, strict: bool, every: bool,
             group: str | None) -> None:
     """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
     per cell B/A, p-value and a verdict."""
@@ -55,7 +58,11 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
                        + "; ".join(f"{what}: {why}" for what, why in result.unpaired[:3])
                        + ") (fix: compare campaigns of the same plan, or --ignore-spec KEY)")
     emit(formats.render("compare", output_format, result, formats.Request(every=every)), None)
-    failed = comparing.failed_gate(result, allow_missing)
+    failed = comparing.failed_gate(result, allow_missing, strict)
     if fail_on_regression and failed:
         say(f"guestbench: {failed} (--fail-on-regression)")
         raise SystemExit(1)
+    ignored = [cell for cell in result.regressions if cell.host_explained]
+    if fail_on_regression and ignored and not strict:
+        say(f"guestbench: {len(ignored)} cell(s) slower in B where the hosts' noise explains "
+            "it, not counted (--strict counts them)")

@@ -7,6 +7,7 @@ import contextlib
 
 import datetime as dt
 import itertools
+import math
 import shutil
 import tempfile
 import time
@@ -38,6 +39,8 @@ from guestbench.store import damage
 from guestbench.store import Store
 from guestbench.store.records import RunRecord
 from guestbench.workloads.base import InputError, InputMissing, Workload
+
+LOAD_SAMPLE_S = 5.0  # the host's load is read as a run ends, at most this often
 
 
 class Interrupted(Exception):
@@ -79,6 +82,8 @@ class Runner:
         self.cells: list[Cell] = []
         self._inputs_dir: Path | None = None
         self._stored_logs: set[str] = set()  # log folders of runs stored before a resume
+        self.load_during: list[float] = []  # the host's load, sampled as runs end
+        self._sampled_at = -math.inf
 
     def run(self) -> int:
         """Run the whole matrix; returns the campaign id. Raises Interrupted on Ctrl-C/SIGTERM."""
@@ -189,8 +194,9 @@ class Runner:
     def _finish(self, status: str, end_reason: str | None = None) -> None:
         """Close the campaign with the host checks of its end; warnings never fail it."""
         after = self.snapshot_host(self.host)
-        self.store.finish_campaign(self.campaign_id, status,
-                                   host_checks.noise_checks(self.host_before, after), end_reason)
+        self.store.finish_campaign(
+            self.campaign_id, status,
+            host_checks.noise_checks(self.host_before, after, self.load_during), end_reason)
         for message in host_checks.warnings_at_end(self.host_before, after):
             self.progress.host_warning(message)
 
@@ -383,6 +389,7 @@ class Runner:
         """Stores the run; returns its host seconds (its share of a guest shared by
         `sharing` workloads)."""
         host_seconds = (time.monotonic() - began) / sharing
+        self._sample_load()
         self.store.add_run(self.campaign_id, RunRecord(
             environment_id=cell.column.row_id, workload=cell.case.name, label=cell.case.label,
             params=cell.case.params.model_dump(mode="json"), repetition=repetition,
@@ -390,6 +397,16 @@ class Runner:
             host_seconds=host_seconds, log_path=log_path,
             samples=tuple(outcome.samples), flags=tuple(outcome.flags)))
         return host_seconds
+
+    def _sample_load(self) -> None:
+        """The host's load as a run ends, at most every LOAD_SAMPLE_S: what compare and
+        history read of the load other work put on the host while the campaign ran."""
+        now = time.monotonic()
+        if now - self._sampled_at >= LOAD_SAMPLE_S:
+            self._sampled_at = now
+            load = host_checks.load_now()
+            if load is not None:
+                self.load_during.append(load)
 
     def _outcome(self, column: Column, case: WorkloadCase, logdir: Path) -> Outcome:
         refused = refusal(column, case)

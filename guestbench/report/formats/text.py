@@ -69,7 +69,7 @@ def history(found: History, request: Request) -> str:
     detail, output = request.detail, request.output
     if output is not None:
         raise InputError("--output: the table goes to the terminal (fix: --format json or html)")
-    series = trend.series_tables(found) if detail else []
+    series = [trend.noise_table(found), *trend.series_tables(found)] if detail else []
     too_few = too_few_campaigns(found)
     if too_few:
         return (draw(series, output) if series else "") + too_few + "\n"

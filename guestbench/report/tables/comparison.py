@@ -47,6 +47,8 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
                    "; ".join(cell.notes) or "-"],
                   [(cell.environment, cell.label)] * 6)
     out = [broken_table(comparison), table] if comparison.broken else [table]
+    if comparison.noise is not None:
+        out.append(noise_table(comparison))
     if comparison.unpaired:
         unpaired = Table("Not compared", ["what", "why"], [], label_columns=1, name="unpaired")
         for what, why in comparison.unpaired:
@@ -65,6 +67,28 @@ def broken_table(comparison: Comparison) -> Table:
     for broken in comparison.broken:
         table.add([broken.environment, broken.label, broken.outcome, broken.reason or "-"])
     return table
+
+
+def noise_table(comparison: Comparison) -> Table:
+    """Each side's host noise (host_noise.py), and what it explains."""
+    table = Table("Host noise", ["side", "campaign", "load (1 min)", "steal", "typical CV"], [],
+                  label_columns=2, name="host-noise", note=_noise_note(comparison))
+    for name, side, noise in zip("AB", (comparison.a, comparison.b), comparison.noise or ()):
+        table.add([name, str(side.campaign.id), *noise.cells()])
+    return table
+
+
+def _noise_note(comparison: Comparison) -> str:
+    explanation = comparison.explanation
+    if explanation is None:
+        return ("The hosts' noise does not differ enough to explain a verdict (a side's load "
+                "must reach 3/4 of its CPUs and exceed the other's by a quarter of them, at "
+                "least 1; or its steal time exceed the other's by 1%).")
+    marked = len(comparison.host_explained)
+    return (f"{explanation.reason}: {marked} verdict(s) that go the way that noise pushes are "
+            f"marked '(host)' and may be the host's, not the change's. Rerun both on a quiet "
+            "host, or use 'guestbench ab', which interleaves A and B under the same noise. "
+            "--fail-on-regression ignores the marked verdicts unless --strict.")
 
 
 def _ratio(cell: CellComparison) -> str:
@@ -112,6 +136,10 @@ def document(comparison: Comparison) -> dict[str, Any]:
         "broken": [{"environment": broken.environment, "workload": broken.label,
                     "outcome": broken.outcome, "reason": broken.reason}
                    for broken in comparison.broken],
+        "host_noise": None if comparison.noise is None else {
+            "a": comparison.noise[0].document(), "b": comparison.noise[1].document(),
+            "explained_by": None if comparison.explanation is None else {
+                "side": comparison.explanation.side, "reason": comparison.explanation.reason}},
         "cells": [_cell(cell) for cell in comparison.cells],
         "unpaired": [{"what": what, "why": why} for what, why in comparison.unpaired],
     }
@@ -134,11 +162,12 @@ def _cell(cell: CellComparison) -> dict[str, Any]:
             "ratio": None if math.isnan(ratio.value) else ratio.value,
             "ratio_ci": [ratio.low, ratio.high], "ratio_rule": RATIO_RULE.replace("baseline", "A"),
             "change": None if math.isnan(cell.ratio.value) else cell.change, "pvalue": cell.pvalue, "verdict": cell.verdict,
-            "notes": cell.notes}
+            "host_explained": cell.host_explained or None, "notes": cell.notes}
 
 
 def verdict_text(cell: CellComparison) -> str:
     """SLOWER, faster, same; for memory (compare.is_memory) MORE MEMORY, less memory."""
     if cell.a_cell is not None and is_memory(cell.a_cell):
         return {SLOWER: "MORE MEMORY", FASTER: "less memory"}.get(cell.verdict, cell.verdict)
-    return cell.verdict.upper() if cell.verdict == SLOWER else cell.verdict
+    text = cell.verdict.upper() if cell.verdict == SLOWER else cell.verdict
+    return f"{text} (host)" if cell.host_explained else text

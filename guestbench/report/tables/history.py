@@ -3,7 +3,6 @@ per cell, its change points (guestbench.analysis.history), as tables, JSON or an
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from guestbench.analysis.history import Change, History, Point, Series
@@ -59,7 +58,8 @@ def series_tables(found: History) -> list[Table]:
             table.add([f"{point.campaign} {point.name}", f"{point.created_at:%Y-%m-%d %H:%M}",
                        _value(point, divisor), _interval(point, divisor), str(point.runs),
                        _versions_text(change),
-                       f"{change.change:+.1%} p={change.pvalue:.1g}" if change else ""])
+                       (f"{change.change:+.1%} p={change.pvalue:.1g}"
+                        + (" (host)" if change.host_explained else "")) if change else ""])
         tables.append(table)
     return tables
 
@@ -82,9 +82,30 @@ def _interval(point: Point, divisor: float = 1.0) -> str:
             f"{model.format_value(point.high / divisor)}]")
 
 
+def noise_table(found: History) -> Table:
+    """Each campaign's host noise (analysis/host_noise.py): its load, steal and typical CV."""
+    many_hosts = len(found.hosts) > 1
+    table = Table("Host noise of each campaign",
+                  ["campaign", "date", *(["host"] if many_hosts else []), "load (1 min)",
+                   "steal", "typical CV"], [], label_columns=3 if many_hosts else 2,
+                  name="history-noise",
+                  note="A change point whose campaign's host was loaded, or lost CPU time to "
+                       "steal, against the campaign before it, is marked '(host)' where that "
+                       "noise goes the change's way: it may be the host's, not the change's.")
+    for campaign in found.campaigns:
+        table.add([f"{campaign.id} {campaign.name}", f"{campaign.created_at:%Y-%m-%d %H:%M}",
+                   *([campaign.host] if many_hosts else []),
+                   *(campaign.noise.cells() if campaign.noise else ["-"] * 3)])
+    return table
+
+
 def _change_text(one: Series, change: Change, footnotes: list[str]) -> str:
     text = (f"campaign {change.campaign}: {change.change:+.1%} "
             f"{'worse' if one.worse(change) else 'better'}, p={change.pvalue:.0e}")
+    if change.host_explained:
+        footnotes.append(f"[{len(footnotes) + 1}] {change.host_explained}: the change may be "
+                         "the host's (rerun on a quiet host, or use 'guestbench ab')")
+        text += f" (host) [{len(footnotes)}]"
     if change.versions_changed:
         footnotes.append(f"[{len(footnotes) + 1}] campaign {change.campaign}: " + ", ".join(
             f"{key} {old} -> {new}" for key, (old, new) in change.versions_changed.items()))
@@ -113,8 +134,9 @@ def document(found: History) -> dict[str, Any]:
         "method": {"name": "Apache Otava change points (E-Divisive means, t-test)",
                    "of": "each campaign's median", "max_pvalue": found.max_pvalue,
                    "min_change": found.min_change, "order": found.order},
-        "campaigns": [{**dataclasses.asdict(campaign),
-                       "created_at": campaign.created_at.isoformat()}
+        "campaigns": [{"id": campaign.id, "name": campaign.name,
+                       "created_at": campaign.created_at.isoformat(), "host": campaign.host,
+                       "host_noise": campaign.noise.document() if campaign.noise else None}
                       for campaign in found.campaigns],
         "left_out": [{"campaign": cid, "why": why} for cid, why in found.left_out],
         "series": [_series_document(one) for one in found.series],
@@ -132,7 +154,7 @@ def _series_document(one: Series) -> dict[str, Any]:
         "change_points": [{"index": c.index, "campaign": c.campaign,
                            "created_at": c.created_at.isoformat(), "mean_before": c.before,
                            "mean_after": c.after, "change": c.change, "pvalue": c.pvalue,
-                           "worse": one.worse(c),
+                           "worse": one.worse(c), "host_explained": c.host_explained or None,
                            "versions_changed": {key: list(pair) for key, pair
                                                 in c.versions_changed.items()}}
                           for c in one.changes],

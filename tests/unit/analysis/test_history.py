@@ -126,3 +126,24 @@ def test_memory_an_instance_holds_has_its_series(tmp_path, fake_agent) -> None:
     assert [(one["workload"], one["metric"], one["unit"]) for one in series] == [
         ("footprint", "footprint_pss", "MiB")]
     assert len(series[0]["points"]) == 4 and series[0]["higher_is_better"] is False
+
+
+def test_a_change_where_the_host_got_loaded_is_marked_and_each_campaign_has_its_noise(
+        campaigns, sqlite_url, monkeypatch):
+    """history showed a change point and nothing of the hosts' load (2026-11-27): here the
+    campaigns from the fifth on are slower and their host was loaded."""
+    from guestbench import host
+    load = {"now": 0.3}
+    monkeypatch.setattr(host, "load_now", lambda: load["now"])
+    for number, scale in enumerate(noisy(8, seed=5, slower_from=5, by=1.3), start=1):
+        load["now"] = 0.3 if number < 5 else 4.0
+        campaigns(sqlite_url, [scale])
+    document = history_json(campaigns, sqlite_url)
+    assert [c["host_noise"]["load_avg_1min"] for c in document["campaigns"]] == [0.3] * 4 + [4.0] * 4
+    [series] = [s for s in document["series"] if s["metric"] == "time_per_op"]
+    [change] = series["change_points"]
+    assert change["campaign"] == 5 and change["worse"]
+    assert change["host_explained"].startswith("campaign 5's host was loaded (load 4.00 against 0.30")
+    table = invoke(["history", "--db", sqlite_url, "--detail"], campaigns.agent)
+    assert "(host) [1]" in table.output and "Host noise of each campaign" in table.output
+    assert "4.00 while it ran" in table.output

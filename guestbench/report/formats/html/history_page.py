@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from guestbench import __version__
 from guestbench.report.formats.html import svg
-from guestbench.report.tables.history import History, method_note, series_tables, summary_table
+from guestbench.report.tables.history import (History, method_note, noise_table, series_tables,
+                                              summary_table)
 from guestbench.report.formats.html.page import CSS, _e
 from guestbench.report.model import Table, format_value
 
 
 def render(found: History) -> str:
-    summary = summary_table(found)
+    summary, noise = summary_table(found), noise_table(found)
     figures = []
     for index, (one, table) in enumerate(zip(found.series, series_tables(found)), start=1):
         points = [svg.TrendPoint(str(p.campaign), p.median, p.low, p.high,
@@ -33,6 +34,8 @@ def render(found: History) -> str:
         "whiskers are each median's 95% interval.</p></header>",
         f'<section id="summary"><h2>Change points</h2>{_table(summary)}</section>',
         '<section id="series"><h2>Each cell over the campaigns</h2>', *figures, "</section>",
+        f'<section id="host-noise"><h2>Host noise</h2>{_table(noise)}'
+        f'<p class="note">{_e(noise.note)}</p></section>',
         f'<footer><p class="note">Made by guestbench {_e(__version__)}.</p></footer>',
         "</body>", "</html>", ""])
 
