@@ -18,6 +18,8 @@ from pathlib import Path
 GuestRam = Callable[[int, str], bool]
 
 PROC = Path("/proc")
+# a process's share, by command name: footprint_process_pss:runsc-gofer
+PROCESS_METRIC = "_process_pss:"
 
 
 @dataclass(frozen=True)
@@ -29,15 +31,20 @@ class Usage:
     pss_kib: int
     uss_kib: int
     guest_pss_kib: int | None  # the guest's RAM mappings; None: no guest RAM to tell apart
+    # PSS by command name (command_name), summed over the processes of that name
+    by_command: tuple[tuple[str, int], ...] = ()
 
     def samples(self, prefix: str = "footprint") -> list[tuple[str, str, float]]:
-        """The footprint workload's samples, in MiB (processes: a count)."""
+        """The footprint workload's samples, in MiB (processes: a count), and the PSS of each
+        command name (PROCESS_METRIC + name: runsc-sandbox, runsc-gofer, qemu-system-x86)."""
         out = [(f"{prefix}_pss", "MiB", self.pss_kib / 1024),
                (f"{prefix}_uss", "MiB", self.uss_kib / 1024),
                (f"{prefix}_rss", "MiB", self.rss_kib / 1024),
                (f"{prefix}_processes", "count", float(self.processes))]
         if self.guest_pss_kib is not None:
             out.append((f"{prefix}_overhead", "MiB", (self.pss_kib - self.guest_pss_kib) / 1024))
+        out += [(f"{prefix}{PROCESS_METRIC}{name}", "MiB", kib / 1024)
+                for name, kib in self.by_command]
         return out
 
 
@@ -87,14 +94,26 @@ def _guest_pss_kib(pid: int, is_guest_ram: GuestRam) -> int:
     return total
 
 
+def command_name(pid: int) -> str:
+    """The name a process goes by: its argv[0]'s last part (runsc-sandbox and runsc-gofer,
+    whose comm is "exe" as runsc runs itself again), else its comm; spaces become "_"."""
+    argv0 = (PROC / str(pid) / "cmdline").read_bytes().split(b"\0", 1)[0]
+    name = argv0.decode(errors="replace").rsplit("/", 1)[-1]
+    if not name:
+        name = (PROC / str(pid) / "comm").read_text()
+    return "_".join(name.split())[:40] or "?"
+
+
 def usage(root: int, guest_ram: GuestRam | None = None) -> Usage:
     """The tree under root, now; guest_ram tells the guest's RAM, for the overhead beyond it."""
     count = rss = pss = uss = guest = 0
+    by_command: dict[str, int] = {}
     for pid in tree(root):
         try:
             rolled = _fields((PROC / str(pid) / "smaps_rollup").read_text())
             if guest_ram is not None:
                 guest += _guest_pss_kib(pid, guest_ram)
+            name = command_name(pid)
         except (OSError, ValueError):
             continue  # ended while read: it costs nothing now
         if not rolled:
@@ -103,7 +122,9 @@ def usage(root: int, guest_ram: GuestRam | None = None) -> Usage:
         rss += rolled.get("Rss", 0)
         pss += rolled.get("Pss", 0)
         uss += rolled.get("Private_Clean", 0) + rolled.get("Private_Dirty", 0)
-    return Usage(count, rss, pss, uss, guest if guest_ram is not None else None)
+        by_command[name] = by_command.get(name, 0) + rolled.get("Pss", 0)
+    return Usage(count, rss, pss, uss, guest if guest_ram is not None else None,
+                 tuple(sorted(by_command.items(), key=lambda item: -item[1])))
 
 
 def sized(mib: int) -> GuestRam:

@@ -329,6 +329,19 @@ def format_interval(interval: Interval, formatter=format_ratio) -> str:
     return text
 
 
+def median_text(cell: Cell, divisor: float = 1.0) -> str:
+    """A cell's median with its 95% interval, "12.3 [11.9-12.8]", in the cell's unit over
+    divisor; the median alone in a plain table (values only)."""
+    stats = cell.stats
+    if stats is None:
+        return format_value(sorted(cell.values)[len(cell.values) // 2] / divisor)
+    if STYLE.get().plain and not STYLE.get().spread:
+        return format_value(stats.median / divisor)
+    low = None if stats.ci_low is None else stats.ci_low / divisor
+    high = None if stats.ci_high is None else stats.ci_high / divisor
+    return format_interval(Interval(stats.median / divisor, low, high), format_value)
+
+
 def problem_text(cell: Cell, footnotes: Footnotes) -> str:
     if STYLE.get().plain:  # one short word and one mark, "n/a [1]": the footnote says why
         statuses = ", ".join(dict.fromkeys(PLAIN_STATUS.get(status, status)

@@ -21,7 +21,8 @@ from guestbench.plan.tables import matches, ordered, table_specs
 from guestbench.report import columns, functional, model, titles
 from guestbench.report.model import Footnotes, Style, Table, spread_line, styled
 from guestbench.report.tables import (
-    bonnie, boot, efficiency, io, kernbench, platform, published, startup, summary, versions)
+    bonnie, boot, efficiency, io, kernbench, memory, network, platform, published, startup,
+    summary, versions)
 
 # the function that builds each named table: (results, footnotes) -> a table, a list of
 # them, or None without data; in the catalogue's order, the order of every-table views
@@ -51,6 +52,9 @@ BUILDERS: dict[str, Callable] = {
     "bonnie-rand-create": bonnie.tables,
     "bonnie-percent": bonnie.tables,
     "startup": startup.startup_tables,
+    "footprint": memory.footprint_tables,
+    "density": memory.density_table,
+    "network": network.network_table,
     "boot": boot.boot_table,
     "boot-totals": boot.boot_totals_table,
     "statistics": published.statistics_table,

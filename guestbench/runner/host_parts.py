@@ -156,7 +156,8 @@ class Footprint(HostPart):
             samples = [sample for sample in samples if sample[0].startswith("footprint_")
                        or sample[0] == "clock_ratio"]
             samples += [sample for sample in self.peak.samples("footprint_peak")
-                        if sample[0] != "footprint_peak_processes"]
+                        if sample[0] != "footprint_peak_processes"
+                        and memory.PROCESS_METRIC not in sample[0]]
         return Outcome(outcome.status, outcome.reason, samples, list(outcome.flags))
 
 

@@ -5,13 +5,10 @@ cell has 30 runs (analysis/tails.py); with fewer, the median and its interval al
 
 from __future__ import annotations
 
-from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.analysis.tails import QUANTILES, TAIL_RUNS, Tail, tails
 from guestbench.report import functional, titles
-from guestbench.analysis.cells import Interval
-from guestbench.report.model import (STYLE, Footnotes, Table, format_interval, format_value,
-                                     value_scale)
+from guestbench.report.model import STYLE, Footnotes, Table, format_value, median_text, value_scale
 
 # the start-up metrics, in the order a start goes (workloads/instance.py)
 METRICS = ("start_ready", "start_create", "start_start", "start_teardown", "start_delete",
@@ -53,7 +50,7 @@ def _table(report: CampaignResults, label: str, position: int) -> Table | None:
                 continue
             found = tails(cell.values)
             if found is None:
-                texts = [_median(cell, divisor)] + ["-"] * (len(names) - 1)
+                texts = [median_text(cell, divisor)] + ["-"] * (len(names) - 1)
             else:
                 texts = [_tail(tail, divisor) for tail in found]
                 unbounded |= any(tail.high is None or tail.low is None for tail in found)
@@ -74,12 +71,3 @@ def _tail(tail: Tail, divisor: float) -> str:
     low = NO_END if tail.low is None else format_value(tail.low / divisor)
     high = NO_END if tail.high is None else format_value(tail.high / divisor)
     return f"{format_value(tail.value / divisor)} [{low}-{high}]"
-
-
-def _median(cell: Cell, divisor: float) -> str:
-    stats = cell.stats
-    if stats is None:
-        return format_value(sorted(cell.values)[len(cell.values) // 2] / divisor)
-    low = None if stats.ci_low is None else stats.ci_low / divisor
-    high = None if stats.ci_high is None else stats.ci_high / divisor
-    return format_interval(Interval(stats.median / divisor, low, high), format_value)

@@ -4,6 +4,7 @@ the host's clock) and footprint (its process tree's memory at rest), both made b
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -120,7 +121,14 @@ def test_footprint_reads_the_tree_once_the_agent_says_it_is_ready(host):
     assert part.at_rest == []  # not ready yet
     part.on_record(guest, Record(1, "workload", {"type": "workload", "workload": "idle"}, 2))
     metrics = {metric for metric, _, _ in part.at_rest}
-    assert {"footprint_pss", "footprint_uss", "footprint_rss", "footprint_processes"} == metrics
+    by_process = {metric for metric in metrics if metric.startswith("footprint_process_pss:")}
+    assert {"footprint_pss", "footprint_uss", "footprint_rss", "footprint_processes"} == \
+        metrics - by_process
+    argv0 = Path("/proc/self/cmdline").read_bytes().split(b"\0")[0].decode()
+    name = Path(argv0).name  # this process, by its command name
+    assert f"footprint_process_pss:{name}" in by_process
+    pss = {metric: value for metric, _, value in part.at_rest}
+    assert sum(pss[metric] for metric in by_process) == pytest.approx(pss["footprint_pss"])
     part.on_record(guest, Record(2, "workload", {"type": "workload", "workload": "idle"}, 3))
     assert len(part.at_rest) == len(metrics)  # once
     ok = part.finish(Outcome(Status.OK, "", [("in_agent", "s", 1.0)]), Seen(), guest, 0, 1)

@@ -15,6 +15,7 @@ from typing import Any
 from guestbench import __version__
 from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import Cell
+from guestbench.plan import catalogue
 from guestbench.report import columns, functional, model, select
 from guestbench.report.formats.html import card as overview_card, density_plot, overview, svg
 from guestbench.report.formats.html.assets import CSS, SCRIPT
@@ -71,10 +72,13 @@ def render(report: CampaignResults, base_dir: Path | None) -> str:
     runs = RunIndex(report, anchors)
     plots = {label: anchors.make("plot", label) for label in report.primary}
     drawn = select.tables(report, "published")
+    measures = [table for table in drawn if any(catalogue.selects(entry, table.name or "")
+                                                for entry in OVERVIEW_TABLES)]
+    drawn = [table for table in drawn if table not in measures]
     tables = _tables_section("published", "Tables", drawn, runs, anchors)
     host_anchor = next((anchor for (anchor, _title), table in zip(tables.parts, drawn)
                         if table.name == "host"), None)
-    sections = [_overview_section(report, runs, plots, host_anchor),
+    sections = [_overview_section(report, runs, plots, host_anchor, measures),
                 _plots_section(report, plots, anchors), tables, _environments_section(report),
                 _host_section(report), _plan_section(report),
                 _runs_section(report, runs, base_dir)]
@@ -127,10 +131,15 @@ def _parts_list(parts: list[tuple[str, str]]) -> str:
 
 # -- the overview ------------------------------------------------------------------------
 
+# the tables the overview shows in full, after the ratios (plan/catalogue.py's names)
+OVERVIEW_TABLES = ("startup", "footprint", "density", "network")
+
+
 def _overview_section(report: CampaignResults, runs: "RunIndex", plots: dict[str, str],
-                      host_anchor: str | None) -> Section:
+                      host_anchor: str | None, measures: list[Table] = ()) -> Section:
     """The heatmap and the system card side by side, the geometric means, the host's
-    warnings: the answer on the first screen."""
+    warnings: the answer on the first screen; then the tables of what VMM and sandbox teams
+    publish (OVERVIEW_TABLES: start-up, footprint, density, network), absolute."""
     headers = columns.short_names(report.environments)
     card = overview_card.system_card(report, "host-warnings")
     if report.baseline_measured and report.performance_primary():
@@ -145,7 +154,9 @@ def _overview_section(report: CampaignResults, runs: "RunIndex", plots: dict[str
                    "value.</p></figure>")
         geomeans = ""
     body = (f'<div class="overview">{heatmap}{card}</div>\n{geomeans}\n'
-            + _host_verdict(report, host_anchor))
+            + _host_verdict(report, host_anchor)
+            + "".join(_table_html(table, f"overview-{table.name}", runs,
+                                  f"fn-overview-{table.name}") for table in measures))
     return Section("overview", "", body)
 
 
