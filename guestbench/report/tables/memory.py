@@ -44,8 +44,7 @@ def _footprint(report: CampaignResults, label: str, suffix: str) -> Table:
         row = results.cells[(label, metric)]
         unit, _ = row_scale(next(iter(row.values())).unit, list(row.values()))
         headers.append(f"{titles.metric_title(report, label, metric)} ({unit})")
-    table = Table(f"Footprint of {titles.label_title(report, label)}: the host memory of an "
-                  "instance's whole process tree", ["environment", "runs", *headers], [],
+    table = Table(f"{_of(report, label)}: the host memory of an instance's whole process tree", ["environment", "runs", *headers], [],
                   label_columns=1, name=f"footprint{suffix}",
                   note=MEDIAN_NOTE + " PSS counts a shared page in part to each process that "
                        "maps it; USS only the pages no other process maps; beyond guest RAM is "
@@ -67,8 +66,7 @@ def _processes(report: CampaignResults, label: str, suffix: str) -> Table | None
                in results.cells.items() if row_label == label and metric.startswith(PROCESS_PSS)]
     if not by_name:
         return None
-    table = Table(f"Footprint of {titles.label_title(report, label)} by process: PSS per "
-                  "command name", ["environment", "process", "PSS (MiB)", "share of PSS"], [],
+    table = Table(f"{_of(report, label)} by process: PSS per command name", ["environment", "process", "PSS (MiB)", "share of PSS"], [],
                   label_columns=2, name=f"footprint-processes{suffix}",
                   note=MEDIAN_NOTE + " Processes of one command name are summed; a process "
                        "absent from some runs counts in the runs it was in.")
@@ -83,6 +81,12 @@ def _processes(report: CampaignResults, label: str, suffix: str) -> Table | None
             table.add([functional.named(report, env), name, median_text(cell), share],
                       [(env, label), (env, label)])
     return table if table.rows else None
+
+
+def _of(report: CampaignResults, label: str) -> str:
+    """"Footprint", or "Footprint of" a label of a sweep or the plan's own."""
+    return "Footprint" if label == "footprint" else \
+        f"Footprint of {titles.label_title(report, label)}"
 
 
 def _value(cell: Cell | None) -> str:

@@ -99,7 +99,7 @@ def test_network_gives_the_percentiles_and_each_way_in_units_of_their_own(report
 
 def test_each_is_named_in_markdown_and_in_the_html_overview(report) -> None:
     shown = markdown.render(report, asked=("footprint", "density", "network"))
-    for title in ("Footprint of footprint", "by process", "Density: N instances",
+    for title in ("Footprint: the host memory", "Footprint by process", "Density: N instances",
                   "Network: TCP"):
         assert title in shown
     html = page.render(report, None)

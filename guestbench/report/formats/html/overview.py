@@ -25,6 +25,7 @@ div.overview { display: grid; grid-template-columns: minmax(0, max-content) minm
   gap: 0.8em 1.2em; align-items: start; }
 @media (max-width: 60em) { div.overview { grid-template-columns: minmax(0, 1fr); } }
 figure.heatmap { margin: 0; min-width: 0; width: min-content; max-width: 100%; }
+figure.heatmap > p.note { width: 24em; max-width: 100%; }
 figure.heatmap figcaption, figure.geomeans figcaption { font-weight: normal; font-size: 0.92em;
   color: #333; max-width: 62em; }
 table.heatmap { font-size: 13px; }
