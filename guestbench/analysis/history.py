@@ -151,6 +151,7 @@ class History:
     order: str = "time"
     max_pvalue: float = MAX_PVALUE
     min_change: float = MIN_CHANGE
+    memory_threshold_mib: float = 1.0  # a memory series' change must exceed it
 
     @property
     def hosts(self) -> list[str]:
@@ -166,9 +167,11 @@ Reading = tuple[Campaign, Callable[[], Any]]
 def build(readings: Iterable[Reading], host: str | None = None, group: str | None = None,
           environments: tuple[str, ...] = (), workloads: tuple[str, ...] = (),
           name: str | None = None, order: str = "time", max_pvalue: float = MAX_PVALUE,
-          min_change: float = MIN_CHANGE, where: str = "this store") -> History:
+          min_change: float = MIN_CHANGE, memory_threshold_mib: float = 1.0,
+          where: str = "this store") -> History:
     """Each cell's series over the finished campaigns, and its change points."""
-    found = History([], [], order=order, max_pvalue=max_pvalue, min_change=min_change)
+    found = History([], [], order=order, max_pvalue=max_pvalue, min_change=min_change,
+                    memory_threshold_mib=memory_threshold_mib)
     series: dict[tuple[str, str, str, str], Series] = {}
     for campaign, results_of in readings:
         on = campaign.pool_host or (campaign.host_facts or {}).get("hostname", "?")
@@ -189,7 +192,9 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
     for one in series.values():
         if order == "version":
             one.points.sort(key=version_key)
-        one.changes = _marked(one, find_changes(one, max_pvalue, min_change),
+        changes = beyond_memory_threshold(one, find_changes(one, max_pvalue, min_change),
+                                          memory_threshold_mib)
+        one.changes = _marked(one, changes,
                               {campaign.id: campaign.noise for campaign in found.campaigns})
     found.series = [one for one in series.values() if one.points]
     if not found.series:
@@ -197,6 +202,15 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
             None, None, None, environments, workloads) + " (fix: name an environment and a "
             "workload of the campaigns, or leave --env and --workload out)")
     return found
+
+
+def beyond_memory_threshold(one: Series, changes: list[Change], threshold_mib: float
+                            ) -> list[Change]:
+    """A memory series' changes that exceed threshold_mib (compare judges memory so: 2 MiB
+    on a 5 MiB overhead counts, 0.3 MiB on 300 does not, whatever the ratio); others all."""
+    if one.metric not in MEMORY_METRICS:
+        return changes
+    return [change for change in changes if abs(change.after - change.before) > threshold_mib]
 
 
 def _marked(one: Series, changes: list[Change], noise: dict[int, HostNoise | None]

@@ -26,18 +26,21 @@ from guestbench.report import formats
               default=0.001, show_default=True, help="p-value a change point must beat")
 @click.option("--min-change", type=click.FloatRange(0, 10), default=0.0, show_default=True,
               help="smallest relative change that counts (0.05 = 5%)")
+@click.option("--memory-threshold-mib", "memory_threshold_mib", default=1.0, show_default=True,
+              type=click.FloatRange(0), help="a memory series (footprint, density PSS) "
+              "changes only by more than this many MiB")
 @format_option("history")
 @click.option("--output", "-o", type=click.Path(path_type=Path), help="write to this file")
 @click.option("--detail", is_flag=True, help="table format: every campaign of every cell")
 def history(db: str, host: str | None, group: str | None, name: str | None,
             env_names: str | None, workload_names: str | None, order: str, max_pvalue: float,
-            min_change: float, output_format: str, output: Path | None, detail: bool) -> None:
+            min_change: float, memory_threshold_mib: float, output_format: str, output: Path | None, detail: bool) -> None:
     """Each cell's median over every finished campaign, and its change points (Apache Otava)."""
     short_lived()
     from guestbench.commands import reading  # deferred: analysis/, 25 ms that --help never pays
 
     found = reading.history(db, host, group,
                             names(env_names, "--env"), names(workload_names, "--workload"),
-                            name, order, max_pvalue, min_change)
+                            name, order, max_pvalue, min_change, memory_threshold_mib)
     emit(formats.render("history", output_format, found, formats.Request(output, detail)),
           output)

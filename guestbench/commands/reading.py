@@ -137,12 +137,14 @@ def ab_sides(opened: Store, campaign_id: int):
 
 def history(url: str, host: str | None, group: str | None,
             environments: tuple[str, ...], workloads: tuple[str, ...], name: str | None,
-            order: str, max_pvalue: float, min_change: float):
+            order: str, max_pvalue: float, min_change: float,
+            memory_threshold_mib: float = 1.0):
     """Every finished campaign's cells as series with their change points: from the
     campaigns' digests where every finished one has one, else read from the store (and
     each campaign's digest kept for the next time). An --env or --workload that no stored
     campaign has ends it with the nearest names."""
-    asked = (host, group, environments, workloads, name, order, max_pvalue, min_change)
+    asked = (host, group, environments, workloads, name, order, max_pvalue, min_change,
+             memory_threshold_mib)
     quick = _digested_readings(url) if group is None else None
     if quick is not None:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from guestbench.analysis.cells import MEMORY_METRICS
 from guestbench.analysis.history import Change, History, Point, Series
 from guestbench.report import model
 from guestbench.report.model import Table
@@ -15,7 +16,9 @@ SCHEMA = "guestbench-history/1"
 # -- tables -------------------------------------------------------------------------------
 
 def method_note(found: History) -> str:
-    size = f" and at least {found.min_change:.0%} in size" if found.min_change else ""
+    size = (f" and at least {found.min_change:.0%} in size" if found.min_change else "") + (
+        f"; a memory series' change (MiB) must exceed {found.memory_threshold_mib:g} MiB"
+        if any(one.metric in MEMORY_METRICS for one in found.series) else "")
     return (f"Change points: Apache Otava (E-Divisive means, t-test) on each campaign's median, "
             f"p < {found.max_pvalue:g}{size}; points in {found.order} order.")
 
@@ -133,7 +136,8 @@ def document(found: History) -> dict[str, Any]:
         "schema": SCHEMA,
         "method": {"name": "Apache Otava change points (E-Divisive means, t-test)",
                    "of": "each campaign's median", "max_pvalue": found.max_pvalue,
-                   "min_change": found.min_change, "order": found.order},
+                   "min_change": found.min_change, "order": found.order,
+                   "memory_threshold_mib": found.memory_threshold_mib},
         "campaigns": [{"id": campaign.id, "name": campaign.name,
                        "created_at": campaign.created_at.isoformat(), "host": campaign.host,
                        "host_noise": campaign.noise.document() if campaign.noise else None}

@@ -147,3 +147,18 @@ def test_a_change_where_the_host_got_loaded_is_marked_and_each_campaign_has_its_
     table = invoke(["history", "--db", sqlite_url, "--detail"], campaigns.agent)
     assert "(host) [1]" in table.output and "Host noise of each campaign" in table.output
     assert "4.00 while it ran" in table.output
+
+
+@pytest.mark.parametrize("step_mib, kept", [(2.0, True), (0.3, False)])
+def test_a_memory_series_changes_only_beyond_the_threshold_in_mib(step_mib, kept):
+    """history judged memory by Otava's relative change alone (2026-11-27): 0.3 MiB more on
+    a 5 MiB overhead was a change point, where compare calls it the same."""
+    import dataclasses
+    medians = [5.0, 5.01, 4.99, 5.0, 5.01, *(5.0 + step_mib + d for d in (0, 0.01, -0.01, 0, 0.01))]
+    one = dataclasses.replace(_series(medians, [{}] * 10), label="footprint",
+                              metric="footprint_overhead", unit="MiB")
+    found = history.find_changes(one)
+    assert len(found) == 1  # Otava finds both steps
+    assert bool(history.beyond_memory_threshold(one, found, 1.0)) == kept
+    timed = dataclasses.replace(one, metric="boot_userspace", unit="ms")
+    assert history.beyond_memory_threshold(timed, found, 1.0) == found  # not memory
