@@ -178,14 +178,21 @@ def chosen_tables(report: CampaignResults, choices: list[Choice]) -> list[Table]
     return out
 
 
-def _built(report: CampaignResults, choice: Choice) -> list[Table]:
+def with_data(report: CampaignResults, names: tuple[str, ...]) -> list[Table]:
+    """The tables of these names that the campaign has data for, as chosen_tables builds
+    them (with intervals), and none for the others."""
+    return [table for name in names
+            for table in _built(report, Choice(name, plain=False), say_nothing=False)]
+
+
+def _built(report: CampaignResults, choice: Choice, say_nothing: bool = True) -> list[Table]:
     shown = narrowed(report, choice)
     footnotes = Footnotes()
     with styled(choice.style):
         made = build(BUILDERS[choice.table], shown, footnotes)
     made = [table for table in made if catalogue.selects(choice.table, table.name)]
     if not made:
-        return [_nothing(choice)]
+        return [_nothing(choice)] if say_nothing else []
     own_footnotes(made, footnotes)  # first: the labels below rename them too
     titles.apply(made, shown)
     headers = {**columns.short_names(shown.environments), **choice.labels}

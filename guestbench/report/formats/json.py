@@ -13,7 +13,8 @@ from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR
 from guestbench.analysis.compare import Comparison
 from guestbench.analysis.history import History
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
-from guestbench.report import functional
+from guestbench.plan import catalogue
+from guestbench.report import functional, select
 from guestbench.report.formats.request import Request
 from guestbench.report.tables import comparison as compared, history as trend
 from guestbench.report.tables.platform import what_ran
@@ -77,6 +78,10 @@ def document(report: CampaignResults) -> dict[str, Any]:
                               for env, mean in means.items()}}
             for group, means in report.geomeans.items()],
         "repetition_stops": [_plain(dataclasses.asdict(stop)) for stop in report.cell_stops],
+        # the start-up, footprint, density and network tables as published (their text)
+        "tables": [{"name": table.name, "title": table.title, "header": table.header,
+                    "rows": table.rows, "note": table.note}
+                   for table in select.with_data(report, catalogue.VMM_TABLES)],
     }
 
 

@@ -106,3 +106,16 @@ def test_each_is_named_in_markdown_and_in_the_html_overview(report) -> None:
     overview = html.split('<section id="overview">')[1].split("</section>")[0]
     for anchor in ("footprint", "footprint-processes", "density", "network"):
         assert f'id="overview-{anchor}"' in overview
+
+
+def test_json_carries_each_table_the_campaign_has_data_for(report) -> None:
+    from guestbench.report.formats import json as json_format
+    document = json_format.document(report)
+    names = [table["name"] for table in document["tables"]]
+    # start-up: density's start of each instance, one table per N
+    assert names == ["startup", "startup-2", "footprint", "footprint-processes", "density",
+                     "network"]
+    by_process = document["tables"][3]
+    assert by_process["header"] == ["environment", "process", "PSS (MiB)", "share of PSS"]
+    cells = {cell["metric"] for cell in document["cells"]}
+    assert "footprint_process_pss:runsc-gofer" in cells

@@ -73,7 +73,7 @@ def render(report: CampaignResults, base_dir: Path | None) -> str:
     plots = {label: anchors.make("plot", label) for label in report.primary}
     drawn = select.tables(report, "published")
     measures = [table for table in drawn if any(catalogue.selects(entry, table.name or "")
-                                                for entry in OVERVIEW_TABLES)]
+                                                for entry in catalogue.VMM_TABLES)]
     drawn = [table for table in drawn if table not in measures]
     tables = _tables_section("published", "Tables", drawn, runs, anchors)
     host_anchor = next((anchor for (anchor, _title), table in zip(tables.parts, drawn)
@@ -131,15 +131,12 @@ def _parts_list(parts: list[tuple[str, str]]) -> str:
 
 # -- the overview ------------------------------------------------------------------------
 
-# the tables the overview shows in full, after the ratios (plan/catalogue.py's names)
-OVERVIEW_TABLES = ("startup", "footprint", "density", "network")
-
 
 def _overview_section(report: CampaignResults, runs: "RunIndex", plots: dict[str, str],
                       host_anchor: str | None, measures: list[Table] = ()) -> Section:
     """The heatmap and the system card side by side, the geometric means, the host's
     warnings: the answer on the first screen; then the tables of what VMM and sandbox teams
-    publish (OVERVIEW_TABLES: start-up, footprint, density, network), absolute."""
+    publish (catalogue.VMM_TABLES: start-up, footprint, density, network), absolute."""
     headers = columns.short_names(report.environments)
     card = overview_card.system_card(report, "host-warnings")
     if report.baseline_measured and report.performance_primary():
