@@ -22,11 +22,9 @@ from guestbench.analysis.geomean import Geomean
 if TYPE_CHECKING:  # numpy loads only where results are derived
     from guestbench.store.columns import Samples
 
-from guestbench.store.records import Campaign, Environment, Run, StoredCellStop
+from guestbench.store.records import FUNCTIONAL, Campaign, Environment, Run, StoredCellStop
 
 RATIO_RULE = "x baseline, above 1 is worse (rates inverted)"
-# the environment fact that says its figures are functional only (report/functional.py)
-FUNCTIONAL = "functional"
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from guestbench.store.records import FUNCTIONAL
+
 if TYPE_CHECKING:  # model.py imports this module: its Table is named, not imported
     from guestbench.analysis.results import CampaignResults
 
-# The fact's key, environments/fullsystem/base.py's FUNCTIONAL (set there for a nested guest
-# and by environments/kinds/xen.py); not imported from there: that module loads the
-# environments' machinery, which no report needs.
-FUNCTIONAL = "functional"
 MARK = "§"  # one character, as the status marks (model.STATUS_MARKS) and flags (! ~ c)
 LEFT_OUT = f"n/a {MARK}"  # in place of the geometric mean of such an environment
 

@@ -77,6 +77,14 @@ class Campaign:
     end_reason: str | None = None
 
 
+# The fact an environment states when its figures are functional only (it ran, and how its
+# parts compare) and not the speed of what it is named after: a sentence saying why. Set by
+# environments/fullsystem/base.py (a guest nested under TCG) and environments/kinds/xen.py;
+# reports mark its columns and keep it out of geometric means and heatmaps
+# (report/functional.py; docs/environments.md, "Inside a VM").
+FUNCTIONAL = "functional"
+
+
 @dataclass(frozen=True, slots=True)
 class Environment:
     """One environment of a campaign: its name, kind, full resolved spec and probe's answer."""

@@ -27,6 +27,7 @@ from guestbench.environments.fullsystem.consoles import CONSOLES
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.host import Host
 from guestbench.network.paths import NetPath
+from guestbench.store import records
 
 VERSION_TIMEOUT_S = 5.0
 
@@ -75,10 +76,7 @@ class FullSystemSpec(EnvironmentSpec):
                             "nested=1); none: on the host")
 
 
-# The fact an environment states when its figures are functional only (it ran, and how its
-# parts compare) and not the speed of what it is named after: reports mark its columns and
-# keep it out of geometric means and heatmaps (docs/environments.md, "Inside a VM").
-FUNCTIONAL = "functional"
+FUNCTIONAL = records.FUNCTIONAL  # the fact of figures that are functional only
 
 # What a run inside an L1 machine cannot have, and why (docs/environments.md, "Inside a VM").
 NOT_INSIDE = {
