@@ -336,6 +336,13 @@ def slowdown_pair(base: Cell, cell: Cell) -> tuple[CellStats, CellStats]:
 # tests gate its VMM's memory overhead: a change counts once it is significant and its
 # interval lies beyond compare.MEMORY_THRESHOLD_MIB, whatever its ratio (2 MiB more on a
 # 5 MiB VMM overhead is a regression). RSS counts shared pages once per process: not judged.
+def is_breakdown(metric: str) -> bool:
+    """A metric that breaks another down by name (footprint_process_pss:runsc-gofer, a
+    process's share of footprint_pss): shown in its own table (report/tables/memory.py), not
+    as a row of every environment's."""
+    return ":" in metric
+
+
 MEMORY_METRICS = frozenset({
     "footprint_pss", "footprint_uss", "footprint_overhead", "footprint_peak_pss",
     "footprint_peak_uss", "footprint_peak_overhead", "density_pss"})

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guestbench.analysis.cells import (CONFIDENCE, CONTEXT, RESAMPLES, SPREAD_FACTOR, TOO_FAST,
-                                       UNSTABLE_CV, VERDICT, Cell, Interval, Results, row_kind)
+                                       UNSTABLE_CV, VERDICT, Cell, Interval, Results, is_breakdown,
+                                       row_kind)
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S, clock_summaries
 from guestbench.analysis.geomean import Geomean
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
@@ -538,6 +539,8 @@ def measured_table(report: CampaignResults, footnotes: Footnotes) -> Table:
         row = results.cells[(label, metric)]
         if metric and row_kind(row) == VERDICT:
             continue  # in the verdicts table
+        if is_breakdown(metric):
+            continue  # in its own table (footprint-processes)
         shown_unit, divisor = row_scale(unit, list(row.values()))
         measured.add([label, f"{metric} ({shown_unit})" if metric else "-", *(
             _measured_text(row[env], footnotes, divisor, column_n[env] is None)

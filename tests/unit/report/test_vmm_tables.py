@@ -119,3 +119,9 @@ def test_json_carries_each_table_the_campaign_has_data_for(report) -> None:
     assert by_process["header"] == ["environment", "process", "PSS (MiB)", "share of PSS"]
     cells = {cell["metric"] for cell in document["cells"]}
     assert "footprint_process_pss:runsc-gofer" in cells
+
+
+def test_the_measured_table_leaves_the_processes_to_their_own_table(report) -> None:
+    measured = _table(report, "measured")
+    assert not any("footprint_process_pss" in row[1] for row in measured.rows)
+    assert any(row[1].startswith("PSS") for row in measured.rows)
