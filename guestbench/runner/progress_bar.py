@@ -1,9 +1,11 @@
-"""The progress of a campaign on stderr: a rich bar with the runner's ETA, or, when quiet,
-only the host's warnings."""
+"""The progress of a campaign on stderr: a rich bar with the runner's ETA on a terminal, a
+line a minute where stderr is not one (a CI log, nohup), or, when quiet, only the host's
+warnings."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 
 from guestbench.runner.campaign import Progress
@@ -19,6 +21,66 @@ class Quiet(Progress):
 
     def host_warning(self, message: str) -> None:
         self.say(f"guestbench: warning: {message}")
+
+
+def problem_line(environment: str, label: str, outcome) -> str:
+    """A run that did not end ok, in one line, its reason whole up to REASON_CHARS."""
+    reason = " ".join(outcome.reason.split())  # whole: it ends with the fix
+    if len(reason) > REASON_CHARS:
+        reason = reason[:REASON_CHARS] + " ... (the whole reason: report --detail)"
+    return f"{environment} {label}: {outcome.status}: {reason}"
+
+
+def clock(seconds: float) -> str:
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+class Lines(Progress):
+    """Where stderr is no terminal: what the bar would print above itself, and a line of
+    progress at most every LINE_EVERY_S (and as the last run ends), with the ETA."""
+
+    LINE_EVERY_S = 60.0
+
+    def __init__(self, say: Callable[[str], None], now: Callable[[], float] = time.monotonic
+                 ) -> None:
+        self.say, self.now = say, now
+        self.total = self.done = 0
+        self.eta = "-:--:--"
+        self.began = self.last_line = now()
+        self.said: set[tuple[str, str, str]] = set()
+
+    def unavailable(self, environment: str, reason: str) -> None:
+        self.say(f"{environment}: unavailable: {reason}")
+
+    def preparing(self, environment: str) -> None:
+        self.say(f"{environment}: preparing (guest image, checks)")
+
+    def host_warning(self, message: str) -> None:
+        self.say(f"guestbench: warning: {message}")
+
+    def start(self, total_runs: int) -> None:
+        self.total = total_runs
+        self.began = self.last_line = self.now()
+
+    def total_changed(self, total_runs: int) -> None:
+        self.total = total_runs
+
+    def estimate(self, seconds_left: float) -> None:
+        self.eta = f"~{clock(seconds_left)}"
+
+    def run_finished(self, environment: str, label: str, outcome) -> None:
+        self.done += 1
+        said = (environment, label, outcome.status)
+        if outcome.status not in ("ok", "unavailable") and said not in self.said:
+            self.said.add(said)
+            self.say(problem_line(environment, label, outcome))
+        now = self.now()
+        if now - self.last_line >= self.LINE_EVERY_S or self.done == self.total:
+            self.last_line = now
+            self.say(f"guestbench: progress: {self.done}/{self.total} runs, last "
+                     f"{environment} {label}, {clock(now - self.began)} elapsed, "
+                     f"ETA {self.eta}")
 
 
 class Drawn(Progress):
@@ -46,9 +108,7 @@ class Drawn(Progress):
         self.bar.update(self.task, total=total_runs)  # an early stop shortens the ETA
 
     def estimate(self, seconds_left: float) -> None:
-        whole = int(round(seconds_left))
-        self.bar.update(self.task,
-                        eta=f"~{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}")
+        self.bar.update(self.task, eta=f"~{clock(seconds_left)}")
 
     def host_warning(self, message: str) -> None:
         self._print(f"guestbench: warning: {message}")
@@ -63,10 +123,7 @@ class Drawn(Progress):
             return  # the same every repetition: once is enough
         self.said.add(said)
         if outcome.status not in ("ok", "unavailable"):
-            reason = " ".join(outcome.reason.split())  # whole: it ends with the fix
-            if len(reason) > REASON_CHARS:
-                reason = reason[:REASON_CHARS] + " ... (the whole reason: report --detail)"
-            self._print(f"{environment} {label}: {outcome.status}: {reason}")
+            self._print(problem_line(environment, label, outcome))
 
 
 @contextlib.contextmanager
@@ -76,11 +133,15 @@ def shown(quiet: bool, say: Callable[[str], None]) -> Iterator[Progress]:
         yield Quiet(say)
         return
     from rich.console import Console  # deferred, with rich.progress: 28 ms --quiet never pays
+    console = Console(stderr=True)
+    if not console.is_terminal:  # no bar can be drawn: a line a minute instead
+        yield Lines(say)
+        return
     from rich.progress import (  # deferred: with rich.console, above
         BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn)
     # the ETA is the runner's estimate in host seconds (estimate.py), not a rate of runs:
     # runs differ 20-fold in cost, and adaptive cells stop at different counts
     with Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
              TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
-             console=Console(stderr=True), transient=True) as bar:
+             console=console, transient=True) as bar:
         yield Drawn(bar)
