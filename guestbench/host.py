@@ -10,6 +10,7 @@ import platform
 import shutil
 import socket
 import statistics
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,13 @@ SYS_CPU = Path("/sys/devices/system/cpu")
 # /proc/stat's cpu line, in order; guest time is already counted in user and nice
 CPU_TICK_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 # A 1-minute load average above this share of the logical CPUs (and at least
-# QUIET_LOAD_MIN) means other work was running when the measurements started.
-QUIET_LOAD_PER_CPU = 0.1
-QUIET_LOAD_MIN = 0.3
+# QUIET_LOAD_MIN), with another process running as the campaign starts, means other work
+# competes with the measurements. A load left by work that ended (an earlier campaign: the
+# average takes minutes to decay) is no warning: nothing else runs.
+QUIET_LOAD_PER_CPU = 0.25
+QUIET_LOAD_MIN = 0.5
+RUNNING_READS = 5  # reads of the running processes' count, RUNNING_READ_S apart: their median
+RUNNING_READ_S = 0.002
 # What a campaign adds to the load by itself: one agent at a time, plus a
 # runtime's threads or the second process of pipe_switch and fork_exit.
 CAMPAIGN_OWN_LOAD = 2.0
@@ -147,17 +152,28 @@ def _llc_bytes() -> int | None:
 
 def noise_snapshot(host: Host) -> dict[str, Any]:
     """The host's state now: load, frequency governors, CPU time so far, virtualisation."""
-    return {"taken_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            **snapshot_of(_read(Path("/proc/loadavg")) or "", _read(Path("/proc/stat")) or "",
-                          _governors(), host.facts.get("logical_cpus") or os.cpu_count() or 1,
-                          bool(host.facts.get("virtualised")))}
+    taken = {"taken_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+             **snapshot_of(_read(Path("/proc/loadavg")) or "", _read(Path("/proc/stat")) or "",
+                           _governors(), host.facts.get("logical_cpus") or os.cpu_count() or 1,
+                           bool(host.facts.get("virtualised")))}
+    load_1min = _load_1min(taken)
+    if load_1min is None or load_1min <= quiet_load_limit(taken["logical_cpus"]):
+        return taken  # no warning whatever runs now: one read of the running count will do
+    reads = [taken["others_running"]]
+    for _ in range(RUNNING_READS - 1):
+        time.sleep(RUNNING_READ_S)
+        reads.append(_others_running(_read(Path("/proc/loadavg")) or ""))
+    known = [count for count in reads if count is not None]
+    taken["others_running"] = int(statistics.median(known)) if known else None
+    return taken
 
 
 def snapshot_of(loadavg_text: str, stat_text: str, governors: dict[str, str] | None,
                 logical_cpus: int, virtualised: bool) -> dict[str, Any]:
     """A snapshot from the text of /proc/loadavg and /proc/stat; governors None without cpufreq."""
     return {"load_avg": _load_avg(loadavg_text), "logical_cpus": logical_cpus,
-            "governors": governors, "cpu_ticks": _cpu_ticks(stat_text), "virtualised": virtualised}
+            "governors": governors, "cpu_ticks": _cpu_ticks(stat_text), "virtualised": virtualised,
+            "others_running": _others_running(loadavg_text)}
 
 
 def noise_checks(before: dict[str, Any], after: dict[str, Any] | None,
@@ -182,9 +198,12 @@ def warnings_at_start(before: dict[str, Any]) -> list[str]:
     """What can be said before the first run: load, frequency scaling, virtualisation."""
     warnings = []
     load_1min, cpus = _load_1min(before), before["logical_cpus"]
-    if load_1min is not None and load_1min > quiet_load_limit(cpus):
+    others = before.get("others_running")  # None: not read (a campaign stored before)
+    if load_1min is not None and load_1min > quiet_load_limit(cpus) and others != 0:
+        running = "" if others is None else (
+            f", and {others} other process{'es' if others > 1 else ''} running")
         warnings.append(
-            f"the 1-minute load average was {load_1min:.2f} when the campaign started "
+            f"the 1-minute load average was {load_1min:.2f} when the campaign started{running} "
             f"({cpus} logical CPUs): other work competes with the measurements for CPUs and caches")
     slow = sorted(name for name in (before["governors"] or {}).values() if name != "performance")
     if slow:
@@ -241,6 +260,16 @@ def _load_avg(loadavg_text: str) -> list[float] | None:
     try:
         return [float(value) for value in loadavg_text.split()[:3]] or None
     except ValueError:
+        return None
+
+
+def _others_running(loadavg_text: str) -> int | None:
+    """Processes running or runnable now besides the one reading (/proc/loadavg's 4th field,
+    running/total, counts it)."""
+    fields = loadavg_text.split()
+    try:
+        return max(0, int(fields[3].split("/")[0]) - 1)
+    except (IndexError, ValueError):
         return None
 
 
