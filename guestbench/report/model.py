@@ -559,7 +559,8 @@ def ratio_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     if not report.baseline_measured:
         return None
     results, baseline = report.results, report.baseline
-    table = Table(f"Relative to {baseline}: ratio of medians [95% CI], {ratio_rule(baseline)}",
+    interval = "" if STYLE.get().plain and not STYLE.get().spread else " [95% CI]"
+    table = Table(f"Relative to {baseline}: ratio of medians{interval}, {ratio_rule(baseline)}",
                   ["workload", "metric", *results.environments], [], name="ratios",
                   note=f"Every ratio reads x {baseline}, above 1 is worse: an environment's "
                        f"median over {baseline}'s for times and cycles, {baseline}'s over the "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import gzip
 import os
+import re
 import shutil
 import sqlite3
 from html.parser import HTMLParser
@@ -106,3 +107,19 @@ def test_the_summary_derived_without_the_digest_is_the_same(default_campaign_fil
     with sqlite3.connect(undigested) as connection:
         assert connection.execute("DELETE FROM campaign_digest").rowcount == 2
     expect("summary.txt", output_of(undigested, "summary.txt", monkeypatch))
+
+
+@pytest.mark.parametrize("output_format", ["table", "markdown"])
+def test_plain_is_values_only_in_every_table_of_values(default_campaign_file, output_format,
+                                                       monkeypatch):
+    """--plain printed intervals in the measured and ratio tables (1.83x [1.07-5.14x], and
+    1.00x [0.41-2.42x] for the baseline) on 2026-11-27, while the docs said it had none."""
+    monkeypatch.setenv("COLUMNS", "120")
+    result = CliRunner().invoke(main, ["report", "--plain", "--format", output_format, "--db",
+                                       f"sqlite:///{default_campaign_file}"])
+    assert result.exit_code == 0, result.output
+    values = result.stdout.split("Statistics per cell")[0]  # that table is the intervals'
+    assert "Relative to native" in values and "Measured" in values
+    assert "±" not in values and "[95% CI]" not in values
+    assert not re.search(r"\[[0-9.]+-[0-9.]+x?\]", values)  # an interval; [2] is a footnote
+    assert "| 1.00x " in values  # the baseline's ratio, alone

@@ -32,7 +32,7 @@ def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[s
         tables = select.tables(report, "published", choices=picked)
         links = links or any(choice.links for choice in picked)
     else:
-        with styled(Style(plain=True) if plain else Style()):
+        with styled(Style(plain=True, spread=False) if plain else Style()):
             tables = select.tables(report, "published")
     if not links:
         return render_tables(tables)

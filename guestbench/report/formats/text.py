@@ -43,7 +43,7 @@ def report(loaded: CampaignResults, request: Request) -> str:
     if picked:
         return draw(select.tables(loaded, "published", choices=picked), output)
     if plain or asked:  # every table, as a write-up shows them
-        with styled(Style(plain=True) if plain else Style()):
+        with styled(Style(plain=True, spread=False) if plain else Style()):
             return draw(select.tables(loaded, "published"), output)
     return draw(select.tables(loaded, "detail"), output)
 
