@@ -47,6 +47,7 @@ class Lines(Progress):
         self.say, self.now = say, now
         self.total = self.done = 0
         self.eta = "-:--:--"
+        self.last = "-"
         self.began = self.last_line = now()
         self.said: set[tuple[str, str, str]] = set()
 
@@ -67,20 +68,25 @@ class Lines(Progress):
         self.total = total_runs
 
     def estimate(self, seconds_left: float) -> None:
+        first = self.eta.startswith("-")
         self.eta = f"~{clock(seconds_left)}"
+        if first and self.done < self.total:  # the first estimate: the campaign's length
+            self._line()
 
     def run_finished(self, environment: str, label: str, outcome) -> None:
         self.done += 1
+        self.last = f"{environment} {label}"
         said = (environment, label, outcome.status)
         if outcome.status not in ("ok", "unavailable") and said not in self.said:
             self.said.add(said)
             self.say(problem_line(environment, label, outcome))
-        now = self.now()
-        if now - self.last_line >= self.LINE_EVERY_S or self.done == self.total:
-            self.last_line = now
-            self.say(f"guestbench: progress: {self.done}/{self.total} runs, last "
-                     f"{environment} {label}, {clock(now - self.began)} elapsed, "
-                     f"ETA {self.eta}")
+        if self.now() - self.last_line >= self.LINE_EVERY_S or self.done == self.total:
+            self._line()
+
+    def _line(self) -> None:
+        now = self.last_line = self.now()
+        self.say(f"guestbench: progress: {self.done}/{self.total} runs, last {self.last}, "
+                 f"{clock(now - self.began)} elapsed, ETA {self.eta}")
 
 
 class Drawn(Progress):

@@ -14,15 +14,19 @@ def test_a_line_a_minute_and_one_at_the_end_with_the_eta() -> None:
     said, now = [], [0.0]
     lines = Lines(said.append, now=lambda: now[0])
     lines.start(4)
-    lines.estimate(125)
-    for at in (10.0, 50.0, 70.0):  # a minute passes between the second run and the third
+    now[0] = 10.0
+    lines.run_finished("runc", "getpid", Outcome(Status.OK))
+    lines.estimate(125)  # the first estimate: how long the campaign will take
+    for at in (50.0, 70.0):  # a minute passes between the second run and the third
         now[0] = at
         lines.run_finished("runc", "getpid", Outcome(Status.OK))
-    assert said == ["guestbench: progress: 3/4 runs, last runc getpid, 0:01:10 elapsed, "
+    assert said == ["guestbench: progress: 1/4 runs, last runc getpid, 0:00:10 elapsed, "
+                    "ETA ~0:02:05",
+                    "guestbench: progress: 3/4 runs, last runc getpid, 0:01:10 elapsed, "
                     "ETA ~0:02:05"]
     now[0] = 80.0
     lines.run_finished("runsc", "getpid", Outcome(Status.TIMEOUT, "no record\n in 5 s"))
-    assert said[1:] == ["runsc getpid: timeout: no record in 5 s",
+    assert said[2:] == ["runsc getpid: timeout: no record in 5 s",
                         "guestbench: progress: 4/4 runs, last runsc getpid, 0:01:20 elapsed, "
                         "ETA ~0:02:05"]
 
