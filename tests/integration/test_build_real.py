@@ -34,7 +34,7 @@ preset = "uml"
 name = "tcg"
 kind = "qemu"
 vcpus = [1, 2]
-placement = "disjoint"
+placement = "same"             # disjoint with 2 vCPUs needs 3 host CPUs
 
 # One unit (two took 12 s on one TCG vCPU here): the tree is still main.c and a unit, two
 # compiles for make -jN and a link, and what the program prints is still checked against

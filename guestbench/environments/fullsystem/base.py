@@ -7,6 +7,7 @@ an upload channel are attached to it (VmmMapping). Everything else is here, once
 
 from __future__ import annotations
 
+import os
 import shutil
 from abc import abstractmethod
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pydantic import AfterValidator, Field
 from guestbench import images
 from guestbench.process import memory, proc
 from guestbench.environments import scratch
-from guestbench.environments.fullsystem import channels, guestdisk, nested, tracedisk
+from guestbench.environments.fullsystem import channels, guestdisk, nested, placement, tracedisk
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
     JobNeeds)
@@ -296,7 +297,9 @@ class FullSystem(Environment):
                          key=lambda capability: capability.value) if self.inside else []
         if blocked:
             return NOT_INSIDE[blocked[0]]
-        refused = super().refusal(needed, needs)
+        refused = super().refusal(needed, needs) or placement.refusal(
+            getattr(self.spec, "placement", "none"), getattr(self.spec, "vcpus", 1),
+            len(os.sched_getaffinity(0)))
         if refused is None and needs.memory_mib > self.memory_limit_mib():
             return self.memory_refusal(needs.memory_mib)
         if refused is None and needs.traced_disk:

@@ -17,14 +17,31 @@ from pathlib import Path
 from guestbench.environments.base import GuestStartError
 
 
+def refusal(placement: str, vcpus: int, cpus: int) -> str | None:
+    """Why a placement cannot be kept with `cpus` host CPUs (the run is then unsupported, never
+    a figure labelled with a placement it did not have), or None. Each vCPU needs a host CPU
+    of its own; disjoint one more, that runs no vCPU, for the VMM's other threads."""
+    needed = vcpus + (placement == "disjoint")
+    if placement == "none" or cpus >= needed:
+        return None
+    other = " and one more for the VMM's other threads" if placement == "disjoint" else ""
+    return (f"placement {placement} with {vcpus} vCPU{'s' if vcpus > 1 else ''} needs "
+            f"{needed} host CPUs (one for each vCPU{other}); guestbench may use {cpus} here, "
+            "so it cannot be kept (fix: fewer vCPUs, placement "
+            + ("same or " if placement == "disjoint" and vcpus < cpus else "")
+            + "none, or a host with more CPUs)")
+
+
 def pin_threads(vmm_pid: int, vcpu_threads: dict[int, int], placement: str) -> dict:
-    """Pin vCPU i to host CPU i (mod n) and every other VMM thread per the placement; returns
-    what was applied (kept as the run's placement.json)."""
+    """Pin vCPU i to host CPU i and every other VMM thread per the placement; returns what
+    was applied (kept as the run's placement.json)."""
     cpus = sorted(os.sched_getaffinity(vmm_pid))
-    if placement == "disjoint" and len(cpus) < 2:
-        raise GuestStartError("placement disjoint needs 2 host CPUs")
-    vcpu_cpu = {index: cpus[index % len(cpus)] for index in vcpu_threads}
-    others_cpu = vcpu_cpu[0] if placement == "same" else next(c for c in cpus if c != vcpu_cpu[0])
+    refused = refusal(placement, len(vcpu_threads), len(cpus))
+    if refused:
+        raise GuestStartError(refused)
+    vcpu_cpu = {index: cpus[position] for position, index in enumerate(sorted(vcpu_threads))}
+    others_cpu = vcpu_cpu[0] if placement == "same" else next(
+        c for c in cpus if c not in vcpu_cpu.values())
     others = [int(tid) for tid in os.listdir(f"/proc/{vmm_pid}/task")
               if int(tid) not in vcpu_threads.values()]
     for index, tid in vcpu_threads.items():
