@@ -192,6 +192,10 @@ class Guest(ABC):
         """Milliseconds from process start to each boot phase seen; {} for process guests."""
         return {}
 
+    def flags(self) -> list[str]:
+        """What the environment found wrong with the run itself (a placement that drifted)."""
+        return []
+
     def start_phases(self) -> dict[str, float]:
         """Milliseconds each of the kind's own start or stop steps took, where it has separate
         ones (an OCI runtime's delete), after stop(); {} where it has none."""

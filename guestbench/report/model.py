@@ -53,6 +53,9 @@ FLAG_MEANINGS = {
                        "more than 5%, others not): the host was slow to timestamp the guest's "
                        "console, so the clock check could not judge the guest's clock (check "
                        "the host checks' load)",
+    "placement-drift": "a VMM thread was not on the host CPU it was pinned to when the "
+                       "agent ended (the run's placement.json has what moved): the run did "
+                       "not keep the placement its environment is named after",
     "unstable": "its runs vary far more than the campaign's other cells: a coefficient of "
                 f"variation above {UNSTABLE_CV:.0%} and above {SPREAD_FACTOR:g} times "
                 "the campaign's typical one (standard deviation over mean, of each run's "

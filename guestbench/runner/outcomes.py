@@ -157,7 +157,9 @@ def _watched(guest: Guest, timeout_s: float, workload: str | frozenset[str],
     if stop.exit_code not in (0, None):
         return Outcome(Status.FAILED, _with(f"agent exited with status {stop.exit_code}",
                                             guest.diagnostics()))
-    return ok_outcome(seen, seen.samples)
+    outcome = ok_outcome(seen, seen.samples)
+    outcome.flags += guest.flags()
+    return outcome
 
 
 def ok_outcome(seen: "Seen", samples: list) -> Outcome:

@@ -94,6 +94,7 @@ def test_placement_by_thread_names(host_facts, agent_path, tmp_path):
     assert outcome.status == Status.OK, outcome.reason
     applied = json.loads((tmp_path / "logs" / "placement.json").read_text())
     assert applied["other_threads"]["host_cpu"] != applied["vcpu_threads"]["0"]["host_cpu"]
+    assert applied["after_run"]["kept"], applied["after_run"]  # checked as the agent ended
 
 
 OWN_INIT = """#!/bin/busybox sh

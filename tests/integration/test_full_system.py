@@ -113,6 +113,9 @@ def test_placement_is_applied_and_recorded(placement, host_facts, agent_path, tm
     vcpu0_cpu = applied["vcpu_threads"]["0"]["host_cpu"]
     others_cpu = applied["other_threads"]["host_cpu"]
     assert (others_cpu == vcpu0_cpu) == (placement == "same")
+    # checked again as the agent ended, the VMM still running: every thread stayed
+    assert applied["after_run"] == {"kept": True, "moved": []}
+    assert "placement-drift" not in outcome.flags
 
 
 # The hanging guest takes the whole run timeout (it was 25 s): 12 s is still well above the

@@ -108,6 +108,8 @@ class ConsoleGuest(ProcessGuest):
                 if record.type == "hello" and self.agent_ready_ns is None:
                     self.agent_ready_ns = record.host_arrival_ns
                     self.guest_clock_at_ready_ns = record.agent_ns
+                if record.type == "end":
+                    self._at_end()
                 yield record
         except proc.ExitTimeout:
             raise
@@ -118,6 +120,9 @@ class ConsoleGuest(ProcessGuest):
                                   f"{self.boot_timeout_s:g} s boot timeout; console: "
                                   f"{self.console_tail()}") from None
             raise
+
+    def _at_end(self) -> None:
+        """The agent said its last record; the VMM still runs (a hook: the placement's check)."""
 
     def _current_deadline(self) -> int:
         if self.userspace_ns is None:

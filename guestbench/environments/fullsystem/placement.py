@@ -10,6 +10,7 @@ their names in /proc/PID/task/*/comm ("fc_vcpu 0", "vcpu0", "CPU 0/KVM").
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -52,6 +53,51 @@ def pin_threads(vmm_pid: int, vcpu_threads: dict[int, int], placement: str) -> d
             "vcpu_threads": {str(index): {"thread": tid, "host_cpu": vcpu_cpu[index]}
                              for index, tid in vcpu_threads.items()},
             "other_threads": {"threads": others, "host_cpu": others_cpu}}
+
+
+def check(applied: dict) -> dict:
+    """Each pinned thread's host CPUs now, against what was applied: {"kept": bool,
+    "moved": [{"thread", "pinned", "now"}]}. A thread that ended meanwhile is no drift."""
+    wanted = {info["thread"]: info["host_cpu"] for info in applied["vcpu_threads"].values()}
+    wanted |= {tid: applied["other_threads"]["host_cpu"]
+               for tid in applied["other_threads"]["threads"]}
+    moved = []
+    for tid, cpu in wanted.items():
+        try:
+            now = sorted(os.sched_getaffinity(tid))
+        except OSError:  # ended
+            continue
+        if now != [cpu]:
+            moved.append({"thread": tid, "pinned": cpu, "now": now})
+    return {"kept": not moved, "moved": moved}
+
+
+DRIFT = "placement-drift"  # the flag of a run whose threads did not stay where pinned
+
+
+class Pinned:
+    """A guest whose VMM threads were pinned (QEMU's, a command VMM's): what was applied is
+    kept as the run's placement.json, checked again when the agent ends (the VMM still
+    runs), the check kept beside it, and a run whose threads moved flagged DRIFT."""
+
+    _applied: dict | None = None
+    _drifted: bool = False
+
+    def keep_placement(self, applied: dict) -> None:
+        self._applied = applied
+        self._write_placement()
+
+    def _at_end(self) -> None:
+        if self._applied is not None and "after_run" not in self._applied:
+            self._applied["after_run"] = check(self._applied)
+            self._drifted = not self._applied["after_run"]["kept"]
+            self._write_placement()
+
+    def _write_placement(self) -> None:
+        (self.logdir / "placement.json").write_text(json.dumps(self._applied, indent=1) + "\n")
+
+    def flags(self) -> list[str]:
+        return [DRIFT] if self._drifted else []
 
 
 def vcpu_threads_by_name(vmm_pid: int, pattern: str) -> dict[int, int]:

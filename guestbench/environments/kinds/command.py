@@ -9,7 +9,6 @@ kernel or unikernel running its own benchmark; a workload reads its console.
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import time
@@ -29,7 +28,8 @@ from guestbench.environments.fullsystem.console import ConsoleGuest
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.base import (
     AttachedDisk, FullSystem, FullSystemSpec, Names, VersionHangs, check_kernel_args)
-from guestbench.environments.fullsystem.placement import pin_threads, vcpu_threads_by_name
+from guestbench.environments.fullsystem.placement import (Pinned, pin_threads,
+                                                          vcpu_threads_by_name)
 from guestbench.host import which
 from guestbench.network.paths import NetPath
 
@@ -222,7 +222,7 @@ class CommandSpec(FullSystemSpec):
 
 
 @dataclass
-class CommandGuest(ConsoleGuest):
+class CommandGuest(Pinned, ConsoleGuest):
     """The VMM of a command environment: placed by thread names, stopped as the plan says."""
 
     spec: CommandSpec | None = None
@@ -240,7 +240,7 @@ class CommandGuest(ConsoleGuest):
         except (OSError, GuestStartError) as error:
             self.stop()
             raise GuestStartError(f"placement {self.spec.placement}: {error}") from None
-        (self.logdir / "placement.json").write_text(json.dumps(applied, indent=1) + "\n")
+        self.keep_placement(applied)
 
     def _wait_for_vcpu_threads(self) -> dict[int, int]:
         deadline = proc.now_ns() + int(THREADS_WAIT_S * 1e9)

@@ -3,7 +3,6 @@ buses and upload channels, QMP, placement."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from guestbench.environments.base import Availability, Capability, GuestStartErr
 from guestbench.environments.fullsystem.console import ConsoleGuest
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.base import AttachedDisk, FullSystem, FullSystemSpec, Names
-from guestbench.environments.fullsystem.placement import pin_threads
+from guestbench.environments.fullsystem.placement import Pinned, pin_threads
 from guestbench.environments.fullsystem.qmp import QMP_CONNECT_S, QMP_QUIT_S, qmp_execute
 from guestbench.host import Host, which
 from guestbench.network.paths import NetPath
@@ -136,7 +135,7 @@ class QemuSpec(FullSystemSpec):
 
 
 @dataclass
-class QemuGuest(ConsoleGuest):
+class QemuGuest(Pinned, ConsoleGuest):
     """A QEMU process; with a placement it starts paused, is pinned through QMP, then runs."""
 
     qmp_socket: Path | None = None
@@ -160,7 +159,7 @@ class QemuGuest(ConsoleGuest):
         except BaseException:
             self.stop()
             raise
-        (self.logdir / "placement.json").write_text(json.dumps(applied, indent=1) + "\n")
+        self.keep_placement(applied)
 
     def _wait_for_qmp_socket(self) -> None:
         deadline = time.monotonic() + QMP_CONNECT_S

@@ -53,3 +53,33 @@ def test_pinning_puts_each_vcpu_on_a_cpu_of_its_own(monkeypatch) -> None:
     with pytest.raises(environments.base.GuestStartError, match="needs 3 host CPUs"):
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
         placement.pin_threads(100, {0: 101, 1: 102}, "disjoint")
+
+
+def test_the_pinning_is_checked_when_the_agent_ends_and_a_drift_flags_the_run(
+        tmp_path, monkeypatch) -> None:
+    applied = {"placement": "disjoint", "vcpu_threads": {"0": {"thread": 101, "host_cpu": 0}},
+               "other_threads": {"threads": [100, 103], "host_cpu": 1}}
+    now = {101: {0}, 100: {1}, 103: {1}}
+
+    def affinity(tid):
+        if tid not in now:
+            raise ProcessLookupError(tid)
+        return now[tid]
+    monkeypatch.setattr(os, "sched_getaffinity", affinity)
+
+    class Guest(placement.Pinned):
+        logdir = tmp_path
+    kept = Guest()
+    kept.keep_placement(dict(applied))
+    kept._at_end()
+    assert kept.flags() == []
+    del now[103]  # a thread that ended is no drift
+    now[101] = {0, 1}  # something moved vCPU 0's thread
+    moved = Guest()
+    moved.keep_placement(dict(applied))
+    moved._at_end()
+    assert moved.flags() == ["placement-drift"]
+    import json
+    stored = json.loads((tmp_path / "placement.json").read_text())
+    assert stored["after_run"] == {"kept": False, "moved": [
+        {"thread": 101, "pinned": 0, "now": [0, 1]}]}
