@@ -39,9 +39,15 @@ from guestbench.report import formats
 @click.option("--plain", is_flag=True, help="values only, as published: no intervals, links or "
                                             "flags, one footnote mark per cell")
 @click.option("--links", is_flag=True, help="markdown: each value links to its cell's logs")
+@click.option("--label", "labels", multiple=True, metavar="ENV=NAME",
+              help="show environment ENV as NAME in every table (repeatable)")
+@click.option("--style", "style_file", type=click.Path(path_type=Path), metavar="FILE",
+              help="a TOML file whose [report] table gives labels, the columns' order, a time "
+                   "unit per table and decimals (docs/results.md)")
 def report(campaign: str | None, baseline: str | None, output_format: str, output: Path | None,
            db: str, all_metrics: bool, detail: bool, list_campaigns: bool, units_style: str,
-           group: str | None, table_names: str | None, plain: bool, links: bool) -> None:
+           group: str | None, table_names: str | None, plain: bool, links: bool,
+           labels: tuple[str, ...], style_file: Path | None) -> None:
     """Show CAMPAIGN (id or name; default: the latest) as tables or raw exports."""
     short_lived()
     asked = _tables_asked(table_names, output_format, plain, links)
@@ -58,7 +64,9 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
         click.echo(listings.campaigns(store.open(db, create=False)), nl=False)
     else:
         from guestbench.report.model import units  # deferred: 17 ms that --help never pays
-        with units(units_style):
+        from guestbench.report import restyle  # deferred: with the model, above
+        style = restyle.load(style_file, labels)
+        with units(units_style), restyle.active(style):
             show_report(db, campaign, baseline, output_format, all_metrics, output, detail,
                          chosen=(asked, plain, links))
 
@@ -100,6 +108,9 @@ def show_report(db: str, campaign: str | None, baseline: str | None, output_form
     if loaded is None:
         loaded = reading.report(opened or store.open(db, create=False), campaign, baseline,
                                 all_metrics, summary)
+    from guestbench.report import restyle  # deferred: with the model (report's own import)
+    if restyle.STYLE.get() is not None:
+        restyle.check_names(restyle.STYLE.get(), loaded.results.environments)
     emit(formats.render("report", output_format, loaded,
                          formats.Request(output, detail, asked=asked, plain=plain,
                                          links=links)), output)

@@ -180,8 +180,10 @@ def present(made: list[Table], report: CampaignResults, legend_each: bool = True
     environments marked, with their legend under each table that names them (legend_each)
     or under the first."""
     titles.apply(made, report)
-    headers = short_names(report.environments)
+    from guestbench.report import restyle  # deferred: restyle loads the plan's models
+    headers = {**short_names(report.environments), **restyle.labels()}
     shorten(made, headers)
+    rename_notes(made, restyle.labels())
     functional.mark_tables(made, report, headers, legend_each)
     key = legend(report.environments, headers)
     if key is not None:  # after the first table, whose headers it explains

@@ -188,6 +188,8 @@ TIME_UNITS = (("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9))
 # 1170000 cycles, and each metric in the unit it was stored in, ns for the micro workloads and
 # s for builds, never rescaled row by row). Set for one rendering by units().
 UNITS: contextvars.ContextVar[str] = contextvars.ContextVar("units", default="si")
+# A time unit the report's style gives the table being built (report/restyle.py), or None.
+TIME_UNIT: contextvars.ContextVar[str | None] = contextvars.ContextVar("time_unit", default=None)
 
 
 @contextlib.contextmanager
@@ -266,10 +268,14 @@ def value_scale(unit: str, medians: list[float]) -> tuple[str, float]:
     """(the unit to show, what to divide by) for a row or series of time values: ns become
     us, ms or s when every value is large, and a larger unit is taken where the largest
     would read 100k or more ("1.781M us" reads 1781 ms). Other units, and plain units
-    (--units plain), stay as they are."""
+    (--units plain), stay as they are. A unit the report's style gives the table (TIME_UNIT:
+    report/restyle.py) is taken as given."""
+    factors = dict(TIME_UNITS)
+    forced = TIME_UNIT.get()
+    if forced is not None and unit in factors:
+        return forced, factors[forced] / factors[unit]
     if UNITS.get() == "plain":
         return unit, 1.0
-    factors = dict(TIME_UNITS)
     if unit not in factors or not medians:
         return unit, 1.0
     smallest_ns = min(medians) * factors[unit]

@@ -18,7 +18,7 @@ from typing import Literal
 from guestbench.analysis.results import CampaignResults
 from guestbench.plan import catalogue
 from guestbench.plan.tables import matches, ordered, table_specs
-from guestbench.report import columns, functional, model, titles
+from guestbench.report import columns, functional, model, restyle, titles
 from guestbench.report.model import Footnotes, Style, Table, spread_line, styled
 from guestbench.report.tables import (
     bonnie, boot, efficiency, io, kernbench, memory, network, platform, published, startup,
@@ -84,8 +84,12 @@ def tables(report: CampaignResults, view: View, width: int | None = None,
     write-up shows; the terminal wraps tables wider than it into parts (terminal.fit)."""
     if choices:  # tables chosen by name or by the plan
         return chosen_tables(report, choices)
+    report = restyle.reordered(report)
     if view == "summary":
-        return summary.view(report, width)
+        with restyle.time_unit("summary"):
+            made = summary.view(report, width)
+        columns.shorten(made, restyle.labels())
+        return made
     made_by = VIEWS.get(view)
     if made_by is None:
         raise ValueError(f"no table view {view!r} (one of summary, {', '.join(VIEWS)})")
@@ -99,11 +103,12 @@ def _every_table(report: CampaignResults, each_own: bool = False) -> list[Table]
     footnotes = Footnotes()
     out: list[Table] = []
     built = set()
-    for builder in BUILDERS.values():
+    for name, builder in BUILDERS.items():
         if builder in built:
             continue  # one builder gives several entries' tables (bonnie++'s sections)
         built.add(builder)
-        out += build(builder, report, footnotes)
+        with restyle.time_unit(name):
+            out += build(builder, report, footnotes)
     out[0].lead = spread_line(report)
     if each_own:  # a write-up: each table with its own footnotes, numbered from 1
         own_footnotes(out, footnotes)
@@ -142,6 +147,7 @@ class Choice:
     plain: bool = True
     links: bool = False
     decimals: int | None = None
+    unit: str | None = None  # a time unit for its values (plan/tables.py)
 
     @property
     def style(self) -> Style:
@@ -186,9 +192,14 @@ def with_data(report: CampaignResults, names: tuple[str, ...]) -> list[Table]:
 
 
 def _built(report: CampaignResults, choice: Choice, say_nothing: bool = True) -> list[Table]:
+    choice = dataclasses.replace(  # the report's style under the entry's own
+        choice, labels={**restyle.labels(), **choice.labels},
+        decimals=choice.decimals if choice.decimals is not None else restyle.decimals())
     shown = narrowed(report, choice)
+    if choice.environments is None:
+        shown = restyle.reordered(shown)
     footnotes = Footnotes()
-    with styled(choice.style):
+    with styled(choice.style), restyle.time_unit(choice.table, choice.unit):
         made = build(BUILDERS[choice.table], shown, footnotes)
     made = [table for table in made if catalogue.selects(choice.table, table.name)]
     if not made:

@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from guestbench.cli import main
+from tests.support.default_campaign import unpacked
 
 DATA = Path(__file__).parent / "data" / "default-campaign"
 WRITE = os.environ.get("GUESTBENCH_WRITE_EXPECTED") == "1"
@@ -71,10 +72,7 @@ def html_text(page: str) -> str:
 @pytest.fixture(scope="module")
 def default_campaign_file(tmp_path_factory) -> Path:
     """A copy of the stored campaign (commands keep digests in it: never in the original)."""
-    path = tmp_path_factory.mktemp("default-campaign") / "guestbench.sqlite"
-    with gzip.open(DATA / "guestbench.sqlite.gz") as packed, path.open("wb") as out:
-        shutil.copyfileobj(packed, out)
-    return path
+    return unpacked(tmp_path_factory.mktemp("default-campaign"))
 
 
 def output_of(default_campaign_file: Path, name: str, monkeypatch) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from guestbench.analysis.compare import Comparison
 from guestbench.analysis.results import CampaignResults
-from guestbench.report import links as links_of, select
+from guestbench.report import links as links_of, restyle, select
 from guestbench.report.formats.request import Request
 from guestbench.report.tables import comparison as compared
 from guestbench.report.model import Style, Table, styled
@@ -32,7 +32,8 @@ def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[s
         tables = select.tables(report, "published", choices=picked)
         links = links or any(choice.links for choice in picked)
     else:
-        with styled(Style(plain=True, spread=False) if plain else Style()):
+        with styled(Style(plain=True, spread=False, decimals=restyle.decimals()) if plain
+                    else Style()):
             tables = select.tables(report, "published")
     if not links:
         return render_tables(tables)

@@ -14,6 +14,7 @@ from rich.console import Console
 from guestbench.report.formats import terminal
 from guestbench.report.formats.request import Request
 from guestbench.errors import InputError
+from guestbench.report import restyle
 from guestbench.report.model import Style, styled
 from guestbench.report.tables import summary
 
@@ -32,7 +33,7 @@ def report(loaded: CampaignResults, request: Request) -> str:
     every table; --table: those tables alone; --plain: as published."""
     detail, output, asked, plain = request.detail, request.output, request.asked, request.plain
     if not (detail or asked or plain):
-        return draw(summary.view(loaded, width(output)), output)
+        return draw(summary.view(restyle.reordered(loaded), width(output)), output)
     # every table's builder (bonnie++'s and the workloads' fields, the statistics of
     # comparisons) loads only where more than the summary is drawn
     from guestbench.report import select  # deferred: 0.24 s, reason above
@@ -43,7 +44,8 @@ def report(loaded: CampaignResults, request: Request) -> str:
     if picked:
         return draw(select.tables(loaded, "published", choices=picked), output)
     if plain or asked:  # every table, as a write-up shows them
-        with styled(Style(plain=True, spread=False) if plain else Style()):
+        with styled(Style(plain=True, spread=False, decimals=restyle.decimals()) if plain
+                    else Style()):
             return draw(select.tables(loaded, "published"), output)
     return draw(select.tables(loaded, "detail"), output)
 

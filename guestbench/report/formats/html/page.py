@@ -16,7 +16,7 @@ from guestbench import __version__
 from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import Cell
 from guestbench.plan import catalogue
-from guestbench.report import columns, functional, model, select
+from guestbench.report import columns, functional, model, restyle, select
 from guestbench.report.formats.html import card as overview_card, density_plot, overview, svg
 from guestbench.report.formats.html.assets import CSS, SCRIPT
 from guestbench.report.links import log_href
@@ -68,6 +68,7 @@ def render(report: CampaignResults, base_dir: Path | None) -> str:
     It opens with the overview (the heatmap of ratios, the system card, the geometric means),
     then the plots, the tables, and the long sections collapsed: what a reader needs first
     fits on one screen, the rest is one click away."""
+    report = restyle.reordered(report)  # the columns in the order a --style gives
     anchors = Anchors()
     runs = RunIndex(report, anchors)
     plots = {label: anchors.make("plot", label) for label in report.primary}
@@ -137,7 +138,7 @@ def _overview_section(report: CampaignResults, runs: "RunIndex", plots: dict[str
     """The heatmap and the system card side by side, the geometric means, the host's
     warnings: the answer on the first screen; then the tables of what VMM and sandbox teams
     publish (catalogue.VMM_TABLES: start-up, footprint, density, network), absolute."""
-    headers = columns.short_names(report.environments)
+    headers = {**columns.short_names(report.environments), **restyle.labels()}
     card = overview_card.system_card(report, "host-warnings")
     if report.baseline_measured and report.performance_primary():
         heatmap = overview.heatmap(report, runs.anchor, headers, plots)
