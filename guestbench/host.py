@@ -69,7 +69,36 @@ def collect() -> Host:
         "cgroup_mode": cgroup_mode(),
         "load_avg": list(os.getloadavg()),
         "python": platform.python_version(),
+        "disk": disk_of(Path.cwd()),
     })
+
+
+def disk_of(path: Path, sys_root: Path = Path("/sys")) -> str | None:
+    """The disk a path is on, as a write-up states it: "vda: virtio disk (virtual), 60 GiB",
+    "nvme0n1: Samsung SSD 980, NVMe SSD, 932 GiB", "sda: ST2000DM008, HDD, 1863 GiB"; None
+    where it is no block device (tmpfs, overlay, a network filesystem)."""
+    try:
+        device = os.stat(path).st_dev
+        block = (sys_root / "dev" / "block" / f"{os.major(device)}:{os.minor(device)}").resolve()
+    except OSError:
+        return None
+    if (block / "partition").exists():
+        block = block.parent
+    if not (block / "queue").exists():
+        return None  # a device-mapper, loop or other stacked device: no one disk
+    name = block.name
+    model = " ".join((_read(block / "device" / "model") or "").split())
+    size = _read(block / "size")
+    parts = [model] if model else []
+    if "virtio" in str(block) or name.startswith("vd"):
+        parts.append("virtio disk (virtual)")
+    elif name.startswith("nvme"):
+        parts.append("NVMe SSD")
+    else:
+        parts.append("HDD" if _read(block / "queue" / "rotational") == "1" else "SSD")
+    if size and size.isdigit():
+        parts.append(f"{int(size) * 512 / 2**30:.0f} GiB")
+    return f"{name}: " + ", ".join(parts)
 
 
 def cgroup_mode() -> str:

@@ -22,7 +22,8 @@ class Entry:
 ENTRIES: dict[str, Entry] = {
     "measured": Entry("every metric's median with its interval"),
     "ratios": Entry("each environment's ratio to the baseline, and geometric means"),
-    "platform": Entry("what each environment ran: VMM, runtime, guest kernel versions"),
+    "platform": Entry("the setup: the host, and what each environment ran, under which "
+                      "accelerator, with its guest memory and vCPUs"),
     "basic": Entry("getpid, sched_yield, malloc, first write: cycles (time) per operation"),
     "stream": Entry("STREAM: bandwidth and avg / min / max time per kernel"),
     "percent": Entry("% of the baseline per workload"),

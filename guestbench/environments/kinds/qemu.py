@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -192,6 +192,10 @@ class Qemu(FullSystem):
         self.accel = spec.accel
         self.disk_format = spec.disk_format
         self.bus = bus(spec.machine, spec.disk_bus)
+
+    def facts(self) -> dict[str, Any]:
+        """The accelerator the guests ran under (accel auto resolves to kvm or tcg)."""
+        return {**super().facts(), "accel": self.accel}
 
     def vmm_probe(self) -> Availability:
         spec = self.spec

@@ -28,6 +28,9 @@ def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[s
     table; asked: --table's names. With links, each value links to its cell's log folder,
     relative to base_dir (the output file's folder; the current one when printed)."""
     picked = select.choices(report, asked, plain, links, plan_default=True)
+    if picked and not asked and not any(choice.table == "platform" for choice in picked):
+        # the write-up's tables: the setup they state, once, before them (--table X: X alone)
+        picked = [select.Choice("platform", plain=plain), *picked]
     if picked:
         tables = select.tables(report, "published", choices=picked)
         links = links or any(choice.links for choice in picked)

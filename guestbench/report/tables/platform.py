@@ -1,5 +1,7 @@
-"""The platform table: what each environment ran (runtime, translator or VMM version, the
-guest kernel), as a write-up lists its platforms and the HTML report's system card shows."""
+"""The platform table, the setup a write-up states: the host (CPU, cores, RAM, disk, kernel)
+and what each environment ran (runtime, translator or VMM version, the guest kernel), under
+which accelerator in words, with the guest's memory and vCPUs; as the HTML report's system
+card shows it. Markdown puts it first, once per report."""
 
 from __future__ import annotations
 
@@ -40,12 +42,58 @@ def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
     return "; ".join(parts) or NOT_RECORDED
 
 
+# the kinds whose guest has memory and vCPUs of its own
+GUEST_KINDS = ("qemu", "xen", "uml", "command")
+
+
+def accelerator(env) -> str:
+    """What runs the guest's instructions, in words: "KVM (hardware)", "TCG (QEMU's
+    emulation, no KVM)", "none: the host kernel", ..."""
+    facts, spec, kind = env.facts or {}, env.spec or {}, env.kind
+    nested = spec.get("inside") not in (None, "none")
+    if kind in ("qemu", "xen"):
+        accel = facts.get("accel") or spec.get("accel")
+        words = {"tcg": "TCG (QEMU's emulation, no KVM)", "kvm": "KVM (hardware)",
+                 "auto": "KVM where it boots, else TCG"}.get(accel, str(accel or "-"))
+        words = ("KVM in an L1 guest that runs under TCG" if nested and accel == "kvm"
+                 else words)
+        return f"Xen on {words}" if kind == "xen" else words
+    if kind == "qemu-user":
+        return "TCG (QEMU user-mode translation)"
+    if kind == "uml":
+        return "none: the guest kernel is a host process (UML)" + (
+            ", in an L1 guest under TCG" if nested else "")
+    if kind == "oci" and facts.get("platform"):
+        return f"gVisor's {facts['platform']} platform (its own kernel in user space)"
+    if kind == "command":
+        argv = " ".join(str(part) for part in spec.get("argv") or ())
+        return "KVM (hardware, from its command line)" if "kvm" in argv.lower() else \
+            "as its command line says"
+    return "none: the host kernel"
+
+
+def host_line(facts: dict[str, Any]) -> str:
+    """The host as a write-up states it: CPU, cores, RAM, disk, kernel."""
+    memory = facts.get("memory_mib")
+    parts = [f"{facts.get('cpu_model') or 'CPU not recorded'}, "
+             f"{facts.get('logical_cpus') or '?'} logical CPUs",
+             f"{memory / 1024:.1f} GiB RAM" if memory else "RAM not recorded",
+             f"disk {facts['disk']}" if facts.get("disk") else "disk not recorded",
+             f"kernel {facts.get('kernel') or 'not recorded'}"]
+    if facts.get("virtualised"):
+        parts.append("itself a virtual machine")
+    return "; ".join(parts)
+
+
 def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     if not report.environments:
         return None
     host_kernel = report.host_facts.get("kernel")
-    table = Table("Platform: what each environment ran", ["environment", "kind", "what ran"],
-                  [], label_columns=3, name="platform",  # words, not figures
+    guests = any(env.kind in GUEST_KINDS for env in report.environments)
+    table = Table(f"Setup: host {host_line(report.host_facts)}",
+                  ["environment", "kind", "what ran", "accelerator",
+                   *(["guest memory", "vCPUs"] if guests else [])],
+                  [], label_columns=4 + 2 * guests, name="platform",  # words, not figures
                   note="What ran: the runtime's, translator's or VMM's version as the "
                        "environment reported it, and the guest kernel's release; native runs "
                        f"on the host's kernel. {NOT_RECORDED}: a campaign stored before its "
@@ -55,7 +103,11 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
         if not env.available:
             mark = problem_text(_unavailable(env, report), footnotes)
             ran = mark if ran == NOT_RECORDED else f"{ran} {mark}"
-        table.add([display_name(env), str(env.kind or "-"), ran])
+        spec = env.spec or {}
+        own = env.kind in GUEST_KINDS
+        table.add([display_name(env), str(env.kind or "-"), ran, accelerator(env),
+                   *([f"{spec['memory_mib']} MiB" if own and spec.get("memory_mib") else "-",
+                      str(spec.get("vcpus", 1)) if own else "-"] if guests else [])])
     return table
 
 

@@ -54,7 +54,9 @@ def test_the_platform_table_lists_every_environment_with_what_it_ran(store) -> N
     footnotes = Footnotes()
     table = platform_table(campaign(store), footnotes)
     assert table.name == "platform"
-    assert table.header == ["environment", "kind", "what ran"]
+    assert table.header == ["environment", "kind", "what ran", "accelerator", "guest memory",
+                            "vCPUs"]
+    assert table.title.startswith("Setup: host ")
     assert [r[0] for r in table.rows] == ["native", "runsc (ptrace)", "qemu", "uml", "kvm", "old",
                                           "crun"]
     ran = {r[0].split(" ")[0]: r[2] for r in table.rows}
@@ -90,3 +92,44 @@ def test_json_environments_carry_their_version(store) -> None:
     versions = {env["name"]: env["version"] for env in document["environments"]}
     assert versions == {**VERSIONS, "kvm": f"{QEMU}; guest kernel 6.1.0-56-amd64",
                         "crun": "not recorded"}
+
+
+def test_the_setup_says_the_accelerator_in_words_and_the_host_as_write_ups_do() -> None:
+    """Plan tables named an environment kvm-* that ran under TCG, and nothing said TCG
+    (2026-11-27); nor did any table give the host's RAM or disk."""
+    from guestbench.report.tables.platform import accelerator, host_line
+    from guestbench.store.records import Environment
+
+    def env(kind, spec=None, facts=None):
+        return Environment(1, name="e", kind=kind, spec=spec or {}, facts=facts)
+    assert accelerator(env("qemu", {"accel": "auto"}, {"accel": "tcg"})) == \
+        "TCG (QEMU's emulation, no KVM)"
+    assert accelerator(env("qemu", {"accel": "kvm"})) == "KVM (hardware)"
+    assert accelerator(env("qemu", {"accel": "kvm", "inside": "tcg"})) == \
+        "KVM in an L1 guest that runs under TCG"
+    assert accelerator(env("oci", {}, {"platform": "ptrace"})).startswith("gVisor's ptrace")
+    assert accelerator(env("native")) == "none: the host kernel"
+    assert accelerator(env("qemu-user")) == "TCG (QEMU user-mode translation)"
+    line = host_line({"cpu_model": "AMD EPYC", "logical_cpus": 2, "memory_mib": 24064,
+                      "disk": "vda: virtio disk (virtual), 256 GiB", "kernel": "6.18"})
+    assert line == ("AMD EPYC, 2 logical CPUs; 23.5 GiB RAM; disk vda: virtio disk "
+                    "(virtual), 256 GiB; kernel 6.18")
+
+
+def test_the_disk_is_named_from_sysfs(tmp_path) -> None:
+    import os
+    from guestbench.host import disk_of
+    device = os.stat(tmp_path).st_dev
+    sysfs = tmp_path / "sys"
+    disk = sysfs / "devices" / "pci0000:00" / "ata1" / "block" / "sda"
+    (disk / "sda1").mkdir(parents=True)
+    (disk / "sda1" / "partition").write_text("1\n")
+    (disk / "queue").mkdir()
+    (disk / "queue" / "rotational").write_text("1\n")
+    (disk / "device").mkdir()
+    (disk / "device" / "model").write_text("ST2000DM008-2FR1  \n")
+    (disk / "size").write_text(str(2 * 2**40 // 512) + "\n")
+    (sysfs / "dev" / "block").mkdir(parents=True)
+    (sysfs / "dev" / "block" / f"{os.major(device)}:{os.minor(device)}").symlink_to(
+        disk / "sda1")
+    assert disk_of(tmp_path, sysfs) == "sda: ST2000DM008-2FR1, HDD, 2048 GiB"
