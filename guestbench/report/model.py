@@ -14,7 +14,7 @@ from guestbench.analysis.cells import (CONFIDENCE, CONTEXT, RESAMPLES, SPREAD_FA
 from guestbench.analysis.clock import CLOCK_DRIFT_LIMIT, CLOCK_MIN_SPAN_S, clock_summaries
 from guestbench.analysis.geomean import Geomean
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
-from guestbench.report import functional
+from guestbench.report import functional, reader
 
 
 @dataclass
@@ -71,6 +71,8 @@ FLAG_MEANINGS = {
 
 
 # A published cell's word for a run that gave no figure (its footnote says which and why).
+INCONCLUSIVE = "console-latency"  # the clock check's flag when it could not judge
+CLOCK_LINE = "Clock check inconclusive for"
 PLAIN_STATUS = {"unavailable": "n/a", "unsupported": "n/a", "interrupted": "n/a"}
 
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
@@ -113,12 +115,16 @@ class Footnotes:
         self._shown: dict[tuple[str, str, str], str] = {}  # the first reason of each
         self._alike: dict[tuple[str, str, str], set[str]] = {}
         self._flagged: dict[tuple[str, str, str], list[str]] = {}  # a flag's environments
+        # plain: environments whose clock check was inconclusive (said once, not per cell)
+        self.inconclusive: list[str] = []
 
     def mark(self, cell: Cell) -> str:
         """The cell's footnote marks, "[1][2]"; in the plain style one mark, "[1]", whose
         footnote says all of them (a published cell carries at most one)."""
         if not STYLE.get().plain:
             return "".join(f"[{number}]" for number in self._numbered(cell))
+        if INCONCLUSIVE in cell.flag_names and cell.environment not in self.inconclusive:
+            self.inconclusive.append(cell.environment)
         keys = tuple(self._keys(cell))
         if not keys:
             return ""
@@ -127,7 +133,9 @@ class Footnotes:
         return f"[{number}]"
 
     def _keys(self, cell: Cell) -> list[tuple[str, str, str]]:
-        flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in cell.flag_names]
+        # a published cell carries no mark of an inconclusive clock check: clock_line says it
+        flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in cell.flag_names
+                   if flag != INCONCLUSIVE]
         out = []
         for index, (status, reason) in enumerate([*cell.problems, *flagged]):
             is_flag = index >= len(cell.problems)
@@ -155,9 +163,9 @@ class Footnotes:
 
     def lines(self) -> list[str]:
         """"[n] what: why" per mark, in the order the marks were given."""
-        if self._combined:  # the plain style: one line per combination a cell carried
+        if self._combined or self.inconclusive:  # plain: a line per combination a cell carried
             return [f"[{number}] " + "; ".join(self._said(key, plain=True) for key in keys)
-                    for keys, number in self._combined.items()]
+                    for keys, number in self._combined.items()] + self.clock_line()
         lines = [f"[{number}] {self._said(key)}" for key, number in self._numbers.items()]
         used = dict.fromkeys(status for _env, status, _reason in self._numbers
                              if status in STATUS_MARKS)
@@ -165,14 +173,27 @@ class Footnotes:
             lines.append("Marks: " + ", ".join(f"{STATUS_MARKS[s]} {s}" for s in used) + ".")
         return lines
 
+    def clock_line(self, environments: list[str] | None = None) -> list[str]:
+        """The one line a published table gives an inconclusive clock check (of these
+        environments, default all that had one): no value is marked for it."""
+        named = [env for env in self.inconclusive if environments is None or env in environments]
+        if not named:
+            return []
+        return [f"{CLOCK_LINE} {', '.join(named)}: the host was slow to timestamp "
+                f"{'their consoles' if len(named) > 1 else 'its console'}, so the guest's "
+                "clock could not be checked against the host's (the values are not known "
+                "to be wrong)."]
+
     def _said(self, key: tuple[str, str, str], plain: bool = False) -> str:
         env, status, _ = key
         others = len(self._alike[key]) - 1
         also = f" (and {others} more reason{'s' if others > 1 else ''} differing only in " \
                "numbers)" if others else ""
-        shown = status if plain else _marked(status)
-        if plain and not env:  # a published table's footnote: the flag, not where else it is
-            return f"{shown}: {self._shown[key]}"
+        if plain:  # a published table's footnote: what is true of the value, for a reader
+            words = reader.plain_words(self._shown[key] or "")
+            return f"{status}: {words}" if not env else \
+                f"{env}: {reader.said(status, self._shown[key] or '')}"
+        shown = _marked(status)
         where = f"{env}: {shown}" if env else f"{shown} ({', '.join(self._flagged[key])})"
         return f"{where}: {self._shown[key] or 'no reason given'}{also}"
 

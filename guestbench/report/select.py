@@ -264,9 +264,13 @@ def own_footnotes(made: list[Table], footnotes: Footnotes) -> None:
         found = re.match(r"\[(\d+)\] ", line)
         if found:
             said[int(found.group(1))] = line[found.end():]
-        else:
+        elif not line.startswith(model.CLOCK_LINE):
             marks_line = line  # "Marks: ⊘ unavailable, ..."
     for table in made:
+        shown = " ".join([*table.header, *(row[0] for row in table.rows if row)])
+        clock = footnotes.clock_line([env for env in footnotes.inconclusive
+                                      if re.search(rf"(?<![\w-]){re.escape(env)}(?![\w-])",
+                                                   shown)])
         order: dict[int, int] = {}
         for row in table.rows:
             for text in row:
@@ -274,6 +278,7 @@ def own_footnotes(made: list[Table], footnotes: Footnotes) -> None:
                     if number in said:
                         order.setdefault(number, len(order) + 1)
         if not order:
+            table.footnotes = clock
             continue
 
         def renumbered(found: re.Match, order=order) -> str:
@@ -281,7 +286,7 @@ def own_footnotes(made: list[Table], footnotes: Footnotes) -> None:
             return f"[{order[number]}]" if number in order else found.group(0)
 
         table.rows = [[_MARK.sub(renumbered, text) for text in row] for row in table.rows]
-        table.footnotes = [f"[{new}] {said[old]}" for old, new in order.items()]
+        table.footnotes = [f"[{new}] {said[old]}" for old, new in order.items()] + clock
         if marks_line and any(mark in line for line in table.footnotes
                               for mark in marks_line.split()[1::2]):
             table.footnotes.append(marks_line)

@@ -29,8 +29,10 @@ def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[s
     relative to base_dir (the output file's folder; the current one when printed)."""
     picked = select.choices(report, asked, plain, links, plan_default=True)
     if picked and not asked and not any(choice.table == "platform" for choice in picked):
-        # the write-up's tables: the setup they state, once, before them (--table X: X alone)
-        picked = [select.Choice("platform", plain=plain), *picked]
+        # the write-up's tables: the setup they state, once, before them (--table X: X alone),
+        # plain as they are, its environments named as they name them
+        named = {env: shown for choice in picked for env, shown in choice.labels.items()}
+        picked = [select.Choice("platform", labels=named), *picked]
     if picked:
         tables = select.tables(report, "published", choices=picked)
         links = links or any(choice.links for choice in picked)

@@ -91,9 +91,9 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
     host_kernel = report.host_facts.get("kernel")
     guests = any(env.kind in GUEST_KINDS for env in report.environments)
     table = Table(f"Setup: host {host_line(report.host_facts)}",
-                  ["environment", "kind", "what ran", "accelerator",
+                  ["environment", "what ran", "accelerator",
                    *(["guest memory", "vCPUs"] if guests else [])],
-                  [], label_columns=4 + 2 * guests, name="platform",  # words, not figures
+                  [], label_columns=3 + 2 * guests, name="platform",  # words, not figures
                   note="What ran: the runtime's, translator's or VMM's version as the "
                        "environment reported it, and the guest kernel's release; native runs "
                        f"on the host's kernel. {NOT_RECORDED}: a campaign stored before its "
@@ -105,7 +105,7 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
             ran = mark if ran == NOT_RECORDED else f"{ran} {mark}"
         spec = env.spec or {}
         own = env.kind in GUEST_KINDS
-        table.add([display_name(env), str(env.kind or "-"), ran, accelerator(env),
+        table.add([display_name(env), ran, accelerator(env),
                    *([f"{spec['memory_mib']} MiB" if own and spec.get("memory_mib") else "-",
                       str(spec.get("vcpus", 1)) if own else "-"] if guests else [])])
     return table

@@ -46,8 +46,11 @@ def test_every_table_in_plain_form_has_values_only_and_its_own_footnotes(default
         assert all(len(MARK.findall(text)) <= 1 for text in values), values
         if marks:
             assert sorted(set(marks)) == list(range(1, max(marks) + 1)), marks
-            said = [int(MARK.match(line).group(1)) for line in table.footnotes]
+            said = [int(MARK.match(line).group(1)) for line in table.footnotes
+                    if MARK.match(line)]
             assert said == list(range(1, max(marks) + 1)), (table.footnotes, marks)
+        for line in table.footnotes:  # published: no instruction, no path of this host
+            assert "fix:" not in line and "/root/" not in line and "/dev/" not in line, line
 
 
 def test_the_basic_table_as_the_seed_gives_it(default_like_store) -> None:
@@ -58,10 +61,12 @@ def test_the_basic_table_as_the_seed_gives_it(default_like_store) -> None:
     assert table.header == ["activity", "UML", "KVM", "native"]
     getpid = next(row for row in table.rows if row[0] == "getpid")
     assert getpid[3] == f"{182.9 * 2.6:.0f}"  # cycles, whole, nothing beside them
-    assert re.fullmatch(r"\d+ \[1\]", getpid[1]), getpid  # UML's console-latency, one mark
-    assert getpid[2] == "n/a [2]"
-    assert table.footnotes[0].startswith("[1] console-latency: ")
-    assert table.footnotes[1].startswith("[2] KVM: unavailable: /dev/kvm")  # as labelled
+    # UML's clock check was inconclusive: one line under the table, no mark on its values
+    # (each getpid cell of UML carried "[1] console-latency" on 2026-11-27)
+    assert re.fullmatch(r"\d+", getpid[1]), getpid
+    assert getpid[2] == "n/a [1]"
+    assert table.footnotes[0].startswith("[1] KVM: not run here: kvm ")  # as labelled
+    assert table.footnotes[-1].startswith("Clock check inconclusive for UML: ")
 
 
 def row_of(table, name: str) -> list[str]:
