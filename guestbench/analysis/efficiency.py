@@ -54,11 +54,15 @@ class Efficiency:
     def share(self, seconds: float) -> float:
         return seconds / self.wall_s if self.wall_s > 0 else 0.0
 
-    def line(self) -> str:
-        """'Time: timed 56% of 1 min 49 s; in the agent, not timed 20% (...); starting and
-        stopping environments 18%; ...; outside runs 3% (...).'"""
+    def line(self, campaign_s: float | None = None) -> str:
+        """'Time: timed 56% of this command's 1 min 49 s; in the agent, not timed 20% (...);
+        starting and stopping environments 18%; ...; outside runs 3% (...).' campaign_s: the
+        campaign's own time (its start to its end, what report gives), said beside it."""
         in_runs = max(self.runs_s - self.timed_s - self.untimed_runs_s, 0.0)
-        parts = [f"timed {_percent(self.share(self.timed_s))} of {duration(self.wall_s)}"]
+        own = ("" if campaign_s is None else
+               f" (the campaign itself, start to end: {duration(campaign_s)})")
+        parts = [f"timed {_percent(self.share(self.timed_s))} of this command's "
+                 f"{duration(self.wall_s)}{own}"]
         if self.split_runs_s > 0:
             # the split runs' agent span beyond their timed regions; and the other runs'
             # time beyond theirs (no span recorded: it cannot be split), told with it

@@ -166,4 +166,5 @@ def time_spent(opened, campaign_id: int, wall_s: float,
                           opened.samples(campaign_id).of_metrics(efficiency.TIMED,
                                                                  efficiency.IN_AGENT),
                           preparing_s)
-    return textwrap.fill(spent.line(), width=80, break_on_hyphens=False)
+    campaign_s = efficiency.campaign_wall(opened.campaign(str(campaign_id)))
+    return textwrap.fill(spent.line(campaign_s), width=80, break_on_hyphens=False)

@@ -23,7 +23,7 @@ def test_the_shares_add_up_to_the_wall_time() -> None:
     assert spent.timed_s == 0.4 and spent.runs_s == 6.0 and spent.between_s == 4.0
     assert spent.untimed_runs == 1 and spent.untimed_runs_s == 5.0  # the boot times no region
     line = " ".join(spent.line().split())
-    assert line.startswith("Time: timed 4% of 10 s; in runs, not timed 6% (")
+    assert line.startswith("Time: timed 4% of this command's 10 s; in runs, not timed 6% (")
     assert "runs that time no region of their own 50% (1 runs" in line
     assert "outside runs 40% (" in line
 
@@ -38,7 +38,7 @@ def test_the_agent_span_splits_starting_environments_from_calibrating() -> None:
     assert round(spent.starting_s, 9) == 0.3  # host time 1.0 s, of which the agent 0.7 s
     assert spent.between_s == 2.0  # 10 s - 6 s of runs - 2 s preparing
     line = " ".join(spent.line().split())
-    assert line.startswith("Time: timed 4% of 10 s; in the agent, not timed 3% (")
+    assert line.startswith("Time: timed 4% of this command's 10 s; in the agent, not timed 3% (")
     assert "starting and stopping environments 3%;" in line
     assert "preparing 20% (probes, images); outside runs 20% (the store, the report)." in line
     assert "in runs, not timed" not in line
@@ -115,3 +115,11 @@ def test_a_campaign_without_an_end_has_no_table() -> None:
     class Running(_Report):
         campaign = Campaign(id=1, created_at=_Report.start, finished_at=None)
     assert efficiency_table(Running()) is None
+
+
+def test_the_command_s_time_names_the_campaign_s_as_report_gives_it() -> None:
+    """'timed 0% of 10 min 30 s' in the terminal against 'the campaign's 10 min 22 s' in the
+    Markdown (2026-11-27): both are now named for what they are."""
+    line = efficiency.of(630.0, [], []).line(622.0)
+    assert line.startswith("Time: timed 0% of this command's 10 min 30 s (the campaign itself, "
+                           "start to end: 10 min 22 s);")
