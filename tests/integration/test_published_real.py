@@ -102,9 +102,13 @@ def test_a_plan_s_tables_as_published(tmp_path, available, host_facts) -> None:
     assert markdown.returncode == 0, markdown.stderr
     assert max(map(len, markdown.stdout.splitlines())) <= 160
     found = tables_of(markdown.stdout)
-    # the plan's tables, in its order, and nothing else
-    assert [title.split(":")[0] for title in found] == ["Basic costs", "Boot time",
+    # the setup the tables ran on, then the plan's tables in its order, and nothing else
+    assert [title.split(":")[0] for title in found] == ["Setup", "Basic costs", "Boot time",
                                                          "Boot phases"], list(found)
+    title, lines = next((title, lines) for title, lines in found.items()
+                        if title.startswith("Setup"))
+    assert "GiB RAM" in title and "logical CPUs" in title
+    assert "TCG (QEMU's emulation, no KVM)" in "\n".join(lines)
     for lines in found.values():
         check_published(lines)
     basic = next(lines for title, lines in found.items() if title.startswith("Basic"))
@@ -122,5 +126,5 @@ def test_a_plan_s_tables_as_published(tmp_path, available, host_facts) -> None:
                        cwd=tmp_path)
     assert every.returncode == 0, every.stderr
     for title, lines in tables_of(every.stdout).items():
-        if not title.startswith(("Statistics", "Clock", "Host checks", "Platform")):
+        if not title.startswith(("Statistics", "Clock", "Host checks", "Setup")):
             check_published(lines)

@@ -51,6 +51,12 @@ def boot_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     negative: list[str] = []
     for name in _phase_rows(phases, envs):
         if name == TOTAL_PHASE:
+            rest = [_rest_text(phases.get(env)) for env in envs]
+            if any(text != HIDDEN for text in rest):
+                rest = [text if phases.get(env) else _phase_text(None, REST_PHASE, cell,
+                                                                 footnotes)
+                        for text, (env, (_label, cell)) in zip(rest, columns.items())]
+                table.add([REST_PHASE, *rest], sources)
             table.add([name, *(_total_text(cell, footnotes) for _label, cell in columns.values())],
                       sources)
             continue
@@ -107,6 +113,23 @@ def _total_cell(report: CampaignResults, label: str, env: str) -> Cell | None:
     row = cells.get((label, TOTAL_METRIC)) or next(
         (row for (row_label, _metric), row in cells.items() if row_label == label), {})
     return row.get(env)
+
+
+# the phases that follow one another from the VMM's start to its exit: their figures and
+# the rest add up to the total
+CHAIN = tuple(name for name, end, start in PHASES[:4])
+REST_PHASE = "not in a phase above (the total's figure minus theirs)"
+
+
+def _rest_text(env_phases: dict[str, PhaseCell] | None) -> str:
+    """What the total's figure has beyond the sum of the chain's: medians (or means of
+    phases some runs lack) do not add, so the rows above add to the total with it."""
+    if not env_phases or not all(name in env_phases for name in CHAIN) \
+            or TOTAL_PHASE not in env_phases:
+        return HIDDEN
+    rest = _phase_value(env_phases[TOTAL_PHASE]) - sum(_phase_value(env_phases[name])
+                                                       for name in CHAIN)
+    return whole_ms(rest)
 
 
 def _phase_rows(phases: dict[str, dict[str, PhaseCell]], envs: list[str]) -> list[str]:
