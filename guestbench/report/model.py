@@ -110,7 +110,8 @@ class Footnotes:
 
     def __init__(self) -> None:
         # a cell's marks in the plain style: one number for everything said of the cell
-        self._combined: dict[tuple[tuple[str, str, str], ...], int] = {}
+        # (identical footnotes are one: what a reader sees decides, not the reasons' keys)
+        self._combined: dict[str, int] = {}
         self._numbers: dict[tuple[str, str, str], int] = {}
         self._shown: dict[tuple[str, str, str], str] = {}  # the first reason of each
         self._alike: dict[tuple[str, str, str], set[str]] = {}
@@ -129,7 +130,8 @@ class Footnotes:
         if not keys:
             return ""
         self._numbered(cell)  # each part is numbered too: lines() says them by number
-        number = self._combined.setdefault(keys, len(self._combined) + 1)
+        said = "; ".join(self._said(key, plain=True) for key in keys)
+        number = self._combined.setdefault(said, len(self._combined) + 1)
         return f"[{number}]"
 
     def _keys(self, cell: Cell) -> list[tuple[str, str, str]]:
@@ -164,8 +166,8 @@ class Footnotes:
     def lines(self) -> list[str]:
         """"[n] what: why" per mark, in the order the marks were given."""
         if self._combined or self.inconclusive:  # plain: a line per combination a cell carried
-            return [f"[{number}] " + "; ".join(self._said(key, plain=True) for key in keys)
-                    for keys, number in self._combined.items()] + self.clock_line()
+            return [f"[{number}] {said}" for said, number in self._combined.items()] \
+                + self.clock_line()
         lines = [f"[{number}] {self._said(key)}" for key, number in self._numbers.items()]
         used = dict.fromkeys(status for _env, status, _reason in self._numbers
                              if status in STATUS_MARKS)

@@ -140,3 +140,20 @@ def test_a_plan_s_table_entries_are_its_markdown(tmp_path) -> None:
     assert "% of native" in terminal.output and "Measured" not in terminal.output
     every = markdown.render(report, asked=("all",))
     assert "### Measured: median" in every.split("\n", 1)[0] + every
+
+
+def test_footnotes_that_read_the_same_are_one() -> None:
+    """The KVM row of one table had four identical footnotes [4]-[7] (2026-11-27): reasons
+    that differ only in what a reader is not shown (the date of a test, a path) are one."""
+    from guestbench.analysis.cells import Cell
+    from guestbench.report.model import Footnotes, Style, styled
+    footnotes = Footnotes()
+    cells = [Cell("kvm", f"w{index}", "m", "ns", problems=[(
+        "unavailable", f"a test guest did not boot under KVM within 8 s (tested by "
+                       f"{user}; to test again: rm /root/{user}/kvm.json)")])
+             for index, user in enumerate(("ann", "bob", "cy", "dee"))]
+    with styled(Style(plain=True, spread=False)):
+        marks = {footnotes.mark(cell) for cell in cells}
+    assert marks == {"[1]"}
+    assert footnotes.lines() == [
+        "[1] kvm: not run here: a test guest did not boot under KVM within 8 s"]
