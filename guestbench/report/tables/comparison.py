@@ -46,6 +46,9 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
                    verdict_text(cell),
                    "; ".join(cell.notes) or "-"],
                   [(cell.environment, cell.label)] * 6)
+    if not shown and comparison.cells:  # the note counts them: no empty grid above it
+        table.header, table.label_columns = ["verdicts"], 1
+        table.add([f"none of the {len(comparison.cells)} cells was judged slower or faster"])
     out = [broken_table(comparison), table] if comparison.broken else [table]
     if comparison.noise is not None:
         out.append(noise_table(comparison))

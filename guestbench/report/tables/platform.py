@@ -42,6 +42,7 @@ def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
     return "; ".join(parts) or NOT_RECORDED
 
 
+HOST_KERNEL = "none: the host kernel"  # the accelerator of native, namespaces, runc, crun
 # the kinds whose guest has memory and vCPUs of its own
 GUEST_KINDS = ("qemu", "xen", "uml", "command")
 
@@ -69,7 +70,7 @@ def accelerator(env) -> str:
         argv = " ".join(str(part) for part in spec.get("argv") or ())
         return "KVM (hardware, from its command line)" if "kvm" in argv.lower() else \
             "as its command line says"
-    return "none: the host kernel"
+    return HOST_KERNEL
 
 
 def host_line(facts: dict[str, Any]) -> str:

@@ -64,6 +64,15 @@ def test_a_against_a_is_same_everywhere(run_campaign) -> None:
     assert document["unpaired"] == []
 
 
+def test_a_table_of_no_verdict_says_so_in_one_row(run_campaign) -> None:
+    """An A/A compare drew an empty grid, a header and no row (2026-11-27)."""
+    run_campaign("a1"), run_campaign("a2")
+    shown = compare(run_campaign, "a1", "a2")
+    assert shown.exit_code == 0, shown.output
+    assert "none of the 4 cells was judged slower or faster" in shown.stdout
+    assert "| environment |" not in shown.stdout.split("Host noise")[0]
+
+
 def test_a_slowed_environment_is_slower_and_fails_the_check(run_campaign) -> None:
     run_campaign("before"), run_campaign("after", scale=1.2)
     plain = compare(run_campaign, "before", "after")

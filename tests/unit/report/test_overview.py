@@ -218,14 +218,17 @@ def test_the_system_card_says_what_each_environment_ran(store, tmp_path) -> None
     assert host["kernel"] == "6.1.0-test" and host["guestbench"] == "0.1.0"
     rows = {row.all("th")[0].text(): row.all("td")[0] for row in card.all("tbody")[0].all("tr")}
     assert list(rows) == ["native", "runsc (ptrace)", "qemu-kvm", "uml", "fc", "runc", "crun"]
-    assert rows["native"].text() == "host kernel 6.1.0-test"
-    assert rows["runsc (ptrace)"].text() == "runsc version 0.0~test"
+    assert rows["native"].text() == "host kernel 6.1.0-test"  # its accelerator goes unsaid
+    assert rows["runsc (ptrace)"].text().startswith("runsc version 0.0~test")
+    (detail,) = rows["runsc (ptrace)"].all("span", class_="detail")  # under what ran
+    assert detail.text() == "gVisor's ptrace platform (its own kernel in user space)"
     assert rows["qemu-kvm"].text().startswith(
         "QEMU emulator version 7.2.22; guest kernel 6.1.0-41-amd64 ⊘ unavailable")
     (why,) = rows["qemu-kvm"].all("span", class_="status-bad")
     assert why.attrs["title"] == f"no KVM here {EVIL}"
-    assert rows["uml"].text() == "6.1.176 (guest kernel)"
-    assert rows["fc"].text() == "Firecracker v1.7.0"  # a command VMM's --version
+    assert rows["uml"].text().startswith("6.1.176 (guest kernel)")
+    assert "the guest kernel is a host process (UML)" in rows["uml"].text()
+    assert rows["fc"].text().startswith("Firecracker v1.7.0")  # a command VMM's --version
     assert rows["runc"].text() == "not recorded"
     assert rows["crun"].text() == "⊘ unavailable"
     (warnings,) = card.all("p", class_="card-warning")

@@ -9,8 +9,8 @@ from typing import Any
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import functional
 from guestbench.report.model import STATUS_MARKS
-from guestbench.report.tables.platform import (GUEST_KINDS, NOT_RECORDED, accelerator,
-                                              display_name, what_ran)
+from guestbench.report.tables.platform import (GUEST_KINDS, HOST_KERNEL, NOT_RECORDED,
+                                              accelerator, display_name, what_ran)
 
 def _e(text: object) -> str:
     return escape(str(text), quote=True)
@@ -46,8 +46,7 @@ def system_card(report: CampaignResults, warnings_anchor: str | None) -> str:
         checks = f'<p class="card-warning">{linked}: the numbers may be noisy.</p>'
     return (f'<aside id="system-card" class="card"><h2>System</h2><dl>{host_rows}</dl>{checks}'
             '<table class="versions"><thead><tr><th scope="col">environment</th>'
-            '<th scope="col">what ran</th><th scope="col">accelerator</th><th scope="col">guest'
-            f'</th></tr></thead><tbody>{env_rows}</tbody></table>'
+            f'<th scope="col">what ran</th></tr></thead><tbody>{env_rows}</tbody></table>'
             "</aside>")
 
 
@@ -55,17 +54,22 @@ def _env_row(env: dict[str, Any], host_kernel: str | None, functional_mark: str 
     """functional_mark: a functional environment's (functional.mark), after its name."""
     ran = what_ran(env, host_kernel)
     name = _e(_named(display_name(env), env.name, functional_mark))
-    spec = env.spec or {}
-    guest = (f"{spec.get('memory_mib', '?')} MiB, {spec.get('vcpus', 1)} vCPU"
-             f"{'s' if spec.get('vcpus', 1) > 1 else ''}" if env.kind in GUEST_KINDS else "-")
-    more = f"<td>{_e(accelerator(env))}</td><td>{_e(guest)}</td>"
+    # the accelerator and a guest's size under what ran, in the cell's width: the card sits
+    # beside the heatmap and must not widen the page
+    spec, said = env.spec or {}, []
+    if accelerator(env) != HOST_KERNEL:
+        said.append(accelerator(env))
+    if env.kind in GUEST_KINDS and spec.get("memory_mib"):
+        vcpus = spec.get("vcpus", 1)
+        said.append(f"{spec['memory_mib']} MiB, {vcpus} vCPU{'s' if vcpus > 1 else ''}")
+    more = f'<br><span class="detail">{_e("; ".join(said))}</span>' if said else ""
     if not env.available:  # nothing is read from a program that could not run
         why = _e(env.probe or "unavailable")
         mark = (f'<span class="status-bad" title="{why}">{STATUS_MARKS["unavailable"]} '
                 "unavailable</span>")
         return (f'<tr><th scope="row">{name}</th><td>'
-                f'{"" if ran == NOT_RECORDED else _e(ran) + " "}{mark}</td>{more}</tr>')
-    return f'<tr><th scope="row">{name}</th><td>{_e(ran)}</td>{more}</tr>'
+                f'{"" if ran == NOT_RECORDED else _e(ran) + " "}{mark}{more}</td></tr>')
+    return f'<tr><th scope="row">{name}</th><td>{_e(ran)}{more}</td></tr>'
 
 
 def _named(shown: str, name: str, mark: str) -> str:

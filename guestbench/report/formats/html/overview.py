@@ -56,6 +56,7 @@ aside.card dl { display: grid; grid-template-columns: max-content auto; gap: 0 0
   margin: 0 0 0.4em; }
 aside.card dt { font-weight: bold; } aside.card dd { margin: 0; }
 aside.card table.versions { width: 100%; font-size: 0.95em; }
+aside.card table.versions span.detail { font-size: 0.85em; color: #555; }
 aside.card table.versions th { position: static; white-space: nowrap; }
 aside.card table.versions tbody tr:nth-child(even) > * { background: transparent; }
 p.card-warning { margin: 0.2em 0 0.4em; color: #a33; }
