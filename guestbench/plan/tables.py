@@ -37,7 +37,7 @@ class TableSpec(BaseModel):
     plain: bool = Field(True, description="values only, in the unit of the header")
     links: bool = Field(False, description="each value links to its runs' logs")
     decimals: int | None = Field(None, ge=0, le=9, description="digits after the point")
-    unit: Literal["ns", "us", "ms", "s"] | None = Field(
+    unit: Literal["ns", "us", "ms", "s", "m:ss"] | None = Field(
         None, description="the time unit of its values; default each row's own")
 
     @field_validator("table")

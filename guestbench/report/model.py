@@ -205,6 +205,9 @@ def _marked(status: str) -> str:
 
 
 TIME_UNITS = (("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9))
+# Minutes and seconds, "1m53" as `time` prints a build: a unit a style or a [[table]] gives
+# (never chosen by itself); its values are seconds, written by format_clock.
+CLOCK = "m:ss"
 
 
 # How numbers are written: "si" (10k, 1.17M: narrow cells) or "plain" (--units plain:
@@ -263,7 +266,7 @@ def spread_text(cell: Cell, divisor: float = 1.0) -> str:
         return ""
     if style.statistic == "mean":
         _runs, _mean, stdev = cell.run_means()
-        return f" ({format_value(stdev / divisor)})" if stdev is not None else ""
+        return f" ({value_formatter(cell)(stdev / divisor)})" if stdev is not None else ""
     if style.statistic == "median" and cell.stats.half_width is not None:
         return f" ±{format_percent(cell.stats.half_width)}"
     return ""
@@ -296,7 +299,7 @@ def value_scale(unit: str, medians: list[float]) -> tuple[str, float]:
     factors = dict(TIME_UNITS)
     forced = TIME_UNIT.get()
     if forced is not None and unit in factors:
-        return forced, factors[forced] / factors[unit]
+        return forced, factors.get(forced, factors["s"]) / factors[unit]
     if UNITS.get() == "plain":
         return unit, 1.0
     if unit not in factors or not medians:
@@ -334,6 +337,50 @@ def format_value(value: float) -> str:
     return f"{rounded:.4g}"
 
 
+def format_clock(seconds: float) -> str:
+    """Minutes and seconds as `time` prints them: "1m53", "0m43", "12m05"; with a style's
+    decimals, of the seconds ("1m53.2")."""
+    decimals = STYLE.get().decimals or 0
+    scale = 10 ** decimals
+    total = round(abs(seconds) * scale) / scale
+    minutes, rest = divmod(total, 60)
+    width = 2 + (decimals + 1 if decimals else 0)
+    sign = "-" if seconds < 0 and total else ""
+    return f"{sign}{int(minutes)}m{rest:0{width}.{decimals}f}"
+
+
+def in_clock(cell: Cell) -> bool:
+    """Whether this cell's values are written in minutes and seconds here: its unit is a
+    time and the table's style gives m:ss (TIME_UNIT)."""
+    return TIME_UNIT.get() == CLOCK and cell.unit in dict(TIME_UNITS)
+
+
+def value_formatter(cell: Cell):
+    """How a value of this cell, over value_scale's divisor, is written: format_clock where
+    the table is in m:ss (the divisor made it seconds), else format_value."""
+    return format_clock if in_clock(cell) else format_value
+
+
+def own_unit_text(cell: Cell, value: float) -> str:
+    """A value of the cell in its own stored unit (a table that does not rescale rows, e.g.
+    a build's seconds), or in minutes and seconds where the table is in m:ss."""
+    if in_clock(cell):
+        return format_clock(value / own_divisor(cell))
+    return format_value(value)
+
+
+def own_divisor(cell: Cell) -> float:
+    """What a value of the cell in its own unit is divided by to be written: to seconds where
+    the table is in m:ss, else 1."""
+    return 1e9 / dict(TIME_UNITS)[cell.unit] if in_clock(cell) else 1.0
+
+
+def unit_label(unit: str) -> str:
+    """A header's unit for values stored in `unit`: "m:ss" where the table is in minutes and
+    seconds and the unit is a time, else the unit."""
+    return CLOCK if TIME_UNIT.get() == CLOCK and unit in dict(TIME_UNITS) else unit
+
+
 def format_ratio(ratio: float) -> str:
     if ratio < 0.1:
         return f"{ratio:.2g}x"  # 0.0014x, not 0.00x: TCG's cpuid against a nested host's
@@ -366,13 +413,14 @@ def median_text(cell: Cell, divisor: float = 1.0) -> str:
     """A cell's median with its 95% interval, "12.3 [11.9-12.8]", in the cell's unit over
     divisor; the median alone in a plain table (values only)."""
     stats = cell.stats
+    write = value_formatter(cell)
     if stats is None:
-        return format_value(sorted(cell.values)[len(cell.values) // 2] / divisor)
+        return write(sorted(cell.values)[len(cell.values) // 2] / divisor)
     if STYLE.get().plain and not STYLE.get().spread:
-        return format_value(stats.median / divisor)
+        return write(stats.median / divisor)
     low = None if stats.ci_low is None else stats.ci_low / divisor
     high = None if stats.ci_high is None else stats.ci_high / divisor
-    return format_interval(Interval(stats.median / divisor, low, high), format_value)
+    return format_interval(Interval(stats.median / divisor, low, high), write)
 
 
 def problem_text(cell: Cell, footnotes: Footnotes) -> str:

@@ -6,7 +6,8 @@ A style file is TOML with one `[report]` table:
     [report]
     labels = { "tcg-machinemicrovm" = "QEMU microvm (TCG)", native = "host" }
     order = ["native", "tcg-*"]          # columns: names or patterns, in this order
-    units = { build = "s", boot = "ms", "*" = "us" }   # a time unit per table ("*": all)
+    units = { build = "m:ss", boot = "s", "*" = "us" }  # a time unit per table ("*": all);
+                                         # m:ss writes 113 s as "1m53"
     decimals = 1                         # plain tables: digits after the point
 
 The style is active while a report renders (active()); report/select.py applies it to
@@ -29,7 +30,7 @@ from guestbench.plan.tables import matches, ordered
 from guestbench.report import model
 
 Text = Annotated[str, Field(min_length=1)]
-TimeUnit = Literal["ns", "us", "ms", "s"]
+TimeUnit = Literal["ns", "us", "ms", "s", "m:ss"]
 
 
 class ReportStyle(BaseModel):
@@ -136,7 +137,7 @@ def load(path: Path | None, labels: tuple[str, ...] = ()) -> ReportStyle | None:
         where = ".".join(str(part) for part in first["loc"])
         raise PlanError(f"{'--style ' + str(path) if path else '--label'}: {where}: "
                         f"{first['msg']} (fix: labels = {{ENV = \"NAME\"}}, order = [ENV, ...], "
-                        "units = {TABLE = \"ns|us|ms|s\"}, decimals = 0-9)") from None
+                        "units = {TABLE = \"ns|us|ms|s|m:ss\"}, decimals = 0-9)") from None
 
 
 def check_names(style: ReportStyle, environments: list[str]) -> None:

@@ -21,8 +21,9 @@ from guestbench.analysis.cells import CONTEXT, VERDICT, Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.workloads.disk import WORKLOADS as DISK
 from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
-                                     format_percent, format_value, problem_text, spread_text,
-                                     too_fast_text, verdict_text)
+                                     CLOCK, format_percent, format_value, own_divisor,
+                                     own_unit_text, problem_text, spread_text, too_fast_text,
+                                     unit_label, verdict_text)
 
 UPLOAD_MODES = ("write", "no_write", "no_upload")
 BUILD_WORKLOADS = {"build", "kernel_build"}
@@ -64,15 +65,16 @@ def value_text(cell: Cell | None, footnotes: Footnotes) -> str:
     if cell.too_fast:
         return decorate(too_fast_text(cell), cell, footnotes)
     if STYLE.get().plain:
-        return decorate(format_value(central(cell)) + spread_text(cell), cell, footnotes)
-    text = format_value(cell.median)
+        return decorate(own_unit_text(cell, central(cell)) + spread_text(cell, own_divisor(cell)),
+                        cell, footnotes)
+    text = own_unit_text(cell, cell.median)
     if cell.kind == CONTEXT and cell.minimum == cell.maximum:
         return decorate(text, cell, footnotes)  # a count that never changed: no spread
     half_width = cell.stats.half_width if cell.stats else None
     if half_width is not None:
         text += f" ±{format_percent(half_width)}"
     elif cell.n > 1:
-        text += f" ({format_value(cell.minimum)}-{format_value(cell.maximum)})"
+        text += f" ({own_unit_text(cell, cell.minimum)}-{own_unit_text(cell, cell.maximum)})"
     return decorate(text, cell, footnotes)
 
 
@@ -332,7 +334,8 @@ def build_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     if not labels:
         return None
     table = Table("Build (make -jN): medians, like kernbench",
-                  ["environment", "build", *(title for _, title in BUILD_COLUMNS)], [],
+                  ["environment", "build", *(_clock_title(title) for _, title in BUILD_COLUMNS)],
+                  [],
                   name="build",
                   note="elapsed: wall time of make; user and sys: CPU time of make and every "
                        "compiler it ran (wait4); CPU % = (user + sys) / elapsed; context "
@@ -348,6 +351,11 @@ def build_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
             table.add([env, label, *(value_text(cell, footnotes) for cell in cells)],
                       [(env, label)] * len(BUILD_COLUMNS))
     return table if table.rows else None
+
+
+def _clock_title(title: str) -> str:
+    """"elapsed (s)" as "elapsed (m:ss)" where the table is in minutes and seconds."""
+    return title.replace("(s)", f"({unit_label('s')})")
 
 
 def build_runs_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
@@ -366,18 +374,20 @@ def build_runs_table(report: CampaignResults, footnotes: Footnotes) -> Table | N
                     continue
                 runs, mean, stdev = cell.run_means()
                 most = max(most, len(runs))
-                spread = f" ({format_value(stdev)})" if stdev is not None else ""
-                rows.append(([env, label, title], runs, f"{format_value(mean)}{spread}",
-                             (env, label)))
+                spread = f" ({own_unit_text(cell, stdev)})" if stdev is not None else ""
+                runs = [own_unit_text(cell, value) for value in runs]
+                rows.append(([env, label, _clock_title(title)], runs,
+                              f"{own_unit_text(cell, mean)}{spread}", (env, label)))
     if not rows:
         return None
     table = Table("Build runs: each run, then mean (standard deviation), like kernbench",
                   ["environment", "build", "time", *(f"run {index + 1}" for index in range(most)),
                    "mean (stdev)"], [], label_columns=3, name="build-runs",
-                  note="Seconds per run, in the order the runs ran; kernbench prints the mean "
-                       "with the standard deviation in brackets.")
+                  note=f"{'Minutes and seconds' if unit_label('s') == CLOCK else 'Seconds'} "
+                       "per run, in the order the runs ran; kernbench prints the mean with the "
+                       "standard deviation in brackets.")
     for names, runs, mean, source in rows:
-        cells = [format_value(value) for value in runs] + ["-"] * (most - len(runs))
+        cells = runs + ["-"] * (most - len(runs))
         table.add([*names, *cells, mean], [source] * (most + 1))
     return table
 

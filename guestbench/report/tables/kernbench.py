@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
-from guestbench.report.model import (STYLE, Footnotes, Table, decorate, empty_text,
-                                     problem_text)
+from guestbench.report.model import (STYLE, Footnotes, Table, decorate, empty_text, in_clock,
+                                     own_unit_text, problem_text, unit_label)
 from guestbench.report.tables.io import BUILD_WORKLOADS, label_cell
 
 # (metric, header, decimals): kernbench's columns in its order, times to the millisecond
@@ -31,7 +31,8 @@ def kernbench_table(report: CampaignResults, footnotes: Footnotes) -> Table | No
     several = len(labels) > 1
     baseline = report.baseline
     header = ["environment", *(["build"] if several else []),
-              *(title for _, title, _ in KERNBENCH_COLUMNS),
+              *(title.replace("(s)", f"({unit_label('s')})")
+                for _, title, _ in KERNBENCH_COLUMNS),
               f"Elapsed / {baseline or 'baseline'}"]
     ratio_note = (f" Elapsed / {baseline}: the mean elapsed time over {baseline}'s, for the "
                   "same build." if baseline else " Elapsed / baseline: - (the campaign has "
@@ -77,9 +78,11 @@ def mean_text(cell: Cell | None, decimals: int) -> str:
     if cell is None or not cell.values:
         return "-"
     _, mean, stdev = cell.run_means()
-    text = _number(mean, decimals)
+    write = (lambda value: own_unit_text(cell, value)) if in_clock(cell) else \
+        (lambda value: _number(value, decimals))
+    text = write(mean)
     if stdev is not None and STYLE.get().spread:
-        text += f" ({_number(stdev, decimals)})"
+        text += f" ({write(stdev)})"
     return text
 
 

@@ -14,8 +14,9 @@ from guestbench.analysis.results import CampaignResults
 from guestbench.workloads import CATALOGUE
 from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
                                      format_interval, format_percent, format_value,
-                                     geomean_caption, geomean_text, interval_note, problem_text, row_scale,
-                                     spread_text)
+                                     geomean_caption, geomean_text, in_clock, interval_note,
+                                     own_unit_text, problem_text, row_scale, spread_text,
+                                     unit_label)
 
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
 
@@ -209,7 +210,7 @@ def scaling_tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]
         base = row_cells[reference]
         if not any(cell.values for cell in row_cells.values()):
             continue
-        table = Table(f"Scaling {label}: {metric} ({base.unit}), vCPUs (placement), % change against "
+        table = Table(f"Scaling {label}: {metric} ({unit_label(base.unit)}), vCPUs (placement), % change against "
                       f"{reference}", ["environment", *(f"{vcpus} ({placement})"
                                                         for vcpus, placement in combos)],
                       [], label_columns=1, name=f"scaling-{label}",
@@ -243,7 +244,8 @@ def _scaling_text(cell: Cell, base: Cell, footnotes: Footnotes) -> str:
     if not cell.values:
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     value, reference = central(cell), central(base)
-    text = format_value(value) + ("" if STYLE.get().plain else f" {cell.unit}")
+    text = own_unit_text(cell, value) + ("" if STYLE.get().plain or in_clock(cell)
+                                         else f" {cell.unit}")
     if reference:
         text += f" ({(value / reference - 1) * 100:+.0f}%)"
     return decorate(text, cell, footnotes)

@@ -75,3 +75,40 @@ def test_bad_style_is_exit_2_naming_what(stored, tmp_path, content, args, said) 
     assert result.exit_code == 2, result.output
     assert said in result.output and "fix:" in result.output
     assert "Traceback" not in result.output
+
+
+def test_minutes_and_seconds_as_time_prints_a_build(store) -> None:
+    """units = {TABLE = "m:ss"}: a build's seconds as "1m53" (the KVM/Xen write-up's "real"
+    column), its header and standard deviation too; CPU % and counts are left as they are."""
+    from guestbench.report import restyle
+    from guestbench.report.model import Style, format_clock, styled
+    from tests.support.campaigns import Campaign
+    campaign = Campaign(store, {"native": {}, "tcg": {"kind": "qemu"}})
+    for env, seconds in (("native", (113.0, 112.6, 113.4)), ("tcg", (63.2, 56.0))):
+        for value in seconds:
+            campaign.run(env, "build", [("elapsed", "s", value), ("user", "s", 66.0),
+                                        ("sys", "s", 43.0), ("cpu_percent", "%", 95.0)],
+                         label="build", params={"cache": "warm", "units": 48, "jobs": 2})
+    style = restyle.ReportStyle(units={"build-runs": "m:ss", "kernbench": "m:ss",
+                                       "build": "m:ss"})
+    with restyle.active(style):
+        tables = campaign.tables()
+    runs = tables["build-runs"]
+    elapsed = next(r for r in runs.rows if r[:3] == ["native", "build", "elapsed (m:ss)"])
+    assert elapsed[3:] == ["1m53", "1m53", "1m53", "1m53 (0m00)"]
+    tcg = next(r for r in runs.rows if r[:3] == ["tcg", "build", "elapsed (m:ss)"])
+    assert tcg[3:6] == ["1m03", "0m56", "-"]
+    assert runs.note.startswith("Minutes and seconds per run")
+    kernbench = tables["kernbench"]
+    assert kernbench.header[1:4] == ["Elapsed Time (m:ss)", "System Time (m:ss)",
+                                     "User Time (m:ss)"]
+    assert kernbench.rows[0][1:5] == ["1m53 (0m00)", "0m43 (0m00)", "1m06 (0m00)", "95 (0)"]
+    build = tables["build"]
+    assert build.header[2] == "elapsed (m:ss)" and build.header[5] == "CPU %"
+    # without the style: seconds, as before
+    assert next(r for r in campaign.tables()["build-runs"].rows
+                if r[0] == "native")[2:4] == ["elapsed (s)", "113"]
+    assert [format_clock(value) for value in (0.4, 59.6, 3599.5, 725.0)] == [
+        "0m00", "1m00", "60m00", "12m05"]
+    with styled(Style(plain=True, decimals=1)):
+        assert format_clock(113.26) == "1m53.3"
