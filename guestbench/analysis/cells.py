@@ -85,8 +85,11 @@ HIGHER_IS_BETTER_UNITS = frozenset({"MB/s", "MiB/s", "GB/s", "KB/s", "Gbit/s", "
 CONTEXT_METRICS = frozenset({"iterations", "array_mib", "clock_ratio", "timed", "in_agent",
                              "passes", "run_in"})
 
-# A cell whose tool timed a span under its clock's resolution, or whose runs all gave one
-# identical number (a quantised figure): shown like bonnie++'s +++++, never with an interval.
+# A figure too fast to time, by one rule per workload (and so the same on every host and
+# in every environment): its tool's own (fio's whole milliseconds, bonnie++'s +++++), met by
+# at least half of a cell's runs, so that the cell's median is on the too-fast side; or, for
+# a workload whose tool has no such rule, every run giving one identical number (a
+# quantised figure). Shown like bonnie++'s +++++, never with an interval.
 TOO_FAST = "too-fast"
 
 # What a metric is (docs/results.md): a performance figure, with a direction, that ratios,
@@ -169,6 +172,10 @@ class Cell:
     # the coefficient of variation above which this cell's spread stands out from its
     # campaign's (set by analyse(); the absolute floor until then)
     spread_limit: float = UNSTABLE_CV
+    # its workload's tool's own too-fast rule (Workload.too_fast_rule), "" for none
+    too_fast_rule: str = ""
+    quantised: bool = False  # every run gave one number, with no tool rule (set by analyse())
+    best_of: int | None = None  # the plan's best_of: published tables show its best run
 
     @property
     def higher_is_better(self) -> bool:
@@ -180,8 +187,12 @@ class Cell:
 
     @property
     def too_fast(self) -> bool:
-        """Whether its figure is under the resolution of what timed it (TOO_FAST)."""
-        return TOO_FAST in self.flags
+        """Whether its figure is under the resolution of what timed it (TOO_FAST): at least
+        half of its ok runs said so, or it is a quantised figure."""
+        if self.quantised:
+            return True
+        flagged = self.flags.count(TOO_FAST)
+        return flagged > 0 and 2 * flagged >= self.runs - len(self.problems)
 
     @property
     def is_performance(self) -> bool:
@@ -243,7 +254,9 @@ class Cell:
         from_values = [*(["unstable"] if judged and self.stats.cv is not None
                          and self.stats.cv > self.spread_limit else []),
                        *(["multimodal"] if judged and self.stats.multimodal else [])]
-        return list(dict.fromkeys([*self.flags, *from_values]))
+        own = [flag for flag in self.flags if flag != TOO_FAST]
+        return list(dict.fromkeys([*own, *([TOO_FAST] if self.too_fast else []),
+                                   *from_values]))
 
     def slowdown_to(self, baseline: "Cell | None") -> float | None:
         """This cell's median against the baseline's under the one ratio rule (above 1 is

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ ALPHA = 0.01  # and one with a p-value above this is not shown to be real
 FASTER, SLOWER, SAME = "faster", "slower", "same"
 MEMORY_THRESHOLD_MIB = 1.0  # a memory cell's change counts beyond this (cells.is_memory)
 # what compare reads of each run (store.runs(only=...))
-RUN_COLUMNS = ("environment_id", "label", "params", "status", "reason", "flags")
+RUN_COLUMNS = ("environment_id", "workload", "label", "params", "status", "reason", "flags")
 
 
 @dataclass
@@ -37,7 +37,8 @@ class Side:
 
 
 def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
-         runs: list[dict[str, Any]], samples: Iterable[dict[str, Any]]) -> Side:
+         runs: list[dict[str, Any]], samples: Iterable[dict[str, Any]],
+         too_fast_rules: Mapping[str, str] | None = None) -> Side:
     """One side, read and described on its own (so that the two can be made at once, in
     two processes). Its cells get the resamples that the work budget allows for two
     campaigns of its size: the budget holds for both sides together, and two sides of
@@ -45,7 +46,8 @@ def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
     params: dict[str, dict[str, Any]] = {}
     for run in runs:
         params.setdefault(run.label, run.params or {})
-    results = summarise([env.name for env in environments], runs, samples)
+    results = summarise([env.name for env in environments], runs, samples,
+                        too_fast_rules=too_fast_rules)
     measured = sum(cell.n for row in results.cells.values() for cell in row.values())
     resamples = analyse(results, stats.resamples_for(2 * measured))
     return Side(campaign, {env.name: env.spec or {} for env in environments}, params,

@@ -28,14 +28,17 @@ from guestbench.analysis.geomean import Geomean
 from guestbench.analysis.results import CampaignResults
 from guestbench.store.records import Campaign, Environment, Run
 
-FORMAT = 4  # 3: the checksum before the JSON; 4: geometric means per group
+# 3: the checksum before the JSON; 4: geometric means per group; 5: one too-fast rule per
+# workload (a cell's too_fast_rule and quantised), best_of
+FORMAT = 5
 # Up to this many values, a digest keeps every cell (compare reads it); beyond, the summary's
 # cells alone, and compare derives the campaign from its samples
 EVERY_CELL_VALUES = 200_000
 RUN_FIELDS = ("id", "environment_id", "environment", "workload", "label", "params", "status",
               "reason", "flags")
 CELL_FIELDS = ("environment", "label", "metric", "unit", "values", "sizes", "problems", "flags",
-               "runs", "run_ids", "declared_higher", "declared_kind", "spread_limit")
+               "runs", "run_ids", "declared_higher", "declared_kind", "spread_limit",
+               "too_fast_rule", "quantised", "best_of")
 
 
 def encode(results: CampaignResults) -> str:

@@ -98,6 +98,7 @@ class Described(Protocol):
     display: str
     primary_metric: str | None
     family: str
+    too_fast_rule: str  # its tool's own too-fast rule, "" for none
 
     def metric_title(self, metric: str) -> str: ...
 
@@ -111,7 +112,10 @@ def derive(campaign: Campaign, environments: list[Environment], runs: list[Run],
     and leaves the others' statistics None."""
     from guestbench.analysis.summary import analyse, summarise  # deferred: numpy, as below
     names = [env.name for env in environments]
-    results = summarise(names, runs, samples, include_context=all_metrics)
+    results = summarise(names, runs, samples, include_context=all_metrics,
+                        too_fast_rules={name: workload.too_fast_rule
+                                        for name, workload in described.items()
+                                        if workload.too_fast_rule})
     primary = primary_metrics(results, runs, described)
     used = analyse(results, resamples, primary.items() if primary_only else None,
                    judged=primary.items())

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from guestbench.analysis import stats as cell_stats
-from guestbench.analysis.cells import (CONTEXT_METRICS, TOO_FAST, VERDICT, Cell, Results,
+from guestbench.analysis.cells import (CONTEXT_METRICS, VERDICT, Cell, Results,
                                        campaign_spread, declared_directions, declared_kinds,
                                        flags_of_metric)
 from guestbench.store.columns import Samples
 
 def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
-              samples: Samples | Iterable[dict[str, Any]], include_context: bool = False) -> Results:
+              samples: Samples | Iterable[dict[str, Any]], include_context: bool = False,
+              too_fast_rules: Mapping[str, str] | None = None) -> Results:
     """Group raw runs and samples into cells.
 
     runs: dicts with id, environment, label, status, reason; params (optional) may declare
     the metrics' directions (declared_directions).
+    too_fast_rules: workload -> its tool's own too-fast rule (Workload.too_fast_rule): its
+    figures are too fast by that rule alone, never for being quantised.
     samples: Samples, or dicts with run_id, metric, unit, value. They can number 500,000:
     they are grouped with numpy, never one by one in Python.
     """
@@ -42,7 +45,7 @@ def summarise(environments: list[str], runs: Iterable[dict[str, Any]],
     kept = known & ~np.isin(metric, [code for code, name in enumerate(names)
                                      if not include_context and name in CONTEXT_METRICS])
     rows = _rows(labels, names, samples, run_label[run_of], metric, kept)
-    cells = _cells(environments, runs, rows)
+    cells = _cells(environments, runs, rows, too_fast_rules or {})
     _fill_values(cells, labels, environments, names, samples.value, run_of, metric,
                  run_label, run_env, kept & run_ok[run_of])  # a failed run's samples never count
     return Results(environments, rows, cells)
@@ -67,17 +70,21 @@ def _rows(labels: list[str], names: list[str], samples: Samples, label: np.ndarr
     return rows
 
 
-def _cells(environments: list[str], runs: list[dict[str, Any]], rows: list[tuple[str, str, str]]
-           ) -> dict[tuple[str, str], dict[str, Cell]]:
+def _cells(environments: list[str], runs: list[dict[str, Any]], rows: list[tuple[str, str, str]],
+           too_fast_rules: Mapping[str, str]) -> dict[tuple[str, str], dict[str, Cell]]:
     """Empty cells for every row and environment, with their runs: counts, ids, problems and
     flags, gathered once per (label, environment) and shared out to the label's metrics."""
     declared: dict[str, dict[str, bool]] = {}
     kinds: dict[str, dict[str, str]] = {}
+    best_of: dict[str, int | None] = {}
+    ruled = {run.label: too_fast_rules[run.workload] for run in runs
+             if run.workload in too_fast_rules}
     gathered: dict[tuple[str, str], tuple[list[int], list[tuple[str, str]], list[str]]] = {}
     for run in runs:
         if run.label not in declared:
             declared[run.label] = declared_directions(run.params)
             kinds[run.label] = declared_kinds(run.params)
+            best_of[run.label] = (run.params or {}).get("best_of")
         ids, problems, flags = gathered.setdefault((run.label, run.environment), ([], [], []))
         ids.append(run.id)
         if run.status != "ok":
@@ -93,7 +100,8 @@ def _cells(environments: list[str], runs: list[dict[str, Any]], rows: list[tuple
                             flags=flags_of_metric(flags, metric),
                             runs=len(ids), run_ids=list(ids),
                             declared_higher=declared.get(label, {}).get(metric),
-                            declared_kind=kinds.get(label, {}).get(metric))
+                            declared_kind=kinds.get(label, {}).get(metric),
+                            too_fast_rule=ruled.get(label, ""), best_of=best_of.get(label))
         cells[(label, metric)] = row
     return cells
 
@@ -143,9 +151,9 @@ def analyse(results: Results, resamples: int | None = None,
     for cell, described in zip(measured, cell_stats.describe(
             [cell.values for cell in measured], resamples, sizes=[cell.sizes for cell in measured])):
         cell.stats = described
-        if quantised(cell) and TOO_FAST not in cell.flags:
-            cell.flags.append(TOO_FAST)
-        if cell.too_fast and described.ci_low is not None:  # no interval for such a figure
+        identical = quantised(cell)
+        cell.quantised = identical and not cell.too_fast_rule
+        if (cell.too_fast or identical) and described.ci_low is not None:  # none would be true
             cell.stats = dataclasses.replace(described, ci_low=None, ci_high=None)
     # the typical spread comes from the rows every view describes (the primary metrics), so
     # a cell carries the same marks in the summary as in the detail

@@ -104,7 +104,14 @@ def _side(opened: Store, selector: str):
     campaign = opened.campaign(selector)
     return comparing.side(campaign, opened.environments(campaign.id),
                           opened.runs(campaign.id, comparing.RUN_COLUMNS),
-                          opened.samples(campaign.id, CONTEXT_METRICS))
+                          opened.samples(campaign.id, CONTEXT_METRICS), too_fast_rules())
+
+
+def too_fast_rules() -> dict[str, str]:
+    """Workload -> its tool's own too-fast rule (Workload.too_fast_rule), where it has one."""
+    from guestbench.workloads import CATALOGUE  # deferred: 0.3 s; compare's tables load it
+    return {name: workload.too_fast_rule for name, workload in CATALOGUE.items()
+            if workload.too_fast_rule}
 
 
 def with_itself(urls: tuple[str, str], sides_read) -> str:
@@ -131,7 +138,8 @@ def ab_sides(opened: Store, campaign_id: int):
         side_runs = [dataclasses.replace(run, environment=run.environment.rsplit(".", 1)[0])
                      for run in runs if run.environment_id in ids]
         run_ids = {run.id for run in side_runs}
-        halves.append(comparing.side(campaign, mine, side_runs, samples.of_runs(run_ids)))
+        halves.append(comparing.side(campaign, mine, side_runs, samples.of_runs(run_ids),
+                                     too_fast_rules()))
     return halves
 
 
@@ -266,10 +274,12 @@ def keep_digest(opened: Store, results: CampaignResults) -> None:
         opened.engine.dispose()
 
 
-def group_reports(opened: Store, selector: str
+def group_reports(opened: Store, selector: str, whole: bool = False,
+                  baseline: str | None = None, all_metrics: bool = False
                   ) -> tuple[CampaignGroup, list[tuple[str, CampaignResults]]]:
     """A pool group and each host's latest campaign of it, derived: (host, results) in host
-    name order, for report --group."""
+    name order, for report --group; whole: every cell described (each host's own report,
+    --by host), not only the primary metrics'."""
     # as wherever the pool's rows are read here: their queries load SQLAlchemy, which a
     # report of one campaign from its digest never needs
     from guestbench.store import pool as pool_rows  # deferred: 0.2 s, reason above
@@ -280,7 +290,11 @@ def group_reports(opened: Store, selector: str
     latest = {}  # each host's latest campaign of the group, hosts in name order
     for row in pool_rows.campaigns_of(opened.engine, group.id):
         latest[row.pool_host or f"campaign {row.id}"] = row
-    reports = [(host, load(opened, str(row.id), context_samples=False, primary_only=True))
+    if baseline is not None:
+        for row in latest.values():
+            _check_baseline(opened, str(row.id), baseline)
+    reports = [(host, load(opened, str(row.id), baseline, all_metrics,
+                           context_samples=whole, primary_only=not whole))
                for host, row in sorted(latest.items())]
     if not reports:
         raise StoreError(f"group {group.id} ({group.name!r}) has no campaign yet "

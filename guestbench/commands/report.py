@@ -16,7 +16,7 @@ from guestbench.report import formats
 
 
 @click.command()
-@click.argument("campaign", required=False)
+@click.argument("campaigns", nargs=-1, metavar="[CAMPAIGN[=TAG]]...")
 @click.option("--baseline", help="environment to normalise to  [default: the plan's baseline]")
 @format_option("report")
 @click.option("--output", "-o", type=click.Path(path_type=Path),
@@ -33,6 +33,8 @@ from guestbench.report import formats
                    "(1170000 cycles) and every metric in its stored unit")
 @click.option("--group", metavar="GROUP", help="a campaign group of the host pool (id or "
               "name): one column per host and environment, and each host's facts")
+@click.option("--by", "by", type=click.Choice(["host"]), help="with --group: one report per "
+              "host, its name and facts above it (the same tables for each machine)")
 @click.option("--table", "table_names", metavar="NAME[,NAME]",
               help="only these tables, each with its own footnotes (names: docs/results.md; "
                    "all: every table; plan: the plan's [[table]] entries)")
@@ -44,18 +46,35 @@ from guestbench.report import formats
 @click.option("--style", "style_file", type=click.Path(path_type=Path), metavar="FILE",
               help="a TOML file whose [report] table gives labels, the columns' order, a time "
                    "unit per table and decimals (docs/results.md)")
-def report(campaign: str | None, baseline: str | None, output_format: str, output: Path | None,
+def report(campaigns: tuple[str, ...], baseline: str | None, output_format: str,
+           output: Path | None,
            db: str, all_metrics: bool, detail: bool, list_campaigns: bool, units_style: str,
-           group: str | None, table_names: str | None, plain: bool, links: bool,
+           group: str | None, by: str | None, table_names: str | None, plain: bool,
+           links: bool,
            labels: tuple[str, ...], style_file: Path | None) -> None:
-    """Show CAMPAIGN (id or name; default: the latest) as tables or raw exports."""
+    """Show CAMPAIGN (id or name; default: the latest) as tables or raw exports. Several
+    campaigns (`report 4=19.02 7=current`) are shown as one, each environment once per
+    campaign, named "NAME (TAG)": the same plan under two versions side by side."""
     short_lived()
+    campaign = campaigns[0] if len(campaigns) == 1 else None
     asked = _tables_asked(table_names, output_format, plain, links)
-    if group is not None:
+    if by is not None and group is None:
+        raise BadInput("--by host: one report per host of a pool group (fix: add --group G, "
+                       "or drop --by)")
+    if by == "host":
+        if campaigns or output_format not in ("table", "markdown"):
+            raise BadInput("--by host: each host's report is a table or Markdown (fix: drop "
+                           "CAMPAIGN, and --format other than table or markdown)")
+        from guestbench.report.model import units  # deferred: as below
+        from guestbench.report import restyle  # deferred: with the model, as below
+        with units(units_style), restyle.active(restyle.load(style_file, labels)):
+            show_by_host(db, group, baseline, output_format, all_metrics, output, detail,
+                         chosen=(asked, plain, links))
+    elif group is not None:
         from guestbench.commands import reading  # deferred: analysis/, 25 ms
         from guestbench.report.formats import text  # deferred: rich, 40 ms
         from guestbench.report.tables import group as grouped  # deferred: 17 ms
-        if campaign is not None or output_format != formats.DEFAULT:
+        if campaigns or output_format != formats.DEFAULT:
             raise BadInput("--group: the group's tables are shown on their own, as a "
                            "table (fix: drop CAMPAIGN and --format)")
         found = reading.group_reports(store.open(db, create=False), group)
@@ -67,8 +86,12 @@ def report(campaign: str | None, baseline: str | None, output_format: str, outpu
         from guestbench.report import restyle  # deferred: with the model, above
         style = restyle.load(style_file, labels)
         with units(units_style), restyle.active(style):
-            show_report(db, campaign, baseline, output_format, all_metrics, output, detail,
-                         chosen=(asked, plain, links))
+            if len(campaigns) > 1 or (campaigns and "=" in campaigns[0]):
+                show_joined(db, campaigns, baseline, output_format, all_metrics, output,
+                            detail, chosen=(asked, plain, links))
+            else:
+                show_report(db, campaign, baseline, output_format, all_metrics, output,
+                            detail, chosen=(asked, plain, links))
 
 
 def _tables_asked(names_given: str | None, output_format: str, plain: bool,
@@ -95,6 +118,51 @@ def _tables_asked(names_given: str | None, output_format: str, plain: bool,
     return asked
 
 
+def show_joined(db: str, campaigns: tuple[str, ...], baseline: str | None,
+                output_format: str, all_metrics: bool, output: Path | None, detail: bool,
+                chosen: tuple[tuple[str, ...], bool, bool]) -> None:
+    """Several campaigns as one (commands/joined.py), in any format."""
+    from guestbench.commands import joined  # deferred: analysis/, as show_report's
+    asked, plain, links = chosen
+    loaded = joined.load(store.open(db, create=False), joined.parse(campaigns), baseline,
+                         all_metrics)
+    _render(loaded, output_format, output, formats.Request(
+        output, detail, asked=asked, plain=plain, links=links))
+
+
+def show_by_host(db: str, group: str, baseline: str | None, output_format: str,
+                 all_metrics: bool, output: Path | None, detail: bool,
+                 chosen: tuple[tuple[str, ...], bool, bool]) -> None:
+    """The report of each host's latest campaign of a pool group, one after another, each
+    under a heading with the host's name and facts: the "four machines" layout."""
+    from guestbench.commands import reading  # deferred: analysis/, as show_report's
+    from guestbench.report import restyle  # deferred: with the model (report's own import)
+    from guestbench.report.tables.platform import host_line  # deferred: with the model
+    asked, plain, links = chosen
+    opened = store.open(db, create=False)
+    found, hosts = reading.group_reports(opened, group, whole=True, baseline=baseline,
+                                         all_metrics=all_metrics)
+    parts = []
+    for host, loaded in hosts:
+        if restyle.STYLE.get() is not None:
+            restyle.check_names(restyle.STYLE.get(), loaded.results.environments)
+        heading = f"{host}: {host_line(loaded.host_facts)} (campaign {loaded.campaign.id})"
+        parts.append((f"## {heading}\n\n" if output_format == "markdown" else
+                      f"{heading}\n{'=' * min(len(heading), 80)}\n")
+                     + formats.render("report", output_format, loaded, formats.Request(
+                         output, detail, asked=asked, plain=plain, links=links)))
+    title = f"Group {found.id} ({found.name!r}): {len(hosts)} hosts, one report each"
+    emit((f"# {title}\n\n" if output_format == "markdown" else f"{title}\n\n")
+         + "\n".join(parts), output)
+
+
+def _render(loaded, output_format: str, output: Path | None, request) -> None:
+    from guestbench.report import restyle  # deferred: with the model (report's own import)
+    if restyle.STYLE.get() is not None:
+        restyle.check_names(restyle.STYLE.get(), loaded.results.environments)
+    emit(formats.render("report", output_format, loaded, request), output)
+
+
 def show_report(db: str, campaign: str | None, baseline: str | None, output_format: str,
                  all_metrics: bool, output: Path | None, detail: bool, opened=None,
                  chosen: tuple[tuple[str, ...], bool, bool] = ((), False, False)) -> None:
@@ -108,9 +176,5 @@ def show_report(db: str, campaign: str | None, baseline: str | None, output_form
     if loaded is None:
         loaded = reading.report(opened or store.open(db, create=False), campaign, baseline,
                                 all_metrics, summary)
-    from guestbench.report import restyle  # deferred: with the model (report's own import)
-    if restyle.STYLE.get() is not None:
-        restyle.check_names(restyle.STYLE.get(), loaded.results.environments)
-    emit(formats.render("report", output_format, loaded,
-                         formats.Request(output, detail, asked=asked, plain=plain,
-                                         links=links)), output)
+    _render(loaded, output_format, output, formats.Request(output, detail, asked=asked,
+                                                           plain=plain, links=links))

@@ -58,7 +58,8 @@ def stored(document: dict[str, Any], where: str) -> Plan:
             workloads.CATALOGUE[case["name"]].params_model.model_validate_json(
                 json.dumps(case["params"])),
             case["label"], case["repeat"],
-            tuple(case["environments"]) if "environments" in case else None)
+            tuple(case["environments"]) if "environments" in case else None,
+            best_of=case.get("best_of"))
             for case in document["workloads"]]
     except (KeyError, TypeError, ValidationError) as error:
         raise PlanError(f"{where}: its stored plan cannot be read by this guestbench "
@@ -156,7 +157,10 @@ def _tables(entries: list[dict[str, Any]], specs: list[EnvironmentSpec],
 
 def _resolved_repeat(case: WorkloadCase, campaign: CampaignSection, overrides: Overrides,
                      source: str) -> int | str:
-    """--repeat, else the workload's own repeat, else the campaign's, else its family's default."""
+    """best_of's runs; else --repeat, else the workload's own repeat, else the campaign's,
+    else its family's default."""
+    if case.best_of is not None:
+        return case.best_of  # the best of N is of N runs, whatever --repeat says
     if overrides.repeat is None and case.repeat is not None:
         return case.repeat  # checked where it was read
     if campaign.repeat is None:

@@ -21,7 +21,7 @@ from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
 from guestbench.host import Host
 from guestbench.plan.labels import plain_value
 from guestbench.plan.errors import PlanError, explain, gathered, numbered_lines
-from guestbench.plan.schema import AUTO, WorkloadCase, WorkloadRepeat
+from guestbench.plan.schema import AUTO, WorkloadBestOf, WorkloadCase, WorkloadRepeat
 from guestbench.plan.errors import did_you_mean
 
 def expand_environments(tables: list[dict[str, Any]], source: str,
@@ -39,7 +39,7 @@ def expand_environments(tables: list[dict[str, Any]], source: str,
 
 # what an [[environment]] and a [[workload]] table take besides their model's fields
 ENVIRONMENT_KEYS = ("preset",)
-WORKLOAD_KEYS = ("name", "repeat", "environments", "label")
+WORKLOAD_KEYS = ("name", "repeat", "best_of", "environments", "label")
 
 
 def _environment_table(index: int, table: dict[str, Any], source: str) -> list[EnvironmentSpec]:
@@ -95,6 +95,8 @@ def _workload_table(index: int, table: dict[str, Any], source: str,
                         f"(fix: use one of {', '.join(workloads.CATALOGUE)})")
     workload = workloads.CATALOGUE[name]
     repeat = _workload_repeat(table, source, where)
+    best_of = _workload_best_of(table, repeat, source, where)
+    repeat = best_of or repeat
     only = _workload_environments(table, source, where)
     base_label = _workload_label(table, name, source, where)
     follows = _following(table, workload.params_model, source, where)
@@ -113,7 +115,8 @@ def _workload_table(index: int, table: dict[str, Any], source: str,
                 problems.append(told)
             continue
         label = base_label + "".join(f"[{key}={combination[key]}]" for key in swept)
-        case = WorkloadCase(name, params, label, repeat, only, table=index, follows=follows)
+        case = WorkloadCase(name, params, label, repeat, only, table=index, follows=follows,
+                            best_of=best_of)
         if repeat == AUTO and case.workload.primary_metric is None:
             raise PlanError(f"{source}: {where}.repeat: \"auto\" judges a workload's "
                             f"primary metric and {name} has none (fix: give a whole number)")
@@ -250,6 +253,22 @@ def _workload_repeat(table: dict[str, Any], source: str, where: str) -> int | st
         return WorkloadRepeat.model_validate({"repeat": table.pop("repeat")}).repeat
     except ValidationError as error:
         raise PlanError(explain(source, error, prefix=where)) from None
+
+
+def _workload_best_of(table: dict[str, Any], repeat: int | str | None, source: str,
+                      where: str) -> int | None:
+    """Takes the table's `best_of` out of it: its runs, which a repeat may not contradict."""
+    if "best_of" not in table:
+        return None
+    try:
+        best_of = WorkloadBestOf.model_validate({"best_of": table.pop("best_of")}).best_of
+    except ValidationError as error:
+        raise PlanError(explain(source, error, prefix=where)) from None
+    if repeat is not None and repeat != best_of:
+        raise PlanError(f"{source}: {where}: repeat = {repeat!r} and best_of = {best_of}: "
+                        f"best_of = {best_of} runs the workload {best_of} times (fix: drop "
+                        "repeat)")
+    return best_of
 
 
 def _is_sweep(value: Any, model: type[BaseModel], key: str) -> bool:

@@ -96,6 +96,14 @@ class WorkloadRepeat(BaseModel):
     repeat: Repeat
 
 
+class WorkloadBestOf(BaseModel):
+    """A [[workload]] table's best_of: N runs, each cell published as its best run."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    best_of: int = Field(ge=2, le=MAX_REPEAT)
+
+
 class PlanFile(BaseModel):
     """The top level of a plan file; environment and workload tables are checked per kind."""
 
@@ -121,6 +129,13 @@ class WorkloadCase:
     table: int = dataclasses.field(default=-1, compare=False, repr=False)
     # parameters written "@vcpus": set per environment (follow), then the case is split
     follows: tuple[str, ...] = dataclasses.field(default=(), compare=False, repr=False)
+    # best_of = N: N runs whatever --repeat says, and published tables show each cell's best
+    best_of: int | None = None
+
+    def stored_params(self) -> dict[str, Any]:
+        """Its parameters as each run stores them, with best_of (what the tables publish)."""
+        return {**self.params.model_dump(mode="json"),
+                **({"best_of": self.best_of} if self.best_of else {})}
 
     def runs_in(self, environment: str) -> bool:
         return self.environments is None or any(
@@ -161,6 +176,7 @@ class Plan:
             "environments": [spec.model_dump(mode="json") for spec in self.environments],
             "workloads": [{"name": case.name, "label": case.label, "repeat": case.repeat,
                            "params": case.params.model_dump(mode="json"),
+                           **({"best_of": case.best_of} if case.best_of else {}),
                            **({"environments": list(case.environments)}
                               if case.environments is not None else {})}
                           for case in self.workloads],

@@ -70,6 +70,16 @@ FLAG_MEANINGS = {
 }
 
 
+def flag_meaning(cell: Cell, flag: str) -> str:
+    """What a flag says of this cell: too-fast names its workload's own rule where its tool
+    has one (fio's whole milliseconds), the same for every cell of it."""
+    if flag == TOO_FAST and cell.too_fast_rule:
+        return (f"too fast to time, shown as +++++ like bonnie++: {cell.too_fast_rule} (so "
+                "said at least half of the cell's runs); the median is in brackets, with no "
+                "interval, and no ratio, % or geometric mean uses it")
+    return FLAG_MEANINGS.get(flag, flag)
+
+
 # A published cell's word for a run that gave no figure (its footnote says which and why).
 INCONCLUSIVE = "console-latency"  # the clock check's flag when it could not judge
 CLOCK_LINE = "Clock check inconclusive for"
@@ -136,7 +146,7 @@ class Footnotes:
 
     def _keys(self, cell: Cell) -> list[tuple[str, str, str]]:
         # a published cell carries no mark of an inconclusive clock check: clock_line says it
-        flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in cell.flag_names
+        flagged = [(flag, flag_meaning(cell, flag)) for flag in cell.flag_names
                    if flag != INCONCLUSIVE]
         out = []
         for index, (status, reason) in enumerate([*cell.problems, *flagged]):
@@ -148,7 +158,7 @@ class Footnotes:
 
     def _numbered(self, cell: Cell) -> list[int]:
         marks: list[int] = []
-        flagged = [(flag, FLAG_MEANINGS.get(flag, flag)) for flag in cell.flag_names]
+        flagged = [(flag, flag_meaning(cell, flag)) for flag in cell.flag_names]
         for index, (status, reason) in enumerate([*cell.problems, *flagged]):
             is_flag = index >= len(cell.problems)
             key = ("" if is_flag else cell.environment, status, _NUMBERS.sub("#", reason or ""))
@@ -274,8 +284,9 @@ def spread_text(cell: Cell, divisor: float = 1.0) -> str:
 
 def central(cell: Cell) -> float:
     """The figure a cell is shown by, in the style's statistic: its median (the default), the
-    mean of its values, or the best of them (the highest of a rate, the lowest of a time)."""
-    statistic = STYLE.get().statistic
+    mean of its values, or the best of them (the highest of a rate, the lowest of a time);
+    the best where the plan asked for the best of N runs (best_of)."""
+    statistic = "best" if cell.best_of else STYLE.get().statistic
     if statistic == "mean" and cell.stats is not None and cell.stats.mean is not None:
         return cell.stats.mean
     if statistic == "best" and cell.values:
@@ -507,20 +518,46 @@ def _measured_text(cell: Cell, footnotes: Footnotes, divisor: float, show_n: boo
         return verdict_text(cell, footnotes)
     if cell.too_fast:
         return decorate(too_fast_text(cell, divisor), cell, footnotes)
+    write = value_formatter(cell)
     if STYLE.get().plain:
-        return decorate(format_value(central(cell) / divisor) + spread_text(cell, divisor),
+        return decorate(write(central(cell) / divisor) + spread_text(cell, divisor),
                         cell, footnotes)
-    text = format_value(cell.median / divisor)
+    text = write(cell.median / divisor)
     if cell.kind == CONTEXT and cell.minimum == cell.maximum:  # a count that never changed
         return decorate(text + (f" n={cell.count_text}" if show_n else ""), cell, footnotes)
     half_width = cell.stats.half_width if cell.stats else None
     if half_width is not None:
         text += f" ±{format_percent(half_width)}"
+    elif cell.n > 1 and cell.minimum == cell.maximum:
+        text += " (every run)"  # a coarse clock's figure: no interval would be true
     elif cell.n > 1:
-        text += f" ({format_value(cell.minimum / divisor)}-{format_value(cell.maximum / divisor)})"
+        text += f" ({write(cell.minimum / divisor)}-{write(cell.maximum / divisor)})"
     if show_n:
         text += f" n={cell.count_text}"
     return decorate(text, cell, footnotes)
+
+
+def published_ratio(base: Cell, cell: Cell, interval: Interval | None) -> Interval | None:
+    """The ratio a table shows (above 1 is worse): of medians with their interval; in a
+    plain table, of the best runs where the plan asked for the best of N (best_of), as a
+    write-up's "% of native" of its best runs, with no interval."""
+    if not (STYLE.get().plain and (cell.best_of or base.best_of)):
+        return interval
+    mine, theirs = central(cell), central(base)
+    top, bottom = (theirs, mine) if cell.higher_is_better else (mine, theirs)
+    return Interval(top / bottom) if bottom else None
+
+
+def best_of_note(report: CampaignResults) -> str:
+    """What a plain table says of the workloads shown by their best run (best_of); "" for
+    none."""
+    best = {cell.label: cell.best_of for row in report.results.cells.values()
+            for cell in row.values() if cell.best_of}
+    if not best or not STYLE.get().plain:
+        return ""
+    return ("The best of N runs, as the plan's best_of asks, and ratios of the best (the "
+            "geometric means stay of medians): "
+            + ", ".join(f"{label} ({count})" for label, count in best.items()) + ".")
 
 
 def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes,
@@ -530,7 +567,8 @@ def _ratio_text(cell: Cell, baseline: Cell, footnotes: Footnotes,
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if cell.too_fast or baseline.too_fast:
         return f"+++++ {footnotes.mark(cell if cell.too_fast else baseline)}"
-    ratio = cell.slowdown_to(baseline)
+    interval = published_ratio(baseline, cell, interval)
+    ratio = interval.value if interval is not None else cell.slowdown_to(baseline)
     if interval is not None:
         text = format_interval(interval)
     else:
@@ -611,7 +649,8 @@ def measured_table(report: CampaignResults, footnotes: Footnotes) -> Table:
         name="measured")
     if STYLE.get().plain:
         measured.title = title(report, f"Measured: {STYLE.get().statistic}")
-        measured.note = f"The {STYLE.get().statistic} of each cell's runs."
+        measured.note = f"The {STYLE.get().statistic} of each cell's runs." + (
+            f" {best_of_note(report)}" if best_of_note(report) else "")
         column_n = {env: "" for env in column_n}
     elif any(column_n.values()):  # a column's one n, in a row: headers stay short
         measured.add(["runs", "n", *(column_n[env] or "per cell" for env in results.environments)])
@@ -667,6 +706,8 @@ def ratio_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     differing = parameter_notes(report)
     if differing:
         table.note += " " + differing
+    if best_of_note(report):
+        table.note += " " + best_of_note(report)
     return table
 
 

@@ -392,7 +392,7 @@ class Runner:
         self._sample_load()
         self.store.add_run(self.campaign_id, RunRecord(
             environment_id=cell.column.row_id, workload=cell.case.name, label=cell.case.label,
-            params=cell.case.params.model_dump(mode="json"), repetition=repetition,
+            params=cell.case.stored_params(), repetition=repetition,
             status=outcome.status, reason=outcome.reason, started_at=started_at,
             host_seconds=host_seconds, log_path=log_path,
             samples=tuple(outcome.samples), flags=tuple(outcome.flags)))

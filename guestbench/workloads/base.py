@@ -105,6 +105,12 @@ class Workload:
     derive: Callable[[Params, RunOutput], "list[Sample] | Derived"] | None = field(
         default=None, kw_only=True)
 
+    # The one rule by which its tool says a figure is too fast to time, for every cell of
+    # it on every host (bonnie++'s +++++, fio's whole milliseconds); such a run carries
+    # too_fast(metric) flags. "": none, and a figure every run gave identically is the one
+    # too fast to time (analysis/summary.py).
+    too_fast_rule: str = field(default="", kw_only=True)
+
     # False for a workload that reads a guest's own output (no agent runs: image = "none")
     uses_agent: bool = field(default=True, kw_only=True)
 

@@ -297,7 +297,9 @@ WORKLOADS = [
              lambda params: ["exec", *metadata_command(params)],
              frozenset({Capability.FILESYSTEM}), quick=False, primary_metric="create",
              agent_name="exec", job_needs=lambda params, inputs: JobNeeds(scratch=True),
-             derive=derive_metadata, tools=("fio",)),
+             derive=derive_metadata, tools=("fio",),
+             too_fast_rule=f"fio counts a phase's runtime in whole milliseconds: a phase "
+                           f"of under {FIO_SHORTEST_MS} ms is too fast to time to 5%"),
     Workload("dbench", "disk", "dbench's filesystem load (Samba's NetBench trace): MB/s with "
              "N clients", DbenchParams, lambda params: ["exec", *dbench_command(params)],
              frozenset({Capability.FILESYSTEM, Capability.PROCESSES}), quick=False,

@@ -14,7 +14,8 @@ from guestbench.analysis.results import CampaignResults
 from guestbench.workloads import CATALOGUE
 from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
                                      format_interval, format_percent, format_value,
-                                     geomean_caption, geomean_text, in_clock, interval_note,
+                                     best_of_note, geomean_caption, geomean_text, in_clock,
+                                     interval_note, published_ratio,
                                      own_unit_text, problem_text, row_scale, spread_text,
                                      unit_label)
 
@@ -150,6 +151,8 @@ def percent_table(report: CampaignResults, footnotes: Footnotes) -> Table | None
                        + ").")
     if rows:
         table.note += " " + geomean_caption(report)
+    if best_of_note(report):
+        table.note += " " + best_of_note(report)
     for env in results.environments:
         cells = [results.cells[(label, report.primary[label])] for label in labels]
         mark = "" if env == baseline else functional.ratio_mark(report, env)
@@ -168,6 +171,7 @@ def _percent_text(base: Cell, cell: Cell, footnotes: Footnotes, ratio: Interval 
         return problem_text(cell, footnotes) if cell.problems else empty_text(cell)
     if cell.too_fast or base.too_fast:
         return "+++++"
+    ratio = published_ratio(base, cell, ratio)
     if ratio is None or not ratio.value:
         return "-"
     return decorate(f"{100 / ratio.value:.3g}{mark}", cell, footnotes)

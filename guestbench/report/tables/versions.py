@@ -24,8 +24,10 @@ from guestbench.store.records import Environment
 from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_value,
                                      problem_text, row_scale)
 
-# swept spec key -> the environment fact that names the version it ran
-VERSION_KEYS = {"kernel": "guest_kernel", "binary": "vmm_version"}
+# swept spec key -> the environment fact that names the version it ran; "campaign": the tag
+# of each campaign of `report A B` (commands/joined.py), the same plan run twice
+VERSION_KEYS = {"kernel": "guest_kernel", "binary": "vmm_version", "campaign": ""}
+WHAT = {"kernel": "guest kernel", "binary": "VMM binary", "campaign": "campaigns"}
 # The boot workload's rows: its phase points on the host's clock, from VMM start.
 BOOT_METRICS = ("boot_first_byte", "boot_userspace", "boot_agent_ready", "boot_powered_off")
 MARKS = {SLOWER: "slower", FASTER: "faster"}
@@ -78,7 +80,10 @@ def _plain(value: Any) -> str:
 def _group_name(members: list[Environment], key: str) -> str:
     """'qemu' for qemu-kernel_boot_vmlinuz_A and qemu-kernel_boot_vmlinuz_B (a plan's sweep
     names each environment <name>-<key><value>)."""
-    stripped = {re.sub(rf"-{key}[A-Za-z0-9_.]*", "", env.name) for env in members}
+    if key == "campaign":  # "tcg (19.02)", "tcg (current)": the name before the tag
+        stripped = {env.name.removesuffix(f" ({env.spec.get(key)})") for env in members}
+    else:
+        stripped = {re.sub(rf"-{key}[A-Za-z0-9_.]*", "", env.name) for env in members}
     return stripped.pop() if len(stripped) == 1 else f"{members[0].kind} ({key} sweep)"
 
 
@@ -88,7 +93,7 @@ def _headers(members: list[Environment], key: str, fact: str) -> list[str]:
     headers = []
     for env in members:
         facts = env.facts or {}
-        value = facts.get(fact) or env.spec.get(key)
+        value = (facts.get(fact) if fact else None) or env.spec.get(key)
         headers.append(str(value) if value else env.name)
     return [f"{header} ({env.name})" if headers.count(header) > 1 else header
             for header, env in zip(headers, members)]
@@ -114,7 +119,7 @@ def version_tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]
 
 def version_table(report: CampaignResults, group: VersionGroup, footnotes: Footnotes) -> Table | None:
     first = group.versions[0]
-    what = "guest kernel" if group.key == "kernel" else "VMM binary"
+    what = WHAT[group.key]
     table = Table(f"Versions of {group.name} ({what}): median of the first, % change against "
                   "it [95% CI]", ["workload", "metric", *group.versions], [],
                   name=f"versions-{group.name}-{group.key}",

@@ -68,3 +68,40 @@ def test_no_ratio_percent_or_geometric_mean_uses_them(fast: Campaign) -> None:
     assert geomean.interval.value == pytest.approx(2.0, rel=0.01)
     percent = {table.name: table for table in select.tables(report, "published")}["percent"]
     assert row(percent, "guest")[1:3] == ["+++++", "+++++"]
+
+
+def test_one_rule_per_workload_the_same_in_every_cell(store) -> None:
+    """fio's rule (a phase under 20 ms) decides metadata's cells, by their typical run: one run
+    of three under it is not a too-fast cell, two are; and a metadata figure that every run
+    gave identically (fio's whole milliseconds, at 21 ms) is measured by that rule, not marked
+    as quantised, while getpid, whose agent has no such rule, still is (2026-11-27: a cell
+    at 23.8k files/s showed +++++ beside one measured at 16.4k)."""
+    campaign = Campaign(store, {"one": {}, "two": {}, "same": {}, "slow": {}})
+    for env, flagged in (("one", 1), ("two", 2)):
+        for index, jitter in enumerate(THREE):
+            campaign.run(env, "metadata", metadata(1.0, jitter),
+                         flags=("too-fast:create",) if index < flagged else ())
+    for _ in range(2):
+        campaign.run("same", "metadata", [("create", "files/s", 23_809.0),
+                                          ("delete", "files/s", 9_000.0)])
+        campaign.run("same", "getpid", [("time_per_op", "ns", 100.0)])
+    for jitter in THREE:
+        campaign.run("slow", "metadata", [("create", "files/s", 16_400.0 * jitter),
+                                          ("delete", "files/s", 9_000.0 * jitter)])
+    report = reading.load(campaign.store, str(campaign.id))
+    cells = report.results.cells
+    create = cells[("metadata", "create")]
+    assert not create["one"].too_fast and "too-fast" not in create["one"].flag_names
+    assert create["two"].too_fast and "too-fast" in create["two"].flag_names
+    assert not create["same"].too_fast and not create["slow"].too_fast
+    assert cells[("getpid", "time_per_op")]["same"].too_fast  # quantised, no tool rule
+    measured = {(r[0], r[1]): r for r in campaign.tables()["measured"].rows}
+    shown = measured[("metadata", "create (files/s)")]
+    assert shown[2].startswith("250k") and shown[3].startswith("+++++ (250k)")
+    assert shown[4].startswith("23.81k") and shown[5].startswith("16.4k")
+    assert shown[4] == "23.81k (every run)"  # no interval: a falsely tight one would mislead
+    assert create["same"].stats.ci_low is None
+    # the footnote says the workload's own rule
+    footnotes = campaign.tables()["measured"].footnotes
+    assert any("whole milliseconds: a phase of under 20 ms" in line for line in footnotes), \
+        footnotes

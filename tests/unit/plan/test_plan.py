@@ -156,6 +156,12 @@ INVALID = [
                  id="workload-repeat-list-is-no-sweep"),
     pytest.param(workload('name = "hang"\nrepeat = "auto"'), "workload[0].repeat",
                  id="auto-without-primary-metric"),
+    pytest.param(workload('name = "dbench"\nbest_of = 1'), "workload[0].best_of",
+                 id="best-of-one"),
+    pytest.param(workload('name = "dbench"\nbest_of = "2"'), "workload[0].best_of",
+                 id="best-of-string"),
+    pytest.param(workload('name = "dbench"\nbest_of = 2\nrepeat = 3'), "workload[0]",
+                 id="best-of-against-repeat"),
     pytest.param(campaign('repeat = "auto"') + '[[workload]]\nname = "hang"\n', "campaign.repeat",
                  id="campaign-auto-reaches-hang"),
 ]
@@ -193,7 +199,8 @@ def test_every_problem_of_a_plan_is_told_at_once_with_the_nearest_key(write_plan
         "check its spelling; allowed here: preset, "
         + ", ".join(environments.spec_model("qemu").model_fields) + ")",
         f"{path}: workload[0].repat: unknown key; did you mean 'repeat'? (fix: remove it or "
-        "check its spelling; allowed here: name, repeat, environments, label, min_time_s, "
+        "check its spelling; allowed here: name, repeat, best_of, environments, label, "
+        "min_time_s, "
         "values)"]
 
 
@@ -229,7 +236,7 @@ def test_unknown_key_lists_the_allowed_keys(write_plan, host: Host) -> None:
         load(path, host)
     assert "allowed here: preset, name, kind, runtime, platform" in str(caught.value)
     path = write_plan(workload('name = "getpid"\nmin_tim = 1.0'))
-    with pytest.raises(PlanError, match="allowed here: name, repeat, environments, label, min_time_s"):
+    with pytest.raises(PlanError, match="allowed here: name, repeat, best_of, environments, label, min_time_s"):
         load(path, host)
 
 
@@ -712,3 +719,17 @@ def test_a_swept_path_names_the_environment_by_its_file_name(write_plan, host) -
                       '[[workload]]\nname = "boot"\n')
     names = [spec.name for spec in load(path, host).environments]
     assert names == ["tcg-kernelvmlinuz_6.1.0_1_amd64", "tcg-kernelvmlinuz_6.1.0_1_cloud_amd64"]
+
+
+def test_best_of_runs_n_times_whatever_repeat_says_and_is_stored(write_plan, host: Host) -> None:
+    """best_of = 2, as the KVM-against-Xen page ran dbench ("the best of 2 runs"): 2 runs even
+    under --repeat 5, kept in the stored plan (resume) and in each run's parameters (the
+    tables show the best run)."""
+    from guestbench.plan.build import stored
+    path = write_plan(ENV + '[[workload]]\nname = "dbench"\nbest_of = 2\n' + WORKLOAD)
+    plan = load(path, host, Overrides(repeat=5))
+    dbench, getpid = plan.workloads
+    assert (dbench.repeat, dbench.best_of, getpid.repeat, getpid.best_of) == (2, 2, 5, None)
+    assert dbench.stored_params()["best_of"] == 2 and "best_of" not in getpid.stored_params()
+    again = stored(json.loads(json.dumps(plan.as_dict())), "campaign 1")
+    assert again.workloads[0].best_of == 2 and again.workloads[0].repeat == 2

@@ -143,7 +143,7 @@ def test_the_upload_table_gives_each_environment_its_own_channel(store) -> None:
 def test_an_unknown_parameter_written_vcpus_is_refused_with_the_parameters(write_plan, host):
     text = VCPU_PLAN.replace('jobs = "@vcpus"', 'frobs = "@vcpus"')
     with pytest.raises(PlanError, match=r"workload\[0\]\.frobs: unknown key.*"
-                                        r"allowed here: name, repeat, environments, label, "
+                                        r"allowed here: name, repeat, best_of, environments, label, "
                                         r"units, jobs, cache"):
         load(write_plan(text), host)
 

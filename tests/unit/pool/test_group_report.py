@@ -57,3 +57,34 @@ def test_compare_of_two_hosts_of_a_group_says_the_hosts_differ(build_plan, store
     assert unknown.exit_code == EXIT_BAD_INPUT, unknown.output
     assert "host 'gamma' has no campaign in group" in unknown.output
     assert "name one of alpha, beta" in unknown.output
+
+
+def test_by_host_gives_each_host_its_own_tables(build_plan, store, host, tmp_path) -> None:
+    """--by host: the "four machines" layout of the Seoul write-up, one table per machine
+    under its name and facts, from one command over the pooled store."""
+    plan = build_plan([{"name": "base", "kind": "fake"}, {"name": "vm", "kind": "fake",
+                                                          "scale": 2.0}],
+                      [{"name": "getpid"}], repeat=3)
+    group = pool_rows.create_group(store.engine, "machines", "(plan)", "m.toml",
+                                   ["alpha", "beta"])
+    ids = {name: Runner(plan, store, host, tmp_path / "logs", Path("/bin/true"),
+                        snapshot_host=lambda host: QUIET_HOST,
+                        pool={"group_id": group, "pool_host": name}).run()
+           for name in ("alpha", "beta")}
+    url = store.engine.url.render_as_string(hide_password=False)
+    result = CliRunner().invoke(main, ["report", "--group", "machines", "--by", "host",
+                                       "--format", "markdown", "--table", "measured",
+                                       "--plain", "--label", "vm=VM", "--db", url])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert text.startswith("# Group ") and "2 hosts, one report each" in text
+    alpha, beta = text.index("## alpha: Test CPU 3000"), text.index("## beta: Test CPU 3000")
+    assert alpha < beta and f"(campaign {ids['alpha']})" in text[alpha:beta]
+    for part in (text[alpha:beta], text[beta:]):  # each host: its own measured table
+        assert part.count("### Measured") == 1
+        assert "| workload | metric | base | VM |" in part
+    for args, said in ((["--by", "host"], "add --group G"),
+                       (["--group", "machines", "--by", "host", "--format", "json"],
+                        "table or Markdown")):
+        refused = CliRunner().invoke(main, ["report", *args, "--db", url])
+        assert refused.exit_code == EXIT_BAD_INPUT and said in refused.output, refused.output
