@@ -33,6 +33,8 @@ class Table:
     # "much-worse", "far-worse"; None: not a ratio), for renderers that colour
     tones: list[list[str | None]] = field(default_factory=list)
     lead: str = ""  # a line said before the table (the campaign's typical spread)
+    # what a title a [[table]] entry gives keeps after it (the setup's host)
+    keep_in_title: str = ""
 
     def add(self, row: list[str], sources: list[tuple[str, str] | None] | None = None) -> None:
         self.rows.append(row)

@@ -213,6 +213,8 @@ def _built(report: CampaignResults, choice: Choice, say_nothing: bool = True) ->
     if choice.title:
         for table in made:
             table.title = choice.title if len(made) == 1 else f"{choice.title}: {table.title}"
+            if table.keep_in_title:
+                table.title += f": {table.keep_in_title}"
     return made
 
 

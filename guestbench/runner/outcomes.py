@@ -8,12 +8,11 @@ error and gave samples; everything else gets the status that says what went wron
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from guestbench.process import memory, proc
+from guestbench.process import proc
 from guestbench.analysis import clock
 from guestbench.environments.base import Guest, GuestCrashed
 from guestbench.protocol import ProtocolError, Record

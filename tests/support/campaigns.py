@@ -11,10 +11,11 @@ from tests.support.facts import FACTS, STARTED
 class Campaign:
     """A campaign written straight into the store, run by run."""
 
-    def __init__(self, store, environments: dict[str, dict], baseline: str | None = None) -> None:
+    def __init__(self, store, environments: dict[str, dict], baseline: str | None = None,
+                 plan: dict | None = None) -> None:
         self.store = store
-        self.id = store.create_campaign("published", {"source": "test"}, FACTS, "fp", baseline,
-                                        "/logs", "0.1.0")
+        self.id = store.create_campaign("published", {"source": "test", **(plan or {})}, FACTS,
+                                        "fp", baseline, "/logs", "0.1.0")
         self.env_ids = {name: store.add_environment(self.id, name, spec.get("kind", "fake"),
                                                     {"name": name, **spec}, True, "ok", position)
                         for position, (name, spec) in enumerate(environments.items())}

@@ -31,7 +31,11 @@ def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[s
     if picked and not asked and not any(choice.table == "platform" for choice in picked):
         # the write-up's tables: the setup they state, once, before them (--table X: X alone),
         # plain as they are, its environments named as they name them
-        named = {env: shown for choice in picked for env, shown in choice.labels.items()}
+        named: dict[str, str] = {}
+        for choice in picked:
+            for env, shown in choice.labels.items():
+                if env not in named:  # two entries' labels for one name: "UML" bare and inside
+                    named[env] = shown if shown not in named.values() else f"{shown} ({env})"
         picked = [select.Choice("platform", labels=named), *picked]
     if picked:
         tables = select.tables(report, "published", choices=picked)

@@ -43,8 +43,9 @@ def boot_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     phases = report.boot
     envs = list(columns)
     statistic = model.STYLE.get().statistic
-    table = Table(f"Boot phases: {statistic} duration per phase, ms (host clock; guest uptime "
-                  "on the guest's)", ["phase (ms)", *envs], [], note=PHASES_NOTE,
+    unit = boot_unit()
+    table = Table(f"Boot phases: {statistic} duration per phase, {unit} (host clock; guest "
+                  "uptime on the guest's)", [f"phase ({unit})", *envs], [], note=PHASES_NOTE,
                   label_columns=1, name="boot")
     sources = [(env, label) for env, (label, _cell) in columns.items()]
     table.add(["runs (n)", *(str(cell.n_runs) for _label, cell in columns.values())], sources)
@@ -81,8 +82,10 @@ def boot_totals_table(report: CampaignResults, footnotes: Footnotes) -> Table | 
     if not columns:
         return None
     statistic = model.STYLE.get().statistic
-    table = Table(f"Boot time: VMM start to powered off, {statistic} of the runs, ms",
-                  ["environment", "boot (ms)", "n"], [], label_columns=1, name="boot-totals",
+    unit = boot_unit()
+    table = Table(f"Boot time: VMM start to powered off, {statistic} of the runs, {unit}",
+                  ["environment", f"boot ({unit})", "n"], [], label_columns=1,
+                  name="boot-totals",
                   note="On the host's clock: from the VMM's process start to its exit after "
                        "the guest powered off.")
     for env, (label, cell) in columns.items():
@@ -188,8 +191,23 @@ def _spread(cell: Cell, statistic: str) -> str:
     return ""
 
 
+# ms in each time unit a report's style may give the boot tables
+PER_MS = {"ns": 1e6, "us": 1e3, "ms": 1.0, "s": 1e-3}
+
+
+def boot_unit() -> str:
+    """The boot tables' unit: ms, or the one the report's style or the [[table]] entry gives."""
+    return model.TIME_UNIT.get() or "ms"
+
+
 def whole_ms(value: float) -> str:
-    """ms as the seeds write them: whole numbers (11190, 2786), or the style's decimals."""
-    decimals = model.STYLE.get().decimals or 0
-    text = f"{value:.{decimals}f}"
+    """A duration of `value` ms as the seeds write them: whole ms (11190, 2786), or in the
+    style's unit (3.9 s, 1m53) with its decimals (whole ms, 2 decimals of a second)."""
+    unit = boot_unit()
+    if unit == model.CLOCK:
+        return model.format_clock(value / 1000)
+    decimals = model.STYLE.get().decimals
+    if decimals is None:
+        decimals = 2 if unit == "s" else 0
+    text = f"{value * PER_MS[unit]:.{decimals}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text  # never "-0"

@@ -25,6 +25,12 @@ def display_name(env: dict[str, Any]) -> str:
     return f"{name} ({platform})" if platform and platform not in name else name
 
 
+def shown_ran(env: dict[str, Any], host_kernel: str | None) -> str:
+    """what_ran as a write-up's setup names it: "QEMU 7.2.22 (...)" for QEMU's own words
+    "QEMU emulator version 7.2.22 (...)" (exports keep those)."""
+    return what_ran(env, host_kernel).replace("QEMU emulator version ", "QEMU ")
+
+
 def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
     """'runc version 1.1.5+ds1', 'QEMU emulator version 7.2.22 (...); guest kernel 6.1.0';
     the host's kernel for native; 'not recorded' for a campaign older than these facts."""
@@ -49,15 +55,17 @@ GUEST_KINDS = ("qemu", "xen", "uml", "command")
 
 def accelerator(env) -> str:
     """What runs the guest's instructions, in words: "KVM (hardware)", "TCG (QEMU's
-    emulation, no KVM)", "none: the host kernel", ..."""
+    emulation)", "none: the host kernel", ..."""
     facts, spec, kind = env.facts or {}, env.spec or {}, env.kind
     nested = spec.get("inside") not in (None, "none")
     if kind in ("qemu", "xen"):
         accel = facts.get("accel") or spec.get("accel")
-        words = {"tcg": "TCG (QEMU's emulation, no KVM)", "kvm": "KVM (hardware)",
+        words = {"tcg": "TCG (QEMU's emulation)", "kvm": "KVM (hardware)",
                  "auto": "KVM where it boots, else TCG"}.get(accel, str(accel or "-"))
-        words = ("KVM in an L1 guest that runs under TCG" if nested and accel == "kvm"
-                 else words)
+        if nested:
+            words = ("KVM in an L1 guest that runs under TCG" if accel == "kvm"
+                     else f"{ {'tcg': 'TCG', 'auto': 'KVM or TCG'}.get(accel, words)} "
+                          "inside an L1 guest under TCG")
         return f"Xen on {words}" if kind == "xen" else words
     if kind == "qemu-user":
         return "TCG (QEMU user-mode translation)"
@@ -79,11 +87,18 @@ def host_line(facts: dict[str, Any]) -> str:
     parts = [f"{facts.get('cpu_model') or 'CPU not recorded'}, "
              f"{facts.get('logical_cpus') or '?'} logical CPUs",
              f"{memory / 1024:.1f} GiB RAM" if memory else "RAM not recorded",
-             f"disk {facts['disk']}" if facts.get("disk") else "disk not recorded",
+             _disk(facts["disk"]) if facts.get("disk") else "disk not recorded",
              f"kernel {facts.get('kernel') or 'not recorded'}"]
     if facts.get("virtualised"):
-        parts.append("itself a virtual machine")
+        parts.append("a virtual machine itself")
     return "; ".join(parts)
+
+
+def _disk(fact: str) -> str:
+    """The host's disk fact ("vda: virtio disk (virtual), 256 GiB") as a write-up says it:
+    "virtio disk (virtual), 256 GiB"; "disk sda: ..." where the model does not say disk."""
+    told = fact.split(": ", 1)[-1]
+    return told if "disk" in told.lower() else f"disk {fact}"
 
 
 def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
@@ -95,12 +110,15 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
                   ["environment", "what ran", "accelerator",
                    *(["guest memory", "vCPUs"] if guests else [])],
                   [], label_columns=3 + 2 * guests, name="platform",  # words, not figures
+                  keep_in_title=f"host {host_line(report.host_facts)}",
                   note="What ran: the runtime's, translator's or VMM's version as the "
                        "environment reported it, and the guest kernel's release; native runs "
-                       f"on the host's kernel. {NOT_RECORDED}: a campaign stored before its "
-                       "kind recorded versions.")
+                       "on the host's kernel.")
     for env in report.environments:
-        ran = what_ran(env, host_kernel)
+        ran = shown_ran(env, host_kernel)
+        if ran == NOT_RECORDED and NOT_RECORDED not in table.note:
+            table.note += (f" {NOT_RECORDED}: a campaign stored before its kind recorded "
+                           "versions.")
         if not env.available:
             mark = problem_text(_unavailable(env, report), footnotes)
             ran = mark if ran == NOT_RECORDED else f"{ran} {mark}"

@@ -223,7 +223,7 @@ def test_the_system_card_says_what_each_environment_ran(store, tmp_path) -> None
     (detail,) = rows["runsc (ptrace)"].all("span", class_="detail")  # under what ran
     assert detail.text() == "gVisor's ptrace platform (its own kernel in user space)"
     assert rows["qemu-kvm"].text().startswith(
-        "QEMU emulator version 7.2.22; guest kernel 6.1.0-41-amd64 ⊘ unavailable")
+        "QEMU 7.2.22; guest kernel 6.1.0-41-amd64 ⊘ unavailable")
     (why,) = rows["qemu-kvm"].all("span", class_="status-bad")
     assert why.attrs["title"] == f"no KVM here {EVIL}"
     assert rows["uml"].text().startswith("6.1.176 (guest kernel)")

@@ -112,3 +112,61 @@ def test_minutes_and_seconds_as_time_prints_a_build(store) -> None:
         "0m00", "1m00", "60m00", "12m05"]
     with styled(Style(plain=True, decimals=1)):
         assert format_clock(113.26) == "1m53.3"
+
+
+def _booted(store):
+    from tests.support.campaigns import Campaign
+    campaign = Campaign(store, {"uml": {"kind": "uml"}, "uml-virt": {"kind": "uml",
+                                                                    "inside": "tcg"}})
+    for env, total in (("uml", 870.0), ("uml-virt", 6730.0)):
+        for jitter in (0.99, 1.0, 1.01):
+            campaign.run(env, "boot", [("boot_powered_off", "ms", total * jitter)])
+    return campaign
+
+
+def test_boot_tables_take_the_unit_a_style_gives(store) -> None:
+    """units = {boot-totals = "s"}: "start-up (baremetal) — UML: 3.9" as the libguestfs
+    write-up gives it, in seconds (boot tables were whole ms whatever the style said)."""
+    from guestbench.commands import reading
+    from guestbench.report import restyle, select
+    campaign = _booted(store)
+    report = reading.load(store, str(campaign.id))
+    with restyle.active(restyle.ReportStyle(units={"boot-totals": "s"})):
+        table = next(table for table in select.with_data(report, ("boot-totals",)))
+    assert table.header == ["environment", "boot (s)", "n"]
+    assert [(row[0], row[1].split(" ±")[0]) for row in table.rows] == [
+        ("uml", "0.87"), ("uml-virt", "6.73")]
+    shown = select.tables(report, "published", choices=[
+        select.Choice("boot-totals", unit="s", decimals=1, title="start-up")])
+    assert [row[1] for row in shown[0].rows] == ["0.9", "6.7"]
+
+
+def test_a_setup_table_given_a_title_keeps_the_host(store) -> None:
+    from guestbench.commands import reading
+    from guestbench.report import select
+    campaign = _booted(store)
+    report = reading.load(store, str(campaign.id))
+    table = select.tables(report, "published", choices=[
+        select.Choice("platform", title="platforms and their versions")])[0]
+    assert table.title.startswith("platforms and their versions: host Test CPU"), table.title
+
+
+def test_the_setup_names_each_environment_once(store) -> None:
+    """Two [[table]] entries that both call their environment "UML" (bare metal, and inside
+    a VM: libguestfs's write-up) gave the setup block two rows named "UML" (and a nested
+    one's § mark on both): the second is named with its environment now."""
+    from guestbench.commands import reading
+    from guestbench.report.formats import markdown
+    from tests.support.campaigns import Campaign
+    plan = {"tables": [{"table": "boot-totals", "title": "start-up (bare metal)",
+                        "environments": ["uml"], "labels": {"uml": "UML"}},
+                       {"table": "boot-totals", "title": "start-up (virtualized)",
+                        "environments": ["uml-virt"], "labels": {"uml-virt": "UML"}}]}
+    campaign = Campaign(store, {"uml": {"kind": "uml"},
+                                "uml-virt": {"kind": "uml", "inside": "tcg"}}, plan=plan)
+    for env in ("uml", "uml-virt"):
+        campaign.run(env, "boot", [("boot_powered_off", "ms", 900.0)])
+    text = markdown.render(reading.load(store, str(campaign.id)))
+    setup = text.split("### Setup")[1].split("\n\n")[1].splitlines()
+    assert setup[2].startswith("| UML | ") and setup[3].startswith("| UML (uml-virt)"), setup
+    assert "in an L1 guest under TCG" in setup[3] and "L1" not in setup[2]

@@ -10,7 +10,7 @@ from guestbench.analysis.results import CampaignResults
 from guestbench.report import functional
 from guestbench.report.model import STATUS_MARKS
 from guestbench.report.tables.platform import (GUEST_KINDS, HOST_KERNEL, NOT_RECORDED,
-                                              accelerator, display_name, what_ran)
+                                              accelerator, display_name, shown_ran)
 
 def _e(text: object) -> str:
     return escape(str(text), quote=True)
@@ -52,7 +52,7 @@ def system_card(report: CampaignResults, warnings_anchor: str | None) -> str:
 
 def _env_row(env: dict[str, Any], host_kernel: str | None, functional_mark: str = "") -> str:
     """functional_mark: a functional environment's (functional.mark), after its name."""
-    ran = what_ran(env, host_kernel)
+    ran = shown_ran(env, host_kernel)
     name = _e(_named(display_name(env), env.name, functional_mark))
     # the accelerator and a guest's size under what ran, in the cell's width: the card sits
     # beside the heatmap and must not widen the page
