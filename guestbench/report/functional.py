@@ -70,15 +70,18 @@ def judged_names(report: CampaignResults, names: list[str]) -> list[str]:
     return [env for env in names if env == report.baseline or judged(report, env)]
 
 
-def legend(report: CampaignResults, names: list[str] | None = None) -> list[str]:
+def legend(report: CampaignResults, names: list[str] | None = None,
+           headers: dict[str, str] | None = None) -> list[str]:
     """The legend lines of the functional environments among `names` (default: all): one per
-    distinct sentence, and one for a functional baseline."""
+    distinct sentence, and one for a functional baseline; each named as the table shows it
+    (headers: environment -> its header)."""
     found = sentences(report)
     by_sentence: dict[str, list[str]] = {}
     for env, sentence in found.items():
         if names is None or env in names:  # with what ran, where the summary says no more
-            ran = what_ran(report, env)
-            by_sentence.setdefault(sentence, []).append(f"{env}: {ran}" if ran else env)
+            ran = what_ran(report, env).replace("QEMU emulator version ", "QEMU ")
+            shown = (headers or {}).get(env, env)
+            by_sentence.setdefault(sentence, []).append(f"{shown}: {ran}" if ran else shown)
     lines = [f"{MARK} functional figures only, kept out of geometric means "
              f"({', '.join(envs)}): {sentence.rstrip('.')}."
              for sentence, envs in by_sentence.items()]
@@ -104,7 +107,8 @@ def mark_tables(tables: list, report: CampaignResults, headers: dict[str, str],
         marked = _mark_names(table, shown)
         if not marked or (said and not legend_each):
             continue
-        lines = [line for line in legend(report, marked) if line not in table.footnotes]
+        lines = [line for line in legend(report, marked, headers)
+                 if line not in table.footnotes]
         table.footnotes = lines + table.footnotes
         said += lines
 

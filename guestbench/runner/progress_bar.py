@@ -5,6 +5,7 @@ warnings."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -38,7 +39,9 @@ def clock(seconds: float) -> str:
 
 class Lines(Progress):
     """Where stderr is no terminal: what the bar would print above itself, and a line of
-    progress at most every LINE_EVERY_S (and as the last run ends), with the ETA."""
+    progress every LINE_EVERY_S at least, with the ETA: as a run ends once a minute has
+    passed since the last line, as the last run ends, and from beat() (a ticking thread:
+    ticking()) while one run lasts longer, naming the run and how long it has taken."""
 
     LINE_EVERY_S = 60.0
 
@@ -50,6 +53,9 @@ class Lines(Progress):
         self.last = "-"
         self.began = self.last_line = now()
         self.said: set[tuple[str, str, str]] = set()
+        self.running: tuple[str, float] | None = None  # the run under way, and since when
+        self.started = False
+        self._lock = threading.Lock()  # beat() comes from another thread
 
     def unavailable(self, environment: str, reason: str) -> None:
         self.say(f"{environment}: unavailable: {reason}")
@@ -61,32 +67,74 @@ class Lines(Progress):
         self.say(f"guestbench: warning: {message}")
 
     def start(self, total_runs: int) -> None:
-        self.total = total_runs
-        self.began = self.last_line = self.now()
+        with self._lock:
+            self.total = total_runs
+            self.began = self.last_line = self.now()
+            self.started = True
 
     def total_changed(self, total_runs: int) -> None:
         self.total = total_runs
 
     def estimate(self, seconds_left: float) -> None:
-        first = self.eta.startswith("-")
-        self.eta = f"~{clock(seconds_left)}"
-        if first and self.done < self.total:  # the first estimate: the campaign's length
-            self._line()
+        with self._lock:
+            first = self.eta.startswith("-")
+            self.eta = f"~{clock(seconds_left)}"
+            if first and self.done < self.total:  # the first estimate: the campaign's length
+                self._line()
+
+    def run_started(self, environment: str, label: str, repetition: int) -> None:
+        with self._lock:
+            self.running = (f"{environment} {label}", self.now())
 
     def run_finished(self, environment: str, label: str, outcome) -> None:
-        self.done += 1
-        self.last = f"{environment} {label}"
-        said = (environment, label, outcome.status)
-        if outcome.status not in ("ok", "unavailable") and said not in self.said:
-            self.said.add(said)
-            self.say(problem_line(environment, label, outcome))
-        if self.now() - self.last_line >= self.LINE_EVERY_S or self.done == self.total:
-            self._line()
+        with self._lock:
+            self.done += 1
+            self.last = f"{environment} {label}"
+            self.running = None
+            said = (environment, label, outcome.status)
+            if outcome.status not in ("ok", "unavailable") and said not in self.said:
+                self.said.add(said)
+                self.say(problem_line(environment, label, outcome))
+            if self.now() - self.last_line >= self.LINE_EVERY_S or self.done == self.total:
+                self._line()
+
+    def beat(self) -> None:
+        """A line if a minute has passed since the last one while the campaign runs (a run,
+        or the preparing of the next, lasting longer than that)."""
+        with self._lock:
+            if (self.started and self.done < self.total
+                    and self.now() - self.last_line >= self.LINE_EVERY_S - TICK_S):
+                self._line()  # a tick early rather than late: never more than a minute apart
 
     def _line(self) -> None:
         now = self.last_line = self.now()
-        self.say(f"guestbench: progress: {self.done}/{self.total} runs, last {self.last}, "
+        doing = f"last {self.last}"
+        if self.running is not None:
+            name, since = self.running
+            doing = f"running {name} ({clock(now - since)} so far)"
+        self.say(f"guestbench: progress: {self.done}/{self.total} runs, {doing}, "
                  f"{clock(now - self.began)} elapsed, ETA {self.eta}")
+
+
+TICK_S = 1.0  # how often the ticking thread asks Lines.beat()
+
+
+@contextlib.contextmanager
+def ticking(lines: Lines, every_s: float = TICK_S) -> Iterator[Lines]:
+    """lines.beat() every every_s from a thread of its own while inside; the thread ends
+    with the block, however it ends."""
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(every_s):
+            lines.beat()
+    thread = threading.Thread(target=tick, name="guestbench-progress", daemon=True)
+    thread.start()
+    try:
+        yield lines
+    finally:
+        stop.set()
+        thread.join()
 
 
 class Drawn(Progress):
@@ -141,7 +189,8 @@ def shown(quiet: bool, say: Callable[[str], None]) -> Iterator[Progress]:
     from rich.console import Console  # deferred, with rich.progress: 28 ms --quiet never pays
     console = Console(stderr=True)
     if not console.is_terminal:  # no bar can be drawn: a line a minute instead
-        yield Lines(say)
+        with ticking(Lines(say)) as lines:
+            yield lines
         return
     from rich.progress import (  # deferred: with rich.console, above
         BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn)

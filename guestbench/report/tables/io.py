@@ -20,8 +20,8 @@ from typing import Any
 from guestbench.analysis.cells import CONTEXT, VERDICT, Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.workloads.disk import WORKLOADS as DISK
-from guestbench.report.model import (STYLE, Footnotes, Table, central, decorate, empty_text,
-                                     CLOCK, format_percent, format_value, own_divisor,
+from guestbench.report.model import (STYLE, Footnotes, Table, best_of_note, central, decorate,
+                                     empty_text, CLOCK, format_percent, format_value, own_divisor,
                                      own_unit_text, problem_text, spread_text, too_fast_text,
                                      unit_label, verdict_text)
 
@@ -171,10 +171,14 @@ def _dbench_plain(report: CampaignResults, by_clients: dict[int, str],
     runs = {cell.n_runs for label in by_clients.values() for cell in
             report.results.cells.get((label, "throughput"), {}).values() if cell.values}
     of_runs = f" of {runs.pop()} runs" if len(runs) == 1 else ""
+    if best_of_note(report):
+        statistic = "best"  # the plan's best_of: every figure is its cell's best run
     table = Table(f"dbench: throughput, the {statistic}{of_runs}", header, [], label_columns=1,
                   name="dbench", note="dbench 4.0, Debian's NetBench load file, on the "
                                       "environment's scratch filesystem; % of "
-                                      f"{baseline}: the figure over {baseline}'s.")
+                                      f"{baseline}: the figure over {baseline}'s."
+                                      + (f" {best_of_note(report)}" if best_of_note(report)
+                                         else ""))
     for env in report.results.environments:
         row, sources = [env], []
         for clients in sorted(by_clients):

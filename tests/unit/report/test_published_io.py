@@ -138,6 +138,8 @@ def test_best_of_n_publishes_each_cell_s_best_run_and_its_share(store):
     assert measured[2:] == ["540", "350"]
     assert "The best of N runs, as the plan's best_of asks" in tables["measured"].note
     assert "dbench (2)" in tables["measured"].note
+    assert "best_of asks" in tables["dbench"].note and tables["dbench"].title.startswith(
+        "dbench: throughput, the best")
     percent = {r[0]: r for r in tables["percent"].rows}
     assert percent["tcg"][1] == "64.8"  # 350 / 540, not the medians' 345 / 535 (64.5)
     ratios = next(r for r in tables["ratios"].rows if r[0] == "dbench")
