@@ -113,6 +113,7 @@ def test_a_second_sigterm_during_an_oci_teardown_leaves_nothing(tmp_path, probes
         assert connection.execute("select status from campaign").fetchall() == [("interrupted",)]
 
 
+@pytest.mark.sweeps_journals
 def test_a_journal_left_by_a_guestbench_killed_with_its_reaper_is_swept(tmp_path):
     from guestbench.process import proc, reaper
     dead = subprocess.Popen(["true"])
@@ -145,6 +146,7 @@ def test_a_journal_left_by_a_guestbench_killed_with_its_reaper_is_swept(tmp_path
             mine.unlink(missing_ok=True)
 
 
+@pytest.mark.sweeps_journals
 def test_runc_killed_with_its_reaper_is_cleaned_up_by_the_next_run(tmp_path, probes):
     child, processes, folders = hanging_runc(tmp_path, probes)
     _kill_with_its_reaper(child)
@@ -261,6 +263,7 @@ def test_sigkill_during_a_network_run_leaves_no_device_or_namespace(preset, tmp_
     assert not left_since(processes, folders, wait_s=10.0)
 
 
+@pytest.mark.sweeps_journals
 def test_a_network_path_outlives_a_killed_reaper_only_until_the_next_run(tmp_path, probes):
     """guestbench and its reaper both killed mid-stream: the veth pair and the namespace stay
     (nobody is left to remove them), and the next guestbench's sweep removes them."""
