@@ -33,6 +33,12 @@ def sentences(report: CampaignResults) -> dict[str, str]:
             if (env.facts or {}).get(FUNCTIONAL)}
 
 
+def as_written(version: str) -> str:
+    """A VMM's version as a write-up names it: "QEMU 7.2.22 (...)" for QEMU's own words
+    "QEMU emulator version 7.2.22 (...)"; exports keep those."""
+    return version.replace("QEMU emulator version ", "QEMU ")
+
+
 def what_ran(report: CampaignResults, env: str) -> str:
     """The environment's VMM as it recorded it (its vmm_version fact: "Xen 4.17.7 (...)"),
     or ""."""
@@ -79,7 +85,7 @@ def legend(report: CampaignResults, names: list[str] | None = None,
     by_sentence: dict[str, list[str]] = {}
     for env, sentence in found.items():
         if names is None or env in names:  # with what ran, where the summary says no more
-            ran = what_ran(report, env).replace("QEMU emulator version ", "QEMU ")
+            ran = as_written(what_ran(report, env))
             shown = (headers or {}).get(env, env)
             by_sentence.setdefault(sentence, []).append(f"{shown}: {ran}" if ran else shown)
     lines = [f"{MARK} functional figures only, kept out of geometric means "

@@ -9,6 +9,7 @@ from typing import Any
 
 from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
+from guestbench.report.functional import as_written
 from guestbench.report.model import Footnotes, Table, problem_text
 
 
@@ -26,9 +27,8 @@ def display_name(env: dict[str, Any]) -> str:
 
 
 def shown_ran(env: dict[str, Any], host_kernel: str | None) -> str:
-    """what_ran as a write-up's setup names it: "QEMU 7.2.22 (...)" for QEMU's own words
-    "QEMU emulator version 7.2.22 (...)" (exports keep those)."""
-    return what_ran(env, host_kernel).replace("QEMU emulator version ", "QEMU ")
+    """what_ran as a write-up's setup names it (functional.as_written)."""
+    return as_written(what_ran(env, host_kernel))
 
 
 def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
