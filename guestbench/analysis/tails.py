@@ -34,6 +34,19 @@ class Tail:
         return f"p{self.quantile * 100:g}"
 
 
+def least_values(quantile: float) -> int:
+    """The fewest values whose order statistic can be that quantile at all: 1/(1 - q), so
+    that one value lies above it (p90: 10, p95: 20, p99: 100; the median of one value is
+    that value). With fewer, the "p99" would be the largest value, and tables say so
+    instead of calling it a p99."""
+    return 1 if quantile <= 0.5 else math.ceil(round(1 / (1 - quantile), 9))
+
+
+def nearest_rank(ordered: Sequence[float], quantile: float) -> float:
+    """The quantile as the sample's order statistic x(ceil(n q)), of values sorted."""
+    return ordered[max(math.ceil(len(ordered) * quantile), 1) - 1]
+
+
 def tails(values: Sequence[float], quantiles: Sequence[float] = QUANTILES) -> list[Tail] | None:
     """Each quantile's value and interval; None with fewer than TAIL_RUNS values."""
     if len(values) < TAIL_RUNS:
@@ -45,7 +58,7 @@ def tails(values: Sequence[float], quantiles: Sequence[float] = QUANTILES) -> li
 def _tail(ordered: list[float], quantile: float) -> Tail:
     from scipy.stats import binom  # deferred: scipy's import (0.3 s), only where a tail is told
     n = len(ordered)
-    value = ordered[max(math.ceil(n * quantile), 1) - 1]
+    value = nearest_rank(ordered, quantile)
     below = (1 - CONFIDENCE) / 2
     # P(x(l) <= true quantile <= x(u)) = B(u - 1) - B(l - 1), B the binomial(n, q) CDF
     cdf = binom.cdf(range(n + 1), n, quantile)

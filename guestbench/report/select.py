@@ -21,7 +21,7 @@ from guestbench.plan.tables import matches, ordered, table_specs
 from guestbench.report import columns, functional, model, restyle, titles
 from guestbench.report.model import Footnotes, Style, Table, spread_line, styled
 from guestbench.report.tables import (
-    bonnie, boot, efficiency, io, kernbench, memory, network, platform, published, startup,
+    bonnie, boot, burst, efficiency, io, kernbench, memory, network, platform, published, startup,
     summary, versions)
 
 # the function that builds each named table: (results, footnotes) -> a table, a list of
@@ -54,6 +54,7 @@ BUILDERS: dict[str, Callable] = {
     "startup": startup.startup_tables,
     "footprint": memory.footprint_tables,
     "density": memory.density_table,
+    "burst": burst.burst_table,
     "network": network.network_table,
     "boot": boot.boot_table,
     "boot-totals": boot.boot_totals_table,

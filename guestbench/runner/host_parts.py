@@ -29,6 +29,7 @@ from guestbench.process import memory
 from guestbench.environments.base import Environment, Guest, Job
 from guestbench.network import paths, peer
 from guestbench.protocol import Record
+from guestbench.runner.burst import alive_at_once, run_burst
 from guestbench.runner.density import memory_refusal, run_density
 from guestbench.runner.outcomes import Outcome, Seen, Status
 from guestbench.workloads.instance import PEAK_INTERVAL_MS
@@ -172,6 +173,17 @@ class Density(HostPart):
                            self.params.settle_s)
 
 
+class Burst(HostPart):
+    """burst: N instances started together, staggered or in turn (runner/burst.py)."""
+
+    def refusal(self) -> str | None:
+        return memory_refusal(self.environment,
+                              alive_at_once(self.params.mode, self.params.instances))
+
+    def run(self, job: Job, logdir: Path, timeout_s: float) -> Outcome | None:
+        return run_burst(self.environment, job, self.params, logdir, timeout_s)
+
+
 class Network(HostPart):
     """net_rr, net_stream: the instance's path made (network/paths.py), the agent's peer
     started on the host's end of it (network/peer.py), the agent told where to connect
@@ -208,7 +220,7 @@ class Network(HostPart):
 
 
 PARTS: dict[str, type[HostPart]] = {"start": Start, "footprint": Footprint, "density": Density,
-                                    "network": Network}
+                                    "burst": Burst, "network": Network}
 
 
 def part(name: str | None, environment: Environment, params: Any) -> HostPart:

@@ -1,6 +1,7 @@
 """What an environment itself costs, whatever runs in it: start (its start-up and teardown on
-the host's clock), footprint (the host memory of its whole process tree at rest) and density
-(N instances started together: each one's start, the memory per instance).
+the host's clock), footprint (the host memory of its whole process tree at rest), density
+(N instances started together: each one's start, the memory per instance) and burst (N
+instances started together, staggered or in turn: the start's percentiles and success rate).
 
 All are measured by the runner, on the host; the agent only marks the moments (start: its
 hello and end; footprint, density: ready, then idle while the host reads /proc).
@@ -61,6 +62,25 @@ class DensityParams(Params):
     settle_s: float = Field(0.5, ge=0, le=60, description=(
         "how long every instance idles, once all are ready, before the host reads their memory"))
 
+
+BURST_MODES = ("together", "staggered", "serial")
+
+
+class BurstParams(Params):
+    """One run is one burst; its repetitions give each figure an interval."""
+
+    instances: int = Field(10, ge=1, le=500, description=(
+        "instances in the burst (sweep it: instances = [1, 10, 50])"))
+    mode: Literal["together", "staggered", "serial"] = Field("together", description=(
+        "together: all launched at once; staggered: one every stagger_ms, whether or not "
+        "the previous one is ready; serial: each launched once the previous one is ready, "
+        "and stopped before the next"))
+    stagger_ms: float = Field(200.0, ge=0, le=60_000, description=(
+        "the gap between two launches in staggered mode (ignored by the others)"))
+    ready_timeout_s: float = Field(120.0, gt=0, le=3600, description=(
+        "an instance not ready this long after its launch has failed (the run timeout "
+        "bounds the whole burst)"))
+
 WORKLOADS = [
     Workload("start", "instance", "an instance started to the agent's first record, then stopped",
              StartParams, lambda params: [], quick=False, produces_samples=False,
@@ -90,4 +110,14 @@ WORKLOADS = [
              primary_metric="density_start",
              metric_titles={"density_start": "start, each instance",
                             "density_pss": "PSS per instance", "density_started": "started"}),
+    Workload("burst", "instance", "N instances started together, staggered or one after "
+             "another: each one's launch to its agent, the burst's percentiles and how many "
+             "became ready", BurstParams,
+             lambda params: ["--seconds", repr(DENSITY_IDLE_S), "idle"],
+             quick=False, produces_samples=False, agent_name="idle", host_part="burst",
+             primary_metric="burst_p50",
+             metric_titles={"burst_ready": "each instance's start", "burst_p50": "p50",
+                            "burst_p90": "p90", "burst_p95": "p95", "burst_p99": "p99",
+                            "burst_max": "slowest", "burst_success": "success rate",
+                            "burst_first": "first ready", "burst_last": "last ready"}),
 ]

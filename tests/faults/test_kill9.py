@@ -192,20 +192,40 @@ def _children(pid: int) -> list[int]:
 def test_sigkill_during_density_leaves_no_instance(preset, tmp_path, host_facts):
     """Three instances up at once, guestbench killed while it waits to weigh them: no process
     and no folder of theirs is left (an OCI runtime's state lives in the bundle's folder)."""
+    # once every agent has said it idles: guestbench waits its settle_s, then would weigh them
+    _instances_killed(preset, 'name = "density"\ninstances = 3\nsettle_s = 60',
+                      lambda: _idle_instances(tmp_path) >= 3, tmp_path, host_facts)
+
+
+@pytest.mark.parametrize("preset", ["runc", "runsc", "uml"])
+def test_sigkill_during_a_burst_leaves_no_instance(preset, tmp_path, host_facts):
+    """Six instances launched at once, guestbench killed as the first of them says hello,
+    while the others are still being made (an OCI runtime's create, a kernel's boot): no
+    process, no container state and no folder of theirs is left."""
+    _instances_killed(preset, 'name = "burst"\ninstances = 6',
+                      lambda: _hello_instances(tmp_path) >= 1, tmp_path, host_facts)
+
+
+def _instances_killed(preset: str, workload: str, started, tmp_path: Path, host_facts) -> None:
+    """A campaign of one run of `workload` (its TOML lines) that starts several instances,
+    guestbench killed once started() holds: none of theirs is left 10 s later."""
     prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip
     processes, folders = guest_processes(), guest_folders()
-    plan = tmp_path / "density.toml"
+    plan = tmp_path / "instances.toml"
     plan.write_text(f'[campaign]\nrepeat = 1\ntimeout_s = 120\n\n[[environment]]\n'
-                    f'preset = "{preset}"\n\n[[workload]]\nname = "density"\ninstances = 3\n'
-                    'settle_s = 60\n')
+                    f'preset = "{preset}"\n\n[[workload]]\n{workload}\n')
     child = subprocess.Popen([*GUESTBENCH, "run", str(plan), "--quiet", "--db",
                               f"sqlite:///{tmp_path / 'store.sqlite'}"], cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    # once every agent has said it idles: guestbench waits its settle_s, then would weigh them
-    during = _killed_once(child, lambda: _idle_instances(tmp_path) >= 3,
-                          "three instances") - processes
+    during = _killed_once(child, started, "the instances") - processes
     assert during, "no instance's process was seen"
     assert not left_since(processes, folders, wait_s=10.0)
+
+
+def _hello_instances(folder: Path) -> int:
+    """Instances whose agent's hello is in their logs."""
+    return sum(1 for log in folder.glob("guestbench-logs/**/instance*/stdout.log")
+               if b'"type":"hello"' in log.read_bytes())
 
 
 def test_sigkill_during_a_nested_run_leaves_no_l1_machine_and_no_folder(tmp_path):

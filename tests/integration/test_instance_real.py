@@ -19,15 +19,16 @@ pytestmark = pytest.mark.integration
 PRESETS = ["native", "namespace", "runc", "crun", "runsc", "qemu-user", "qemu-tcg", "uml"]
 
 
-def _workload_runs(preset: str, repeat: int, workload: str, tmp_path, host_facts) -> list[dict]:
-    """A plan of the preset and one workload (its TOML lines), run `repeat` times: its runs,
-    every one ok."""
+def _workload_runs(preset: str, repeat: int, workload: str, tmp_path, host_facts,
+                   cases: int = 1) -> list[dict]:
+    """A plan of the preset and one workload (its TOML lines, sweeping `cases` values), run
+    `repeat` times: its runs, every one ok."""
     prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
     plan = tmp_path / "plan.toml"
     kernel = f'kernel = "{tcg_kernel()}"\n' if preset == "qemu-tcg" else ""
     plan.write_text(f'[campaign]\nrepeat = {repeat}\n\n[[environment]]\npreset = "{preset}"\n'
                     f'{kernel}\n[[workload]]\n{workload}\n')
-    return ok_runs(tmp_path, repeat, str(plan))
+    return ok_runs(tmp_path, repeat * cases, str(plan))
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -78,3 +79,22 @@ def test_density_starts_instances_together_and_leaves_none(preset, tmp_path, hos
         # each instance kept its own logs
         assert {path.name for path in Path(entry["log_path"]).iterdir()} >= {
             "instance1", "instance2", "instance3"}
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_a_burst_times_each_instance_to_its_hello_and_all_become_ready(preset, tmp_path,
+                                                                       host_facts):
+    """Three instances at once, then three staggered 100 ms apart: every one ready, each
+    timed on the host's clock, the last no sooner than the first."""
+    for entry in _workload_runs(preset, 1, 'name = "burst"\ninstances = 3\n'
+                                'mode = ["together", "staggered"]\nstagger_ms = 100',
+                                tmp_path, host_facts, cases=2):
+        got: dict[str, list[float]] = {}
+        for sample in entry["samples"]:
+            got.setdefault(sample["metric"], []).append(sample["value"])
+        assert got["burst_success"] == [100.0], entry["reason"]
+        assert len(got["burst_ready"]) == 3 and entry["reason"] == ""
+        assert 0 < got["burst_first"][0] <= got["burst_last"][0] < entry["host_seconds"] * 1000
+        assert got["burst_p50"][0] <= got["burst_max"][0] == max(got["burst_ready"])
+        if entry["params"]["mode"] == "staggered":  # the third launch came 200 ms in
+            assert got["burst_last"][0] >= 200

@@ -123,3 +123,12 @@ def records_of(output: str):
     records = list(stream.feed((0, line.encode()) for line in output.splitlines()))
     stream.finish()
     return records
+
+
+def alive(guest) -> bool:
+    """Whether a ProcessGuest's process still runs."""
+    try:
+        os.kill(guest.root_pid(), 0)
+    except ProcessLookupError:
+        return False
+    return guest.returncode is None

@@ -6,7 +6,7 @@ cell has 30 runs (analysis/tails.py); with fewer, the median and its interval al
 from __future__ import annotations
 
 from guestbench.analysis.results import CampaignResults
-from guestbench.analysis.tails import QUANTILES, TAIL_RUNS, Tail, tails
+from guestbench.analysis.tails import QUANTILES, TAIL_RUNS, Tail, least_values, tails
 from guestbench.report import functional, titles
 from guestbench.report.model import STYLE, Footnotes, Table, format_value, median_text, value_scale
 
@@ -38,8 +38,9 @@ def _table(report: CampaignResults, label: str, position: int) -> Table | None:
                   note=f"Each percentile is a value measured (the sample's order statistic) "
                        f"with its 95% interval from order statistics (docs/statistics.md); a "
                        f"cell with fewer than {TAIL_RUNS} runs gives its median and interval "
-                       f"alone. '{NO_END}': the runs do not bound that end (an upper bound "
-                       "needs 35 runs for p90, 72 for p95, 368 for p99).")
+                       f"alone, and a percentile needs that many runs (p99: 100): 'needs "
+                       f"100' where a cell has fewer. '{NO_END}': the runs do not bound that "
+                       "end (an upper bound needs 35 runs for p90, 72 for p95, 368 for p99).")
     unbounded = False
     for metric in rows:
         row = results.cells[(label, metric)]
@@ -51,9 +52,11 @@ def _table(report: CampaignResults, label: str, position: int) -> Table | None:
             found = tails(cell.values)
             if found is None:
                 texts = [median_text(cell, divisor)] + ["-"] * (len(names) - 1)
-            else:
-                texts = [_tail(tail, divisor) for tail in found]
-                unbounded |= any(tail.high is None or tail.low is None for tail in found)
+            else:  # a percentile its count cannot be (p99 of 30 runs: their largest) is not told
+                told = [tail for tail in found if len(cell.values) >= least_values(tail.quantile)]
+                texts = [_tail(tail, divisor) if tail in told
+                         else f"needs {least_values(tail.quantile)}" for tail in found]
+                unbounded |= any(tail.high is None or tail.low is None for tail in told)
             table.add([f"{titles.metric_title(report, label, metric)} ({unit})",
                        functional.named(report, env),
                        str(cell.runs or len(cell.values)), *texts],

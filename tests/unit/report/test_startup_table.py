@@ -48,9 +48,21 @@ def test_thirty_runs_give_the_tail_with_intervals(tmp_path: Path) -> None:
     values = report.results.cells[("start", "start_ready")]["runsc"].values
     expected = tails(values)
     assert runsc[2] == "30"
-    for text, tail in zip(runsc[3:], expected):
+    for text, tail in zip(runsc[3:6], expected):
         assert text.startswith(f"{float(f'{tail.value:.4g}'):.4g} [")  # in ms, as measured
-    assert runsc[3].count("?") == 0 and runsc[6].endswith("-?]")  # 30 runs bound no p99 above
+    # 30 runs cannot give a p99 (their largest value is no 99th percentile): not told
+    assert runsc[3].count("?") == 0 and runsc[6] == "needs 100"
+    assert "'needs 100' where a cell has fewer" in table.note
+
+
+def test_a_hundred_runs_give_the_p99_and_say_where_it_is_unbounded(tmp_path: Path) -> None:
+    opened = _campaign(tmp_path / "s.sqlite", {"runc": 100, "runsc": 30})
+    report = reading.load(opened)
+    (table,) = select.chosen_tables(report, [select.Choice("startup", plain=False)])
+    runc = next(row for row in table.rows if row[0:2] == ["to the agent (ms)", "runc"])
+    tail = tails(report.results.cells[("start", "start_ready")]["runc"].values)[-1]
+    assert runc[2] == "100" and runc[6].startswith(f"{float(f'{tail.value:.4g}'):.4g} [")
+    assert runc[6].endswith("-?]")  # 100 runs bound no p99 from above (368 would)
     assert "'?': the runs do not bound that end" in table.note
     shown = markdown.render(report, asked=("startup",))
     assert "| p50 | p90 | p95 | p99 |" in shown.replace("  ", " ") or "p99" in shown

@@ -4,7 +4,6 @@ hold the guests, and the count that started where one did not."""
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from guestbench.protocol import encode
 from guestbench.runner import density
 from guestbench.runner.outcomes import Status
 from guestbench.workloads import CATALOGUE
+from tests.support.guests import alive
 
 
 class _Stub:
@@ -47,14 +47,6 @@ class _Stub:
         return None
 
 
-def _alive(guest: ProcessGuest) -> bool:
-    try:
-        os.kill(guest.root_pid(), 0)
-    except ProcessLookupError:
-        return False
-    return guest.returncode is None
-
-
 def test_every_instance_is_timed_and_weighed_then_stopped(tmp_path):
     stub = _Stub()
     outcome = density.run_density(stub, Job("density", Path("/bin/true"), ()), 3, tmp_path,
@@ -65,7 +57,7 @@ def test_every_instance_is_timed_and_weighed_then_stopped(tmp_path):
     samples = {metric: (unit, value) for metric, unit, value in outcome.samples}
     assert samples["density_started"] == ("count", 3.0)
     assert samples["density_pss"][0] == "MiB" and samples["density_pss"][1] > 0
-    assert not any(_alive(guest) for guest in stub.started)  # nothing outlives the run
+    assert not any(alive(guest) for guest in stub.started)  # nothing outlives the run
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "instance1", "instance2", "instance3"]
 
@@ -78,7 +70,7 @@ def test_an_instance_that_never_gets_ready_fails_the_run_saying_how_many_did(tmp
     # its output ended after the hello: the record stream says what was missing
     assert outcome.reason.startswith("2 of 3 instances started; instance 2: agent output "
                                      "truncated"), outcome.reason
-    assert not any(_alive(guest) for guest in stub.started)
+    assert not any(alive(guest) for guest in stub.started)
 
 
 def test_guests_the_host_cannot_hold_are_refused_before_any_starts(monkeypatch):

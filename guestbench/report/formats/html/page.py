@@ -17,7 +17,8 @@ from guestbench.analysis.boot import PHASES
 from guestbench.analysis.cells import Cell
 from guestbench.plan import catalogue
 from guestbench.report import columns, functional, model, restyle, select
-from guestbench.report.formats.html import card as overview_card, density_plot, overview, svg
+from guestbench.report.formats.html import (burst_plot, card as overview_card, density_plot,
+                                            overview, svg)
 from guestbench.report.formats.html.assets import CSS, SCRIPT
 from guestbench.report.links import log_href
 from guestbench.analysis.results import CampaignResults
@@ -242,7 +243,7 @@ def _plots_section(report: CampaignResults, plots: dict[str, str], anchors: Anch
     if boot:
         figures.append(_figure(anchors.make("plot", "boot-phases"), "Boot phases per environment",
                                boot))
-    for metric, caption, drawing in density_plot.figures(report):
+    for metric, caption, drawing in [*density_plot.figures(report), *burst_plot.figures(report)]:
         figures.append(_figure(anchors.make("plot", metric), caption, drawing))
     body = (f'<div class="plots">{"".join(figures)}</div>' if figures else
             '<p class="note">No measured value to plot.</p>')
