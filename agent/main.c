@@ -17,7 +17,7 @@
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
 						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads,
-						     net_workloads };
+						     net_workloads, snapshot_workloads };
 
 /* Where a value goes in struct options, by kind: SECONDS a double, COUNT an unsigned,
  * PLACEMENT an enum placement, STRING and IPV4* (strings that net.c checks the form of) a

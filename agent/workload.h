@@ -61,6 +61,7 @@ extern const struct workload durable_workloads[];
 extern const struct workload upload_workloads[];
 extern const struct workload vmexit_workloads[];
 extern const struct workload net_workloads[];
+extern const struct workload snapshot_workloads[];
 
 /* The forms of the network options' values (net.c checks them for main). */
 enum net_text { NET_ADDR, NET_ADDR_PORT, NET_ADDR_PREFIX };

@@ -97,10 +97,13 @@ def _check_fields(seq: int, body: dict[str, Any]) -> None:
 
 @dataclass
 class RecordStream:
-    """Checks a run's records as they arrive: sequence, hello first, end last."""
+    """Checks a run's records as they arrive: sequence, hello first, end last. A restored
+    instance's stream goes on from first_seq, the number after the last record its process
+    gave before it was saved (no hello: the same agent goes on)."""
 
     records: list[Record] = field(default_factory=list)
     ended: bool = False
+    first_seq: int = 0
 
     def feed(self, lines: Iterable[tuple[int, bytes]]) -> Iterator[Record]:
         for arrival_ns, line in lines:
@@ -116,7 +119,7 @@ class RecordStream:
     def _check_order(self, record: Record) -> None:
         if self.ended:
             raise ProtocolError(f"record {record.seq} arrived after the end record")
-        expected = len(self.records)
+        expected = self.first_seq + len(self.records)
         if record.seq != expected:
             what = "missing" if record.seq > expected else "out-of-order or repeated"
             raise ProtocolError(f"{what} record: expected sequence {expected}, got {record.seq}")

@@ -43,6 +43,7 @@ class Capability(enum.Enum):
     GUEST_PROGRAM = "guest_program"  # the guest runs its own program and prints its results
     NETWORK = "network"            # a TCP path to a peer on the host (guestbench/network/)
     HOST_PROCESSES = "host_processes"  # the instance is host processes the host can read
+    SNAPSHOT = "snapshot"          # a running instance can be saved and restored (snapshots())
 
     @property
     def words(self) -> str:
@@ -64,6 +65,7 @@ _CAPABILITY_WORDS = {
     Capability.GUEST_PROGRAM: "a guest running its own program (image = \"none\")",
     Capability.NETWORK: "a network path to the host",
     Capability.HOST_PROCESSES: "an instance made of host processes, whose memory the host reads",
+    Capability.SNAPSHOT: "a snapshot of a running instance and its restore",
 }
 
 
@@ -167,6 +169,11 @@ class StopInfo:
 
 class GuestStartError(Exception):
     """The environment could not start a guest (status infra)."""
+
+
+class SnapshotUnavailable(Exception):
+    """This host cannot save and restore the environment's instances (the run is then
+    unsupported, with this reason): a kind without snapshots, a missing or broken tool."""
 
 
 class GuestCrashed(Exception):
@@ -335,6 +342,13 @@ class Environment(ABC):
             return self.channel_refusal(needs.upload.channel)
         return None
 
+    def snapshots(self, job: Job, folder: Path) -> Any:
+        """How one instance of the job is started, saved and restored (Capability.SNAPSHOT):
+        an environments/snapshots.py Snapshots, its files in `folder`; SnapshotUnavailable
+        with the reason where this host cannot."""
+        raise SnapshotUnavailable(f"{self.kind}: guestbench does not save and restore its "
+                                  "instances")
+
     def channel_refusal(self, channel: str) -> str:
         have = ", ".join(self.upload_channels()) or "none"
         return f"{self.kind} has no upload channel {channel!r} (it has: {have})"
@@ -365,6 +379,8 @@ class ProcessGuest(Guest):
     # a nested environment's runs inside its L1 machine (fullsystem/nested.py)
     launcher: Callable[..., Any] | None = None
     stdout_to_log: bool = False  # its stdout is only logged (its output is read elsewhere)
+    stdin: bool = False  # its stdin is a pipe send() writes to (else /dev/null)
+    first_seq: int = 0  # a restored instance: its records go on from this number
     exit_grace_s: float = 10.0  # how long a guest may live on after closing its output
     exited_ns: int | None = None
     _process: proc.Process | None = None
@@ -382,7 +398,7 @@ class ProcessGuest(Guest):
             self._process = (self.launcher or proc.Process)(
                 self.argv, self.logdir / "stdout.log",
                 self.logdir / "stderr.log", pass_fds=self.pass_fds,
-                stdout_to_log=self.stdout_to_log)
+                stdout_to_log=self.stdout_to_log, stdin_pipe=self.stdin)
         except (proc.ProcessError, GuestStartError) as error:
             self._finalize()
             for directory in self.scratch:
@@ -397,8 +413,13 @@ class ProcessGuest(Guest):
         for directory in self.scratch:
             reaper.KEEPER.folder_gone(str(directory))
 
+    def send(self, text: str) -> None:
+        """Writes text to the instance's stdin (stdin=True): a full-system guest's console
+        input, a container's or a process's stdin. OSError if it has gone."""
+        self._process.send(text.encode())
+
     def records(self) -> Iterator[Record]:
-        stream = RecordStream()
+        stream = RecordStream(first_seq=self.first_seq)
         yield from stream.feed(self._observed(self._lines()))
         remaining_s = (self.deadline_ns - proc.now_ns()) / 1e9
         grace_s = max(0.0, min(remaining_s, self.exit_grace_s))

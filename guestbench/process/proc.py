@@ -207,9 +207,11 @@ class Process:
 
     def __init__(self, argv: list[str], stdout_log: Path, stderr_log: Path,
                  cwd: Path | None = None, env: dict[str, str] | None = None,
-                 pass_fds: tuple[int, ...] = (), stdout_to_log: bool = False) -> None:
+                 pass_fds: tuple[int, ...] = (), stdout_to_log: bool = False,
+                 stdin_pipe: bool = False) -> None:
         """stdout_to_log: stdout goes straight to its log, unread (a VMM whose console is
-        elsewhere); lines() then has nothing to give."""
+        elsewhere); lines() then has nothing to give. stdin_pipe: its stdin is a pipe that
+        send() writes to (else /dev/null)."""
         self.argv = argv
         # "x": a run's logs are its own; an existing file means two runs share a folder
         self._stdout_log = logcap.CappedLog(stdout_log, LOG_CAP_BYTES)
@@ -226,7 +228,7 @@ class Process:
                 self._child = subprocess.Popen(
                     [*_DIE_WITH_US, *argv], cwd=cwd, env=env, start_new_session=True,
                     pass_fds=pass_fds,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             except OSError as error:
                 self._close_logs()
@@ -286,6 +288,13 @@ class Process:
         except subprocess.TimeoutExpired:
             return None
 
+    def send(self, data: bytes) -> None:
+        """Writes data to its stdin (made with stdin_pipe); OSError if it has closed it."""
+        if self._child.stdin is None:
+            raise OSError("its standard input is not a pipe")
+        self._child.stdin.write(data)
+        self._child.stdin.flush()
+
     def kill(self) -> None:
         """Kill the whole process group and reap the child; safe to call twice."""
         _kill_group(self.pid)
@@ -295,9 +304,12 @@ class Process:
             pass
         for pump in self._pumps:  # the group is dead: its pipes end
             pump.join(5)
-        for pipe in (self._child.stdout, self._child.stderr):
+        for pipe in (self._child.stdin, self._child.stdout, self._child.stderr):
             if pipe is not None:
-                pipe.close()
+                try:
+                    pipe.close()
+                except OSError:  # stdin: the reader went first, with bytes unflushed
+                    pass
         self._close_logs()
         if _live.pop(self.pid, None) is not None:
             reaper.KEEPER.group_ended(self.pid)

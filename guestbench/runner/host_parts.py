@@ -31,6 +31,7 @@ from guestbench.network import paths, peer
 from guestbench.protocol import Record
 from guestbench.runner.burst import alive_at_once, run_burst
 from guestbench.runner.density import memory_refusal, run_density
+from guestbench.runner.snapshot import run_snapshot
 from guestbench.runner.outcomes import Outcome, Seen, Status
 from guestbench.workloads.instance import PEAK_INTERVAL_MS
 
@@ -184,6 +185,15 @@ class Burst(HostPart):
         return run_burst(self.environment, job, self.params, logdir, timeout_s)
 
 
+class Snapshot(HostPart):
+    """snapshot_create, restore, restore_first_touch: one instance saved, then restored
+    (runner/snapshot.py); the workload's name says which figures the run keeps."""
+
+    def run(self, job: Job, logdir: Path, timeout_s: float) -> Outcome | None:
+        return run_snapshot(self.environment, job, job.workload,
+                            getattr(self.params, "restores", 1), logdir, timeout_s)
+
+
 class Network(HostPart):
     """net_rr, net_stream: the instance's path made (network/paths.py), the agent's peer
     started on the host's end of it (network/peer.py), the agent told where to connect
@@ -220,7 +230,7 @@ class Network(HostPart):
 
 
 PARTS: dict[str, type[HostPart]] = {"start": Start, "footprint": Footprint, "density": Density,
-                                    "burst": Burst, "network": Network}
+                                    "burst": Burst, "snapshot": Snapshot, "network": Network}
 
 
 def part(name: str | None, environment: Environment, params: Any) -> HostPart:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from guestbench.workloads import (bonnie, boot, build, disk, durability, instance, micro,
-                                  network, stream, tool, transfer)
+                                  network, snapshot, stream, tool, transfer)
 from guestbench.workloads.base import Params, Workload
 
 CATALOGUE: dict[str, Workload] = {
     w.name: w for w in (*micro.WORKLOADS, *stream.WORKLOADS, *boot.WORKLOADS,
-                         *instance.WORKLOADS, *network.WORKLOADS, *disk.WORKLOADS,
+                         *instance.WORKLOADS, *snapshot.WORKLOADS, *network.WORKLOADS, *disk.WORKLOADS,
                          *bonnie.WORKLOADS,
                          *durability.WORKLOADS, *transfer.WORKLOADS,
                          *build.WORKLOADS, *tool.WORKLOADS)}

@@ -309,6 +309,11 @@ class FullSystem(Environment):
         return refused
 
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
+        return self.start_guest(job, logdir, deadline_ns)
+
+    def start_guest(self, job: Job, logdir: Path, deadline_ns: int, **options: Any) -> Guest:
+        """start(), with options for the guest class beyond the kind's own (stdin=True: the
+        host writes to its console)."""
         # the VMM's sockets, disks and state live in a short private folder (inside a VM: in
         # the folder the L1 machine shares, at the same path there)
         if self.inside and self.machine is None:
@@ -333,7 +338,8 @@ class FullSystem(Environment):
                                     finalizers=devices.finalizers, collected=devices.collected,
                                     pass_fds=devices.pass_fds,
                                     boot_timeout_s=self.spec.boot_timeout_s,
-                                    console=devices.console, **self.guest_options(workdir),
+                                    console=devices.console,
+                                    **{**self.guest_options(workdir), **options},
                                     **({"launcher": machine.launcher(workdir)} if machine else {}))
         except BaseException:  # no guest owns the folder and the devices yet
             devices.finish()

@@ -88,11 +88,14 @@ class ConsoleGuest(ProcessGuest):
     guest_clock_at_ready_ns: int | None = None
     tail: deque = field(default_factory=lambda: deque(maxlen=CONSOLE_TAIL_LINES))
     text: list = field(default_factory=list)
+    resumed: bool = False  # restored from a snapshot: no boot, its agent goes on
 
     def __post_init__(self) -> None:
         self.stdout_to_log = self.console is not None and self.console.stdout_to_log
         super().__post_init__()
         self.boot_deadline_ns = self._process.started_ns + int(self.boot_timeout_s * 1e9)
+        if self.resumed:  # past userspace when it was saved; no hello will come
+            self.userspace_ns = self.agent_ready_ns = self._process.started_ns
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
         if self.console is None:

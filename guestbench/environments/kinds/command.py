@@ -297,6 +297,7 @@ class Command(FullSystem):
             has.discard(Capability.NETWORK)
         if not spec.port_io:
             has.discard(Capability.PORT_IO)
+        has.discard(Capability.SNAPSHOT)
         return frozenset(has)
 
     lacking = {
@@ -306,6 +307,8 @@ class Command(FullSystem):
         Capability.NETWORK: "command: it has no net_argv, so the guest gets no NIC (fix: "
                             "net_argv = the VMM's arguments for a NIC on tap {tap}, MAC {mac})",
         Capability.TRACED_DISK: "command: traced disks are not mapped for command VMMs",
+        Capability.SNAPSHOT: "command: guestbench knows the VMM only by its command line, "
+                             "and has no way to ask it for a snapshot",
     }
 
     def __init__(self, spec: CommandSpec) -> None:

@@ -11,7 +11,7 @@ from pydantic import Field
 from guestbench.process import proc
 from guestbench.environments import program_version, scratch
 from guestbench.environments.base import (
-    Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
 from guestbench.environments.kinds.native import PROCESS_CAPABILITIES
 from guestbench.host import Host, which
 
@@ -30,6 +30,8 @@ class NamespaceSpec(EnvironmentSpec):
 class Namespace(Environment):
     kind: ClassVar[str] = "namespace"
     capabilities = PROCESS_CAPABILITIES
+    lacking = {Capability.SNAPSHOT: "namespace: guestbench does not checkpoint a process in "
+                                    "namespaces (CRIU does it for containers: the runc kind)"}
     spec_model = NamespaceSpec
 
     def __init__(self, spec: NamespaceSpec) -> None:

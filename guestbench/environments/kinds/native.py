@@ -25,7 +25,9 @@ class NativeSpec(EnvironmentSpec):
 class Native(Environment):
     kind: ClassVar[str] = "native"
     capabilities = PROCESS_CAPABILITIES
-    lacking = {Capability.PORT_IO: "native: guestbench does not touch the host's own I/O ports"}
+    lacking = {Capability.PORT_IO: "native: guestbench does not touch the host's own I/O ports",
+               Capability.SNAPSHOT: "native: guestbench does not checkpoint a host process "
+                                    "(CRIU does it for containers: the runc kind)"}
     spec_model = NativeSpec
 
     def probe(self, host: Host) -> Availability:

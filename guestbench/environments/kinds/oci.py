@@ -20,8 +20,9 @@ from guestbench.process import proc
 from guestbench.environments import program_version, scratch
 from guestbench.environments.scratch import socket_folder
 from guestbench.environments.base import (
-    Availability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
+    Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
 from guestbench.environments.kinds.native import PROCESS_CAPABILITIES
+from guestbench.environments.oci_snapshots import OciSnapshots
 from guestbench.host import Host, which
 from guestbench.network import paths
 from guestbench.protocol import ProtocolError
@@ -88,7 +89,7 @@ class Oci(Environment):
     kind: ClassVar[str] = "oci"
     shares_rounds: ClassVar[bool] = True  # a container's creation: 0.05 s (runc), 0.2 s (runsc)
     run_in_ms: ClassVar[int] = 100  # runsc's sentry beside the agent; once a round
-    capabilities = PROCESS_CAPABILITIES
+    capabilities = PROCESS_CAPABILITIES | {Capability.SNAPSHOT}
     spec_model = OciSpec
 
     def __init__(self, spec: OciSpec) -> None:
@@ -227,6 +228,10 @@ class Oci(Environment):
         return ProcessGuest(argv, logdir, deadline_ns,
                             cleanup=self._cleanup_argv(bundle), cleanup_phase="delete",
                             scratch=[bundle.directory, *([folder] if folder else [])])
+
+    def snapshots(self, job: Job, folder: Path) -> OciSnapshots:
+        """The runtime's checkpoint and restore (environments/oci_snapshots.py)."""
+        return OciSnapshots(self, job, _Bundle(job.agent_path, list(job.agent_args)))
 
     def _network(self, job: Job) -> str:
         """runsc's --network for the job: the spec's, else sandbox where the job has a path."""

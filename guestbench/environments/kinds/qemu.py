@@ -19,6 +19,7 @@ from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.base import AttachedDisk, FullSystem, FullSystemSpec, Names
 from guestbench.environments.fullsystem.placement import Pinned, pin_threads
 from guestbench.environments.fullsystem.qmp import QMP_CONNECT_S, QMP_QUIT_S, qmp_execute
+from guestbench.environments.fullsystem.qemu_snapshots import QemuSnapshots
 from guestbench.host import Host, which
 from guestbench.network.paths import NetPath
 
@@ -318,6 +319,10 @@ class Qemu(FullSystem):
             *devices.args,
             *spec.extra_args,
         ]
+
+    def snapshots(self, job, folder: Path):
+        """Saved and restored through QMP (fullsystem/qemu_snapshots.py)."""
+        return QemuSnapshots(self, job)
 
     def guest_options(self, workdir: Path) -> dict:
         return {"qmp_socket": None if self.inside else workdir / "qmp.sock",

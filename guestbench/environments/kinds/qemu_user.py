@@ -34,7 +34,9 @@ class QemuUserSpec(EnvironmentSpec):
 class QemuUser(Environment):
     kind: ClassVar[str] = "qemu-user"
     capabilities = PROCESS_CAPABILITIES - {Capability.EXEC_CHILDREN}
-    lacking = {Capability.EXEC_CHILDREN: EXEC_REASON}
+    lacking = {Capability.EXEC_CHILDREN: EXEC_REASON,
+               Capability.SNAPSHOT: "qemu-user: a translated process has no snapshot and "
+                                    "restore"}
     spec_model = QemuUserSpec
 
     def __init__(self, spec: QemuUserSpec) -> None:

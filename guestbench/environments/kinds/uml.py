@@ -66,9 +66,11 @@ class UmlSpec(FullSystemSpec):
 class Uml(FullSystem):
     kind: ClassVar[str] = "uml"
     # a UML guest's instructions run as a host process: an in/out instruction faults there
-    capabilities = frozenset(Capability) - {Capability.PORT_IO}
+    capabilities = frozenset(Capability) - {Capability.PORT_IO, Capability.SNAPSHOT}
     lacking = {Capability.PORT_IO: "uml: the guest runs as a host process, where an I/O port "
-                                   "instruction faults"}
+                                   "instruction faults",
+               Capability.SNAPSHOT: "uml: User-Mode Linux has no snapshot and restore of a "
+                                    "running guest"}
     spec_model = UmlSpec
 
     def vmm_probe(self) -> Availability:

@@ -1,0 +1,56 @@
+"""How a kind saves a running instance and restores it (Capability.SNAPSHOT): one object per
+run (Environment.snapshots), which starts the instance, saves it into a folder, restores it
+from there as often as asked, and ends everything it made (close). The runner's side, what
+is timed and what the agent proves, is runner/snapshot.py; docs/workloads-startup.md."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guestbench.environments.base import Guest
+
+
+@dataclass
+class Saved:
+    """What a save gave: the image's bytes on the host's disk and the kind's own steps, in
+    ms on the host's clock (QEMU's migration; runsc's checkpoint command)."""
+
+    bytes: int
+    phases: dict[str, float] = field(default_factory=dict)
+    note: str = ""  # how the image is kept, where it differs by kind ("compressed")
+
+
+@dataclass
+class Restored:
+    """A restored instance, running, whose agent waits for its line; the kind's steps."""
+
+    guest: Guest
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+class Snapshots(ABC):
+    """One instance of one job, saved and restored in a kind's own way."""
+
+    @abstractmethod
+    def start(self, logdir: Path, deadline_ns: int) -> Guest:
+        """The instance, started as for any run, with a stdin the host writes to."""
+
+    @abstractmethod
+    def save(self, guest: Guest, image: Path) -> Saved:
+        """Saves the running instance into the folder `image`; the instance is gone after
+        (stopped by the kind's own save, or here). GuestStartError if the save failed."""
+
+    @abstractmethod
+    def restore(self, image: Path, logdir: Path, deadline_ns: int, first_seq: int) -> Restored:
+        """A new instance restored from `image`, running; its records go on from first_seq.
+        GuestStartError if the restore failed."""
+
+    def close(self) -> None:
+        """Ends and removes whatever it made; safe to call twice."""
+
+
+def image_bytes(image: Path) -> int:
+    """The bytes of every file under an image folder."""
+    return sum(path.stat().st_size for path in image.rglob("*") if path.is_file())
