@@ -18,11 +18,13 @@ SUDO=""
 # postgresql: the shared store of a host pool; the tests start a private server of their own.
 # linux-source, flex, bison, bc: kernel_build (the tree is configured on the host; bc is
 # one of the programs Kbuild runs). iproute2 (ip): the network workloads' veth pairs, taps
-# and namespaces; sockperf, iperf3: benchmarks/net_fidelity.py.
+# and namespaces; sockperf, iperf3: benchmarks/net_fidelity.py. criu, iptables (CRIU
+# locks a container's network with iptables-restore): runc's and crun's checkpoint and
+# restore (the snapshot workloads).
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
           busybox-static cpio kmod linux-perf fio dbench bonnie++ e2fsprogs qemu-utils chromium fonts-dejavu-core
-          sysbench stress-ng postgresql linux-source flex bison bc iproute2 sockperf iperf3)
+          sysbench stress-ng postgresql linux-source flex bison bc iproute2 sockperf iperf3 criu iptables)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -41,6 +43,13 @@ if ! dpkg-query -W -f='${Status}' xen-hypervisor-4.17-amd64 2>/dev/null | grep -
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     xen-hypervisor-4.17-amd64 >/dev/null
+fi
+
+# CRIU before 4.1 fails on kernels from 6.13 on (Debian 12 has 3.17): then a newer one,
+# built from Debian's source, goes into /usr/local/sbin.
+if [ "$(id -u)" -eq 0 ] && ! criu check >/dev/null 2>&1; then
+  echo "install.sh: \`criu check\` fails with CRIU $(criu --version 2>/dev/null | head -n 1 | cut -d' ' -f2): building CRIU 4.1.1 (about a minute)"
+  bash install-criu.sh || echo "install.sh: note: CRIU 4.1.1 did not build; runc's snapshots will be unsupported"
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -92,7 +92,6 @@ class OciSnapshots(Snapshots):
             said = (result.stderr.strip().splitlines() or ["no message"])[-1][:240]
             raise GuestStartError(f"{self.oci.spec.runtime} checkpoint exited with status "
                                   f"{result.returncode}: {said}")
-        guest.stop()  # the runtime ended the container; its record goes (delete --force)
         note = ("runsc's image, compressed by runsc (flate)" if self.oci.spec.runtime == "runsc"
                 else "CRIU's image files")
         return Saved(image_bytes(image), {"checkpoint": took_ms}, note)

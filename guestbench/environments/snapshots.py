@@ -39,8 +39,8 @@ class Snapshots(ABC):
 
     @abstractmethod
     def save(self, guest: Guest, image: Path) -> Saved:
-        """Saves the running instance into the folder `image`; the instance is gone after
-        (stopped by the kind's own save, or here). GuestStartError if the save failed."""
+        """Saves the running instance into the folder `image` (the caller stops the guest
+        after: an OCI runtime's record, QEMU's process). GuestStartError if it failed."""
 
     @abstractmethod
     def restore(self, image: Path, logdir: Path, deadline_ns: int, first_seq: int) -> Restored:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from guestbench.environments import scratch
 from guestbench.environments.base import Guest, GuestStartError, Job, SnapshotUnavailable
-from guestbench.environments.fullsystem.qmp import QMP_CONNECT_S, REFUSED_RETRY_S
+from guestbench.environments.fullsystem.qmp import QMP_CONNECT_S, REFUSED_RETRY_S, connected
 from guestbench.environments.snapshots import Restored, Saved, Snapshots, image_bytes
 from guestbench.process import proc
 
@@ -84,19 +84,8 @@ def _run(coroutine, what: str) -> dict[str, float]:
 
 
 async def _connected(socket: Path):
-    from qemu.qmp import ConnectError, QMPClient  # deferred: only a snapshot run needs it
-
-    until = asyncio.get_running_loop().time() + QMP_CONNECT_S + REFUSED_RETRY_S
-    while True:
-        client = QMPClient("guestbench-snapshot")
-        try:
-            await client.connect(str(socket))
-            return client
-        except ConnectError as error:
-            if not isinstance(error.exc, (ConnectionRefusedError, FileNotFoundError)) \
-                    or asyncio.get_running_loop().time() > until:
-                raise
-        await asyncio.sleep(0.005)
+    # the restoring QEMU's socket appears as it starts: as long as a guest's QMP may take
+    return await connected(socket, "guestbench-snapshot", QMP_CONNECT_S + REFUSED_RETRY_S)
 
 
 async def _hand_file(client, path: Path, flags: int) -> None:

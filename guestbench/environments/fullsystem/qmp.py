@@ -13,6 +13,28 @@ QMP_QUIT_S = 2.0
 REFUSED_RETRY_S = 1.0
 
 
+async def connected(socket_path: Path, name: str = "guestbench",
+                    patience_s: float = REFUSED_RETRY_S):
+    """A QMPClient connected to QEMU's socket, tried again every 10 ms while the socket is
+    refused or not there yet, for patience_s; qemu.qmp's errors after that."""
+    import asyncio  # deferred, with qemu.qmp: 45 ms that only a QEMU guest's boot needs
+
+    from qemu.qmp import ConnectError, QMPClient  # deferred: with asyncio, above
+
+    loop = asyncio.get_running_loop()
+    until = loop.time() + patience_s
+    while True:
+        client = QMPClient(name)
+        try:
+            await client.connect(str(socket_path))
+            return client
+        except ConnectError as error:
+            if not isinstance(error.exc, (ConnectionRefusedError, FileNotFoundError)) \
+                    or loop.time() > until:
+                raise
+        await asyncio.sleep(0.01)
+
+
 def qmp_execute(socket_path: Path, command: str, timeout_s: float = QMP_CONNECT_S):
     """One QMP command in its own session (qemu.qmp's QMPClient), bounded as a whole.
 
@@ -20,23 +42,10 @@ def qmp_execute(socket_path: Path, command: str, timeout_s: float = QMP_CONNECT_
     """
     import asyncio  # deferred, with qemu.qmp: 45 ms that only a QEMU guest's boot needs
 
-    from qemu.qmp import ConnectError, QMPClient, QMPError  # deferred: with asyncio, above
-
-    async def connected() -> QMPClient:
-        until = asyncio.get_running_loop().time() + REFUSED_RETRY_S
-        while True:
-            client = QMPClient("guestbench")
-            try:
-                await client.connect(str(socket_path))
-                return client
-            except ConnectError as error:
-                if not isinstance(error.exc, ConnectionRefusedError) \
-                        or asyncio.get_running_loop().time() > until:
-                    raise
-            await asyncio.sleep(0.01)
+    from qemu.qmp import QMPError  # deferred: with asyncio, above
 
     async def session():
-        client = await connected()
+        client = await connected(socket_path)
         try:
             return await client.execute(command)
         finally:

@@ -19,7 +19,6 @@ from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.base import AttachedDisk, FullSystem, FullSystemSpec, Names
 from guestbench.environments.fullsystem.placement import Pinned, pin_threads
 from guestbench.environments.fullsystem.qmp import QMP_CONNECT_S, QMP_QUIT_S, qmp_execute
-from guestbench.environments.fullsystem.qemu_snapshots import QemuSnapshots
 from guestbench.host import Host, which
 from guestbench.network.paths import NetPath
 
@@ -322,6 +321,8 @@ class Qemu(FullSystem):
 
     def snapshots(self, job, folder: Path):
         """Saved and restored through QMP (fullsystem/qemu_snapshots.py)."""
+        from guestbench.environments.fullsystem.qemu_snapshots import (  # deferred: asyncio
+            QemuSnapshots)  # and QMP's client, which only a snapshot run needs
         return QemuSnapshots(self, job)
 
     def guest_options(self, workdir: Path) -> dict:
