@@ -12,6 +12,7 @@ exists)."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 from guestbench.environments.base import (Guest, GuestStartError, Job, ProcessGuest,
@@ -71,36 +72,72 @@ class OciSnapshots(Snapshots):
         bundle.network = oci._network(job)
         reaper.KEEPER.folder(str(bundle.directory))
         self.runtime = [oci.spec.runtime, *oci._global_args(bundle)]
+        # CRIU's logs and working mounts (its cgroup yard) beside the bundle, so that the
+        # image folder holds the image alone, and a restore cut short leaves its mounts
+        # where oci_leftovers looks
+        self.criu = [] if oci.spec.runtime == "runsc" else [
+            "--work-path", str(bundle.directory / "criu-work")]
+        if self.criu:
+            (bundle.directory / "criu-work").mkdir()
 
-    def _guest(self, argv: list[str], logdir: Path, deadline_ns: int, first_seq: int = 0
-               ) -> ProcessGuest:
-        return ProcessGuest(argv, logdir, deadline_ns, stdin=True, first_seq=first_seq,
-                            cleanup=self.oci._cleanup_argv(self.bundle), cleanup_phase="delete")
+    def _guest(self, argv: list[str], logdir: Path, deadline_ns: int,
+               first_seq: int | None = None) -> ProcessGuest:
+        """The runtime's foreground process; a restore's (first_seq given) goes on there."""
+        cleanup = self.oci._cleanup_argv(self.bundle)
+        if self.oci.spec.runtime != "runsc" and first_seq is not None:
+            # a restore cut short leaves CRIU's processes where `delete` cannot see them
+            cleanup.append([sys.executable, "-m", "guestbench.environments.oci_leftovers",
+                            self.bundle.container_id, str(self.bundle.directory)])
+        return ProcessGuest(argv, logdir, deadline_ns, stdin=True, first_seq=first_seq or 0,
+                            cleanup=cleanup, cleanup_phase="delete")
 
     def start(self, logdir: Path, deadline_ns: int) -> Guest:
         return self._guest(self.oci._run_argv(self.bundle), logdir, deadline_ns)
 
     def save(self, guest: Guest, image: Path) -> Saved:
+        # a process of guestbench's own (its group ends with guestbench): a checkpoint cut
+        # short must not go on alone and write its image after the run's folder is gone
+        logdir = Path(getattr(guest, "logdir", image.parent))
         began_ns = proc.now_ns()
         try:
-            result = proc.run([*self.runtime, "checkpoint", "--image-path", str(image),
-                               self.bundle.container_id], timeout_s=SAVE_TIMEOUT_S)
-        except (proc.ProcessError, proc.DeadlineExceeded) as error:
+            checkpoint = proc.Process(
+                [*self.runtime, "checkpoint", "--image-path", str(image), *self.criu,
+                 self.bundle.container_id], logdir / "checkpoint.log",
+                logdir / "checkpoint-stderr.log", stdout_to_log=True)
+        except proc.ProcessError as error:
             raise GuestStartError(f"{self.oci.spec.runtime} checkpoint: {error}") from None
-        took_ms = (proc.now_ns() - began_ns) / 1e6
-        if result.returncode != 0:
-            said = (result.stderr.strip().splitlines() or ["no message"])[-1][:240]
+        try:
+            code = checkpoint.wait(SAVE_TIMEOUT_S)
+            took_ms = (proc.now_ns() - began_ns) / 1e6
+        finally:
+            checkpoint.kill()
+            self._keep_criu_log("dump.log", logdir)
+        if code is None:
+            raise GuestStartError(f"{self.oci.spec.runtime} checkpoint did not end within "
+                                  f"{SAVE_TIMEOUT_S:g} s")
+        if code != 0:
+            lines = (logdir / "checkpoint-stderr.log").read_text(errors="replace").splitlines()
+            said = (lines or ["no message"])[-1][:240]
             raise GuestStartError(f"{self.oci.spec.runtime} checkpoint exited with status "
-                                  f"{result.returncode}: {said}")
+                                  f"{code}: {said}")
         note = ("runsc's image, compressed by runsc (flate)" if self.oci.spec.runtime == "runsc"
                 else "CRIU's image files")
         return Saved(image_bytes(image), {"checkpoint": took_ms}, note)
 
     def restore(self, image: Path, logdir: Path, deadline_ns: int, first_seq: int) -> Restored:
         argv = [*self.runtime, "restore", "--bundle", str(self.bundle.directory),
-                "--image-path", str(image), self.bundle.container_id]
+                "--image-path", str(image), *self.criu, self.bundle.container_id]
+        self.restored_logdir = logdir
         return Restored(self._guest(argv, logdir, deadline_ns, first_seq))
 
+    def _keep_criu_log(self, name: str, logdir: Path) -> None:
+        """CRIU's own log of a dump or a restore, kept with the run's logs."""
+        log = self.bundle.directory / "criu-work" / name
+        if self.criu and log.exists() and logdir.exists():
+            shutil.copy(log, logdir / f"criu-{name}")
+
     def close(self) -> None:
+        if getattr(self, "restored_logdir", None) is not None:
+            self._keep_criu_log("restore.log", self.restored_logdir)
         shutil.rmtree(self.bundle.directory, ignore_errors=True)
         reaper.KEEPER.folder_gone(str(self.bundle.directory))

@@ -133,9 +133,13 @@ def _restore_once(session, image: Path, logdir: Path, deadline_ns: int, ready: _
     for record in guest.records():
         metric = _sample(record)
         if restore_ms is None:
+            if record.type == "hello":
+                raise RunEnded(Status.FAILED, "the restored instance began anew (its first "
+                                              "record is a hello): not the process saved")
             if metric != "restored_token":
                 raise RunEnded(Status.FAILED, f"the restored instance's first record is "
-                                              f"{record.type} {metric or ''}, not its token")
+                                              f"{' '.join(filter(None, (record.type, metric)))}"
+                                              ", not its agent's token")
             if record.body["value"] != ready.token:
                 raise RunEnded(Status.FAILED, "the restored instance is not the one saved: "
                                               "its agent's token differs")

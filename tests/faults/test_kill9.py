@@ -222,6 +222,28 @@ def _instances_killed(preset: str, workload: str, started, tmp_path: Path, host_
     assert not left_since(processes, folders, wait_s=10.0)
 
 
+@pytest.mark.parametrize("moment", ["save", "restore"])
+@pytest.mark.parametrize("preset", ["runsc", "runc", "qemu-tcg"])
+def test_sigkill_during_a_save_or_a_restore_leaves_nothing(preset, moment, tmp_path, host_facts):
+    """guestbench killed while the runtime or QEMU writes the image of 256 MiB of dirtied
+    memory, or while a new instance loads it: no process (the runtime's, CRIU, QEMU), no
+    container, no image and no folder is left."""
+    from guestbench.environments.oci_snapshots import criu_refusal  # the faults suite's module
+    if preset == "runc" and criu_refusal():
+        pytest.skip(criu_refusal())
+    images = lambda: list(tmp_path.glob("guestbench-logs/**/snapshot"))  # noqa: E731
+
+    def started() -> bool:
+        if moment == "restore":
+            return any(tmp_path.glob("guestbench-logs/**/restore1"))
+        return any(path.is_file() and path.stat().st_size > 0
+                   for image in images() for path in image.rglob("*"))
+
+    _instances_killed(preset, 'name = "restore"\ndirty_mib = 256', started, tmp_path,
+                      host_facts)
+    assert not images(), "the snapshot's image was left"
+
+
 def _hello_instances(folder: Path) -> int:
     """Instances whose agent's hello is in their logs."""
     return sum(1 for log in folder.glob("guestbench-logs/**/instance*/stdout.log")

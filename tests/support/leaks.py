@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 GUEST_NAMES = ("gbagent", "runc", "runsc", "exe", "qemu-system-x86", "qemu-x86_64", "linux.uml",
-               "setpriv")
+               "setpriv", "criu")
 # the suite's own PostgreSQL server; the reapers' journals (a folder shared by every run)
 NOT_A_GUESTS = ("guestbench-pg-", "guestbench-reaper")
 
