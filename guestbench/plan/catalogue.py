@@ -51,6 +51,7 @@ ENTRIES: dict[str, Entry] = {
     "density": Entry("memory per instance, start p50 and slowest, against N started together"),
     "burst": Entry("N instances at once, staggered or in turn: success rate, p50 to p99, first "
                    "and last ready"),
+    "snapshot": Entry("cold start against restore (p50, p99), save, image size, first touch"),
     "network": Entry("TCP round trip p50 and p99, TCP stream each way"),
     "boot": Entry("boot phases per environment"),
     "boot-totals": Entry("boot time per environment, VMM start to powered off"),
@@ -62,7 +63,7 @@ ENTRIES: dict[str, Entry] = {
 
 NAMES = tuple(ENTRIES)
 # what VMM and sandbox teams publish, absolute: the HTML overview and JSON carry them whole
-VMM_TABLES = ("startup", "footprint", "density", "burst", "network")
+VMM_TABLES = ("startup", "footprint", "density", "burst", "snapshot", "network")
 
 
 def selects(entry: str, table_name: str) -> bool:

@@ -21,8 +21,8 @@ from guestbench.plan.tables import matches, ordered, table_specs
 from guestbench.report import columns, functional, model, restyle, titles
 from guestbench.report.model import Footnotes, Style, Table, spread_line, styled
 from guestbench.report.tables import (
-    bonnie, boot, burst, efficiency, io, kernbench, memory, network, platform, published, startup,
-    summary, versions)
+    bonnie, boot, burst, efficiency, io, kernbench, memory, network, platform, published, snapshot,
+    startup, summary, versions)
 
 # the function that builds each named table: (results, footnotes) -> a table, a list of
 # them, or None without data; in the catalogue's order, the order of every-table views
@@ -55,6 +55,7 @@ BUILDERS: dict[str, Callable] = {
     "footprint": memory.footprint_tables,
     "density": memory.density_table,
     "burst": burst.burst_table,
+    "snapshot": snapshot.snapshot_table,
     "network": network.network_table,
     "boot": boot.boot_table,
     "boot-totals": boot.boot_totals_table,

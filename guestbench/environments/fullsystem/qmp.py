@@ -9,13 +9,13 @@ from guestbench.environments.base import GuestStartError
 QMP_CONNECT_S = 5.0
 QMP_QUIT_S = 2.0
 # QEMU makes its socket's file (bind) a moment before it listens: a connection refused in
-# that moment is tried again, every 10 ms, this long
+# that moment is tried again, every 2 ms, this long
 REFUSED_RETRY_S = 1.0
 
 
 async def connected(socket_path: Path, name: str = "guestbench",
                     patience_s: float = REFUSED_RETRY_S):
-    """A QMPClient connected to QEMU's socket, tried again every 10 ms while the socket is
+    """A QMPClient connected to QEMU's socket, tried again every 2 ms while the socket is
     refused or not there yet, for patience_s; qemu.qmp's errors after that."""
     import asyncio  # deferred, with qemu.qmp: 45 ms that only a QEMU guest's boot needs
 
@@ -32,7 +32,7 @@ async def connected(socket_path: Path, name: str = "guestbench",
             if not isinstance(error.exc, (ConnectionRefusedError, FileNotFoundError)) \
                     or loop.time() > until:
                 raise
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.002)
 
 
 def qmp_execute(socket_path: Path, command: str, timeout_s: float = QMP_CONNECT_S):

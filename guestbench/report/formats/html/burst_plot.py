@@ -40,15 +40,12 @@ def figures(report: CampaignResults) -> list[tuple[str, str, str]]:
         unit, divisor = model.row_scale(picked[0][2].unit, [cell for _, _, cell in picked])
         dots = []
         for env, (mode, count), cell in picked:
-            stats = cell.stats
-            low = stats.ci_low / divisor if stats and stats.ci_low is not None else None
-            high = stats.ci_high / divisor if stats and stats.ci_high is not None else None
             success = cells.get((labels[(mode, count)], "burst_success"), {}).get(env)
             ready = (f", ready {model.format_value(min(success.values))}%"
                      if success is not None and success.values else "")
             how = "" if mode == "together" else f" {mode}"
-            dots.append(svg.Dot(f"{functional.named(report, env)}, N={count}{how}{ready}",
-                                cell.median / divisor, low, high))
+            dots.append(svg.cell_dot(f"{functional.named(report, env)}, N={count}{how}{ready}",
+                                     cell, divisor))
         caption = (f"bursts: {name} of each instance's launch to ready against N, median over "
                    "the bursts (dot) and 95% CI (whisker); ready: the worst burst's success rate")
         drawn.append((metric, caption, svg.dots(caption, unit, dots)))

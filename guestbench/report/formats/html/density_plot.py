@@ -37,11 +37,8 @@ def figures(report: CampaignResults) -> list[tuple[str, str, str]]:
         unit, divisor = model.row_scale(picked[0][2].unit, [cell for _, _, cell in picked])
         dots = []
         for env, count, cell in picked:
-            stats = cell.stats
-            low = stats.ci_low / divisor if stats and stats.ci_low is not None else None
-            high = stats.ci_high / divisor if stats and stats.ci_high is not None else None
-            dots.append(svg.Dot(f"{functional.named(report, env)}, N={count}",
-                                cell.median / divisor, low, high))
+            dots.append(svg.cell_dot(f"{functional.named(report, env)}, N={count}", cell,
+                                     divisor))
         caption = f"density: {what} against N, median (dot) and 95% CI (whisker)"
         drawn.append((metric, caption, svg.dots(caption, unit, dots)))
     return drawn

@@ -18,7 +18,7 @@ from guestbench.analysis.cells import Cell
 from guestbench.plan import catalogue
 from guestbench.report import columns, functional, model, restyle, select
 from guestbench.report.formats.html import (burst_plot, card as overview_card, density_plot,
-                                            overview, svg)
+                                            overview, snapshot_plot, svg)
 from guestbench.report.formats.html.assets import CSS, SCRIPT
 from guestbench.report.links import log_href
 from guestbench.analysis.results import CampaignResults
@@ -243,7 +243,8 @@ def _plots_section(report: CampaignResults, plots: dict[str, str], anchors: Anch
     if boot:
         figures.append(_figure(anchors.make("plot", "boot-phases"), "Boot phases per environment",
                                boot))
-    for metric, caption, drawing in [*density_plot.figures(report), *burst_plot.figures(report)]:
+    for metric, caption, drawing in [*density_plot.figures(report), *burst_plot.figures(report),
+                                     *snapshot_plot.figures(report)]:
         figures.append(_figure(anchors.make("plot", metric), caption, drawing))
     body = (f'<div class="plots">{"".join(figures)}</div>' if figures else
             '<p class="note">No measured value to plot.</p>')
@@ -265,10 +266,7 @@ def _workload_plot(report: CampaignResults, label: str, metric: str, caption: st
         if not cell.values:
             dots.append(svg.Dot(name, missing=_no_data(cell)))
             continue
-        described = cell.stats
-        low = described.ci_low / divisor if described and described.ci_low is not None else None
-        high = described.ci_high / divisor if described and described.ci_high is not None else None
-        dots.append(svg.Dot(name, cell.median / divisor, low, high))
+        dots.append(svg.cell_dot(name, cell, divisor))
     better = ", higher is better" if cells[0].higher_is_better else ""
     return svg.dots(caption, unit, dots, better)
 

@@ -46,6 +46,15 @@ class Dot:
     text: str = ""
 
 
+def cell_dot(name: str, cell, divisor: float) -> Dot:
+    """A measured cell's median and 95% interval (analysis/cells.py's Cell) as a dot, in the
+    axis' unit (divisor: the cell's unit per the axis' unit)."""
+    stats = cell.stats
+    low = stats.ci_low / divisor if stats and stats.ci_low is not None else None
+    high = stats.ci_high / divisor if stats and stats.ci_high is not None else None
+    return Dot(name, cell.median / divisor, low, high)
+
+
 @dataclass(frozen=True)
 class Segment:
     phase: str
