@@ -398,7 +398,8 @@ class ProcessGuest(Guest):
             self._process = (self.launcher or proc.Process)(
                 self.argv, self.logdir / "stdout.log",
                 self.logdir / "stderr.log", pass_fds=self.pass_fds,
-                stdout_to_log=self.stdout_to_log, stdin_pipe=self.stdin)
+                stdout_to_log=self.stdout_to_log,
+                **({"stdin_pipe": True} if self.stdin else {}))  # a launcher may have none
         except (proc.ProcessError, GuestStartError) as error:
             self._finalize()
             for directory in self.scratch:
