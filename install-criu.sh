@@ -16,16 +16,9 @@ BUILD_DEPS=(build-essential pkg-config curl xz-utils libbsd-dev libcap-dev libne
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-missing=()
-for package in "${BUILD_DEPS[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
-    || missing+=("$package")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "install-criu.sh: installing ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+# only ever run where CRIU must be built: apt installs what is missing and skips the rest
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${BUILD_DEPS[@]}" >/dev/null
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

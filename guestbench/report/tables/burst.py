@@ -31,8 +31,7 @@ def burst_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     if not labels:
         return None
     shape = {label: _shape(report, label) for label in labels}
-    labels.sort(key=lambda label: (MODES.index(shape[label][1]) if shape[label][1] in MODES
-                                   else len(MODES), *shape[label]))
+    labels.sort(key=lambda label: (mode_rank(shape[label][1]), *shape[label]))
     times = [cell for label in labels for metric in TIMES
              for cell in results.cells.get((label, metric), {}).values() if cell.values]
     unit, divisor = row_scale("ms", times) if times else ("ms", 1.0)
@@ -71,6 +70,11 @@ def burst_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
             f" Not told, since no burst had enough: {', '.join(untold)}." if untold else "")
         + "".join(f" Failed: {said}." for said in failures))
     return table if table.rows else None
+
+
+def mode_rank(mode: str) -> int:
+    """Bursts in the order a reader takes them: together, staggered, serial."""
+    return MODES.index(mode) if mode in MODES else len(MODES)
 
 
 def _cell(results, label: str, metric: str, env: str) -> Cell | None:

@@ -28,7 +28,7 @@ SNAPSHOT_WORKLOADS = ("snapshot_create", "restore", "restore_first_touch")
 
 def snapshot_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     """A column per environment, a row per figure the campaign measured somewhere."""
-    labels = _first_labels(report)
+    labels = first_labels(report)
     if not any(workload in labels for workload in SNAPSHOT_WORKLOADS):
         return None
     results = report.results
@@ -61,8 +61,9 @@ def snapshot_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
     return table if table.rows else None
 
 
-def _first_labels(report: CampaignResults) -> dict[str, str]:
-    """workload -> its first label in the campaign (a sweep's first value)."""
+def first_labels(report: CampaignResults) -> dict[str, str]:
+    """workload -> its first label in the campaign (a sweep's first value): the one the
+    snapshot table and plot show."""
     found: dict[str, str] = {}
     for label, workload in report.workload_of.items():
         found.setdefault(workload, label)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import functional, model
 from guestbench.report.formats.html import svg
-from guestbench.workloads.instance import BURST_MODES
+from guestbench.report.tables.burst import mode_rank
 
 FIGURES = (("burst_p50", "p50"), ("burst_p99", "p99"))
 
@@ -20,9 +20,7 @@ def _labels_by_shape(report: CampaignResults) -> dict[tuple[str, int], str]:
         count = params.get("instances")
         if report.workload_of.get(run.label) == "burst" and isinstance(count, int):
             found.setdefault((str(params.get("mode", "together")), count), run.label)
-    return dict(sorted(found.items(), key=lambda item: (
-        BURST_MODES.index(item[0][0]) if item[0][0] in BURST_MODES else len(BURST_MODES),
-        item[0][1])))
+    return dict(sorted(found.items(), key=lambda item: (mode_rank(item[0][0]), item[0][1])))
 
 
 def figures(report: CampaignResults) -> list[tuple[str, str, str]]:

@@ -7,15 +7,14 @@ from __future__ import annotations
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import functional, model
 from guestbench.report.formats.html import svg
+from guestbench.report.tables.snapshot import first_labels
 
 WAYS = (("start", "start_ready", "cold start"), ("restore", "restore", "restore"))
 
 
 def figures(report: CampaignResults) -> list[tuple[str, str, str]]:
     """[(metric, caption, svg)] once the campaign restored anything; else []."""
-    first = {}
-    for label, workload in report.workload_of.items():
-        first.setdefault(workload, label)
+    first = first_labels(report)
     if "restore" not in first:
         return []
     cells = report.results.cells
