@@ -50,10 +50,10 @@ LOG_CAP_BYTES = logcap.DEFAULT_CAP_MIB << 20
 MAX_LINE_BYTES = 1 << 20  # a record is a short line; a longer one is cut here
 
 
-# The kernel's parent-death signal for every long-running child (a guest's own process):
-# util-linux's setpriv sets it and execs the program, so the child is killed when this
-# process ends, however it ends. (Python's preexec_fn could do it, but is unsafe in a
-# process with threads.) Without setpriv, the reaper alone ends them (reaper.py).
+# The kernel's parent-death signal for every child (a guest's own process, a command run to
+# its end): util-linux's setpriv sets it and execs the program, so the child is killed when
+# the thread that started it ends, however it ends. (Python's preexec_fn could do it, but
+# is unsafe in a process with threads.) Without setpriv, the reaper alone ends them (reaper.py).
 _SETPRIV = shutil.which("setpriv")
 _DIE_WITH_US = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
 
@@ -67,6 +67,21 @@ def _cannot_exec(program: str, env: dict[str, str] | None, cwd: Path | None) -> 
         return None if os.access(path, os.X_OK) and path.is_file() else os.strerror(13)
     search = (env or os.environ).get("PATH", os.defpath)
     return None if shutil.which(program, path=search) else os.strerror(2)
+
+
+def _spawn(argv: list[str], cwd: Path | None, env: dict[str, str] | None,
+           **popen: object) -> subprocess.Popen:
+    """Popen in a session of its own, stdout and stderr piped, with the parent-death signal
+    where setpriv is found; ProcessError, in Popen's words, when argv[0] cannot start."""
+    missing = _cannot_exec(argv[0], env, cwd) if _DIE_WITH_US else None
+    if missing:  # setpriv would start, then fail to exec it: say so as Popen would
+        raise ProcessError(f"cannot start {argv[0]}: {missing}")
+    try:
+        return subprocess.Popen([*_DIE_WITH_US, *argv], cwd=cwd, env=env,
+                                start_new_session=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, **popen)
+    except OSError as error:
+        raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
 
 
 def kill_all() -> None:
@@ -127,13 +142,9 @@ def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
     out, err = logcap.CappedLog(None, LOG_CAP_BYTES), logcap.CappedLog(None, LOG_CAP_BYTES)
     try:
         with _starting_child():
-            try:
-                child = subprocess.Popen(
-                    argv, cwd=cwd, env=env, start_new_session=True,
-                    stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            except OSError as error:
-                raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
+            child = _spawn(argv, cwd, env, stdin=subprocess.PIPE if stdin_data is not None
+                           else subprocess.DEVNULL)
+            reaper.KEEPER.group(child.pid)  # a kill -9 of guestbench ends its whole group
         pumps = [logcap.pump(child.stdout, out), logcap.pump(child.stderr, err)]
         if stdin_data is not None:
             pumps.append(_feed(child.stdin, stdin_data.encode()))
@@ -156,6 +167,8 @@ def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
             for pipe, pump in zip((child.stdout, child.stderr), pumps):
                 if not pump.is_alive():
                     pipe.close()
+            if child.returncode is not None:  # reaped: its group number is free again
+                reaper.KEEPER.group_ended(child.pid)
     out.close()
     err.close()
     return Completed(tuple(argv), child.returncode, _text(out.value()), _text(err.value()),
@@ -220,19 +233,12 @@ class Process:
         self.started_ns = now_ns()
         self.first_byte_ns: int | None = None
         with _starting_child():  # a Ctrl-C now waits until the child is in _live
-            missing = _cannot_exec(argv[0], env, cwd) if _DIE_WITH_US else None
-            if missing:  # setpriv would start, then fail to exec it: say so as Popen would
-                self._close_logs()
-                raise ProcessError(f"cannot start {argv[0]}: {missing}")
             try:
-                self._child = subprocess.Popen(
-                    [*_DIE_WITH_US, *argv], cwd=cwd, env=env, start_new_session=True,
-                    pass_fds=pass_fds,
-                    stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            except OSError as error:
+                self._child = _spawn(argv, cwd, env, pass_fds=pass_fds,
+                                     stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL)
+            except ProcessError:
                 self._close_logs()
-                raise ProcessError(f"cannot start {argv[0]}: {error.strerror}") from error
+                raise
             self.pid = self._child.pid
             _live[self.pid] = self
             self._pumps.append(logcap.pump(self._child.stderr, self._stderr_log))

@@ -1,12 +1,12 @@
 """What guestbench started ends with it, however it ends (SIGKILL included).
 
-guestbench starts one reaper per process, the first time it starts a guest: a small
-process in a session of its own that reads, on a pipe, what is alive now: the process
-groups of guests, the commands that end state kept outside them (an OCI runtime's
-`delete --force`), the folders to remove. guestbench adds each before it exists and takes
-it back once it has ended it. When the pipe closes (guestbench has exited, however), the
-reaper ends what is still listed: SIGKILL to each process group, then each command, then
-each folder; then it exits. A guestbench that ends cleanly has taken everything back, and
+guestbench starts one reaper per process, the first time it starts a process of its own: a
+small process in a session of its own that reads, on a pipe, what is alive now: the process
+groups of guests and of the commands it runs to their end (proc.run), the commands that
+end state kept outside them (an OCI runtime's `delete --force`), the folders to remove.
+guestbench adds each before it exists and takes it back once it has ended it. When the
+pipe closes (guestbench has exited, however), the reaper ends what is still listed:
+SIGKILL to each process group, then each command, then each folder; then it exits. A guestbench that ends cleanly has taken everything back, and
 its reaper ends at once.
 
 Each line also goes to a journal, JOURNALS/PID-STARTTICKS.jsonl, which the reaper removes

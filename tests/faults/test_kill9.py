@@ -17,7 +17,8 @@ import pytest
 
 from guestbench import environments
 from tests.support.real_environments import FULL_SYSTEM_PRESETS, prepared
-from tests.support.leaks import guest_folders, guest_network, guest_processes, left_since
+from tests.support.leaks import (guest_folders, guest_network, guest_processes, left_since,
+                                 running)
 
 GUESTBENCH = [sys.executable, "-m", "guestbench"]
 
@@ -329,3 +330,31 @@ def test_a_network_path_outlives_a_killed_reaper_only_until_the_next_run(tmp_pat
     assert any(item.startswith("netns ") for item in left), left  # else this proves nothing
     _next_run_sweeps(tmp_path)
     assert not left_since(processes, folders, wait_s=10.0)
+
+
+COMMAND = """\
+import sys
+from guestbench.process import proc
+proc.run(["sh", "-c", "sleep 300 & echo $! > bg; echo $$ > fg; wait"], timeout_s=600,
+         cwd=sys.argv[1])
+"""
+
+
+def test_sigkill_during_a_command_run_to_its_end_leaves_none_of_its_processes(tmp_path):
+    """A command guestbench runs to its end (a probe, `runc delete`, an image's build) ends
+    with guestbench: the command by its parent-death signal, what it started by the reaper,
+    which holds its process group."""
+    child = subprocess.Popen([sys.executable, "-c", COMMAND, str(tmp_path)])
+    deadline = time.monotonic() + 30
+    while not ((tmp_path / "fg").exists() and (tmp_path / "bg").exists()):
+        assert time.monotonic() < deadline and child.poll() is None, "the command never ran"
+        time.sleep(0.05)
+    time.sleep(0.1)  # the files are written; so are their numbers
+    started = [int((tmp_path / name).read_text()) for name in ("fg", "bg")]
+    assert all(running(pid) for pid in started)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 5
+    while any(running(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in started if running(pid)], started

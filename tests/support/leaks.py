@@ -15,6 +15,15 @@ GUEST_NAMES = ("gbagent", "runc", "runsc", "exe", "qemu-system-x86", "qemu-x86_6
 NOT_A_GUESTS = ("guestbench-pg-", "guestbench-reaper")
 
 
+def running(pid: int) -> bool:
+    """The process is alive (a zombie that nobody reaps yet is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
 def guest_processes() -> set[int]:
     """Live processes of guests (zombies that nobody reaps are not alive)."""
     found = set()

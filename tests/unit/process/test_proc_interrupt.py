@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from guestbench.process import proc
+from tests.support.leaks import running
 
 
 def _interrupting(signum):
@@ -33,21 +34,13 @@ def _popen_then_signal(monkeypatch):
 
     def popen(argv, *args, **kwargs):
         child = real(argv, *args, **kwargs)
-        if "sleep" not in argv:  # the reaper, started with the first guest of a process
+        if "sleep" not in argv:  # the reaper, started with the first child of a process
             return child
         started.append(child.pid)
         os.kill(os.getpid(), signal.SIGTERM)
         return child
     monkeypatch.setattr(subprocess, "Popen", popen)
     return started
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def test_a_signal_while_a_guest_starts_waits_until_it_can_be_ended(tmp_path, monkeypatch,
@@ -58,7 +51,7 @@ def test_a_signal_while_a_guest_starts_waits_until_it_can_be_ended(tmp_path, mon
     [pid] = started
     assert pid in proc._live, "the interrupted start left its child unregistered"
     proc.kill_all()
-    assert not _alive(pid) and pid not in proc._live
+    assert not running(pid) and pid not in proc._live
 
 
 def test_a_signal_while_a_short_command_starts_ends_the_command(monkeypatch, sigterm_raises):
@@ -66,7 +59,7 @@ def test_a_signal_while_a_short_command_starts_ends_the_command(monkeypatch, sig
     with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
         proc.run(["sleep", "60"], timeout_s=30)
     [pid] = started
-    assert not _alive(pid)
+    assert not running(pid)
 
 
 def test_outside_a_start_the_signal_raises_at_once(sigterm_raises):
