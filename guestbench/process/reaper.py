@@ -6,8 +6,8 @@ groups of guests and of the commands it runs to their end (proc.run), the comman
 end state kept outside them (an OCI runtime's `delete --force`), the folders to remove.
 guestbench adds each before it exists and takes it back once it has ended it. When the
 pipe closes (guestbench has exited, however), the reaper ends what is still listed:
-SIGKILL to each process group, then each command, then each folder; then it exits. A guestbench that ends cleanly has taken everything back, and
-its reaper ends at once.
+SIGKILL to each process group, then each command, then each folder; then it exits. A
+guestbench that ends cleanly has taken everything back, and its reaper ends at once.
 
 Each line also goes to a journal, JOURNALS/PID-STARTTICKS.jsonl, which the reaper removes
 when it has done. Should the reaper die too (killed with its guestbench), the next
@@ -16,7 +16,8 @@ removes its folders (not its process groups: their numbers may belong to others 
 
 Beside it, every guest's own process gets the kernel's parent-death signal (proc.py),
 which needs nothing to stay alive; the reaper covers what that cannot: a guest's other
-processes, and state a runtime keeps apart from its processes.
+processes, state a runtime keeps apart from its processes, and the commands run to their
+end (which do without the signal: its setpriv would double a short command's cost).
 
     python -m guestbench.process.reaper JOURNAL   (started by guestbench; reads its standard input)
 """
