@@ -28,8 +28,11 @@ static uint64_t draw_token(void)
 {
 	uint64_t token = 0;
 
-	if (getrandom(&token, sizeof token, 0) != (ssize_t)sizeof token)
-		token = monotonic_ns() ^ ((uint64_t)getpid() << 32); /* no getrandom: still unique */
+	/* GRND_NONBLOCK: early in a guest's boot the kernel's random pool may not be ready yet,
+	 * and a blocking getrandom waited for it past the run's timeout (1 start in 5 of a guest
+	 * under KVM nested in an emulated L1). The token need only differ between instances. */
+	if (getrandom(&token, sizeof token, GRND_NONBLOCK) != (ssize_t)sizeof token)
+		token = monotonic_ns() ^ ((uint64_t)getpid() << 32); /* none yet: still unique */
 	token &= (UINT64_C(1) << TOKEN_BITS) - 1;
 	return token ? token : 1;
 }
