@@ -322,6 +322,11 @@ class Environment(ABC):
         memory_mib); None where an instance has no fixed size (process kinds)."""
         return None
 
+    def one_at_a_time(self) -> str | None:
+        """Why only one instance can run at a time (a burst of several is then refused),
+        or None where several can."""
+        return None
+
     def guest_ram(self) -> memory.GuestRam | None:
         """Which of the instance's mappings hold its guest's RAM, where the kind boots a guest
         with memory of its own (footprint then gives the overhead beyond it); None for

@@ -178,8 +178,11 @@ class Burst(HostPart):
     """burst: N instances started together, staggered or in turn (runner/burst.py)."""
 
     def refusal(self) -> str | None:
-        return memory_refusal(self.environment,
-                              alive_at_once(self.params.mode, self.params.instances))
+        at_once = alive_at_once(self.params.mode, self.params.instances)
+        alone = self.environment.one_at_a_time() if at_once > 1 else None
+        if alone:
+            return f"a burst of {at_once} {self.params.mode}: {alone}"
+        return memory_refusal(self.environment, at_once)
 
     def run(self, job: Job, logdir: Path, timeout_s: float) -> Outcome | None:
         return run_burst(self.environment, job, self.params, logdir, timeout_s)

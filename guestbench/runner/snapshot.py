@@ -17,7 +17,7 @@ from pathlib import Path
 
 from guestbench.environments.base import (Environment, Guest, GuestCrashed, GuestStartError, Job,
                                           SnapshotUnavailable)
-from guestbench.environments.snapshots import Restored, image_bytes
+from guestbench.environments.snapshots import Restored
 from guestbench.process import proc, reaper
 from guestbench.protocol import ProtocolError, Record
 from guestbench.runner.outcomes import Outcome, Status
@@ -55,7 +55,7 @@ def run_snapshot(environment: Environment, job: Job, workload: str, restores: in
             began_ns = proc.now_ns()
             saved = session.save(guest, image)
             save_ms = (proc.now_ns() - began_ns) / 1e6
-            size_mib = image_bytes(image) / 2**20
+            size_mib = saved.bytes / 2**20
             guest.stop()
             (logdir / "snapshot.txt").write_text(
                 f"image: {size_mib:.1f} MiB{f' ({saved.note})' if saved.note else ''}\n"

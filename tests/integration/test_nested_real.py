@@ -28,8 +28,8 @@ NESTED = ("kvm-nested", "uml-nested")  # cmd-nested runs getpid and cpuid
 def campaign(tmp_path_factory):
     """One campaign: tcg, kvm-nested and uml-nested, each running boot, getpid and cpuid
     once, and kvm-nested a TCP round trip to the host's peer (through its VMM's user
-    network, then the L1 machine's); (the run's result, its JSON report, its store's
-    folder)."""
+    network, then the L1 machine's) and a save and restore; (the run's result, its JSON
+    report, its store's folder)."""
     answer = nested.probe("tcg")
     if not answer.available:
         pytest.skip(f"no L1 machine here: {answer.reason}")
@@ -84,6 +84,12 @@ name = "cpuid"
 [[workload]]
 name = "net_rr"
 environments = ["kvm-nested"]
+
+[[workload]]
+name = "restore"
+environments = ["kvm-nested"]
+dirty_mib = 16
+restores = 1
 """)
     database = f"sqlite:///{folder / 'store.sqlite'}"
     ran = subprocess.run([*GUESTBENCH, "run", str(plan), "--db", database], cwd=folder,
@@ -111,6 +117,23 @@ def test_every_nested_run_is_ok(campaign):
         for workload in ("boot", "getpid", "cpuid"):
             assert statuses[(environment, workload)][0] == "ok", (
                 environment, workload, statuses[(environment, workload)])
+
+
+def test_a_guest_under_nested_kvm_is_saved_and_restored(campaign):
+    """Its QMP through the L1 machine's forwarded port, its state through cat into the folder
+    L1 shares, its console's input through the run's FIFO: the restored agent is the one
+    saved (the runner checks its token, pid and sequence) and its memory is intact (the
+    agent checks every byte; the run fails if one differs)."""
+    _, report, _ = campaign
+    [run] = [run for run in report["runs"]
+             if (run["environment"], run["workload"]) == ("kvm-nested", "restore")]
+    assert run["status"] == "ok", run["reason"]
+    values = {sample["metric"]: sample["value"] for sample in run["samples"]}
+    assert sum(values[f"restore_{step}"] for step in ("spawn", "load", "resume")) \
+        < values["restore"]
+    saved = (Path(run["log_path"]) / "snapshot.txt").read_text()
+    image_mib = float(saved.split("image: ")[1].split(" MiB")[0])
+    assert image_mib >= 16 and "through cat in the L1 machine" in saved, saved
 
 
 def test_cpuid_exits_to_the_l1_machines_kvm(campaign):

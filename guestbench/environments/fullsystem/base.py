@@ -165,6 +165,12 @@ class FullSystem(Environment):
     def guest_ram(self) -> memory.GuestRam | None:
         return memory.sized(self.spec.memory_mib)
 
+    def one_at_a_time(self) -> str | None:
+        if self.inside:
+            return ("inside a VM the L1 machine runs one inner guest at a time (fix: mode = "
+                    "\"serial\", or inside = \"none\")")
+        return None
+
     def memory_limit_mib(self) -> int:
         """The most memory a workload can touch in this guest (a run needing more is sure
         to fail, so it is refused before it starts)."""
@@ -311,9 +317,10 @@ class FullSystem(Environment):
     def start(self, job: Job, logdir: Path, deadline_ns: int) -> Guest:
         return self.start_guest(job, logdir, deadline_ns)
 
-    def start_guest(self, job: Job, logdir: Path, deadline_ns: int, **options: Any) -> Guest:
-        """start(), with options for the guest class beyond the kind's own (stdin=True: the
-        host writes to its console)."""
+    def start_guest(self, job: Job, logdir: Path, deadline_ns: int,
+                    vmm_args: tuple[str, ...] = (), **options: Any) -> Guest:
+        """start(), with arguments for the VMM after the kind's own, and options for the
+        guest class beyond the kind's (stdin=True: the host writes to its console)."""
         # the VMM's sockets, disks and state live in a short private folder (inside a VM: in
         # the folder the L1 machine shares, at the same path there)
         if self.inside and self.machine is None:
@@ -333,7 +340,7 @@ class FullSystem(Environment):
             if self.console_kind() != "stdio":
                 devices.open_console(CONSOLES[self.console_kind()](workdir, logdir))
             job = self.attach(job, workdir, logdir, devices)
-            argv = self.command_line(kernel_arguments(job), workdir, devices)
+            argv = [*self.command_line(kernel_arguments(job), workdir, devices), *vmm_args]
             return self.guest_class(argv, logdir, deadline_ns, scratch=[workdir],
                                     finalizers=devices.finalizers, collected=devices.collected,
                                     pass_fds=devices.pass_fds,

@@ -7,6 +7,9 @@ serves the host on the virtio-serial port gb.ctl, one line per command:
 
     run ID SCRIPT    start `sh SCRIPT` chrooted into /host, in a session of its own; its
                      output (the inner VMM's console) goes to the port as it comes
+    runin ID SCRIPT  the same, its standard input a FIFO that `line` writes to (else
+                     /dev/null)
+    line ID TEXT     TEXT and a newline to that run's standard input
     kill ID          SIGKILL to that run's process group
 
 and says, each on a line of its own:
@@ -96,16 +99,26 @@ echo "gbl1: ready kvm=$kvm"
 
 while read -r verb id script <&3; do
     case "$verb" in
-        run)
+        run|runin)
+            input=/dev/null
+            if [ "$verb" = runin ]; then
+                input=/tmp/in-$id
+                $bb mkfifo "$input"
+            fi
             (
-                $bb setsid $bb chroot /host /bin/sh "$script" </dev/null >&3 2>/dev/console &
+                # read-write: the FIFO opens at once and never ends before the run does
+                $bb setsid $bb chroot /host /bin/sh "$script" <>"$input" >&3 2>/dev/console &
                 echo $! > /tmp/run-$id
                 echo "gbl1: started $id" >&3
                 wait $!
                 status=$?
+                [ "$input" = /dev/null ] || $bb rm -f "$input"
                 echo >&3
                 echo "gbl1: exited $id $status" >&3
             ) &
+            ;;
+        line)
+            [ -p /tmp/in-$id ] && echo "$script" > /tmp/in-$id
             ;;
         kill)
             [ -f /tmp/run-$id ] && $bb kill -KILL -"$($bb cat /tmp/run-$id)" 2>/dev/null

@@ -57,6 +57,11 @@ L1_SHM = "/dev/shm"      # the L1 machine's own tmpfs: sockets and FIFOs live th
 # UML's serial line inside the L1 machine: the two descriptors the shell gives it (one
 # digit: the shell's limit; not 4, which is UML's ubd pipe)
 INSIDE_FDS = (7, 8)
+# An inner QEMU's QMP, where a run asks for one (a snapshot's save and restore): a TCP port
+# on L1's own address, which the L1 machine's user network forwards from a port of the
+# host's loopback (Machine.qmp_address). One run at a time: one port.
+INNER_QMP_PORT = 4444
+INNER_QMP = f"tcp:{L1_ADDRESS.split('/')[0]}:{INNER_QMP_PORT},server=on,wait=off"
 KVM_NESTED = {"amd": Path("/sys/module/kvm_amd/parameters/nested"),
               "intel": Path("/sys/module/kvm_intel/parameters/nested")}
 
@@ -129,6 +134,7 @@ class Machine:
         self.image_id: str | None = None
         self.logs: Path | None = None
         self.runs = 0
+        self.qmp_port = 0
         self.busy: "Run | None" = None
         self._ids = itertools.count(1)
         self._buffer = bytearray()
@@ -159,6 +165,7 @@ class Machine:
         control = self.folder / "ctl.sock"
         listener.bind(str(control))
         listener.listen(1)
+        self.qmp_port = _free_port()
         argv = self.command_line(image, control)
         (self.logs / "command").write_text(" ".join(shlex.quote(a) for a in argv) + "\n")
         started = proc.now_ns()
@@ -199,7 +206,8 @@ class Machine:
             "-device", "virtio-9p-device,fsdev=gbroot,mount_tag=gbroot",
             "-fsdev", f"local,id=gbwork,path={self.folder},security_model=none",
             "-device", "virtio-9p-device,fsdev=gbwork,mount_tag=gbwork",
-            "-netdev", f"user,id=gbl1net,net={L1_NET}",
+            "-netdev", f"user,id=gbl1net,net={L1_NET},"
+                       f"hostfwd=tcp:127.0.0.1:{self.qmp_port}-:{INNER_QMP_PORT}",
             "-device", "virtio-net-device,netdev=gbl1net",
             "-chardev", f"socket,id=gbctl,path={control}",
             "-device", "virtio-serial-device,max_ports=2",
@@ -227,6 +235,11 @@ class Machine:
             said += [line.strip() for line in lines if line.strip()][-3:]
         return "L1 said: " + (" | ".join(said)[-500:] or "nothing")
 
+    @property
+    def qmp_address(self) -> tuple[str, int]:
+        """Where the host reaches the QMP of an inner QEMU started with `-qmp INNER_QMP`."""
+        return ("127.0.0.1", self.qmp_port)
+
     def workdir(self) -> Path:
         """A fresh folder for one run, which the L1 guest sees at the same path."""
         return Path(tempfile.mkdtemp(prefix="run-", dir=self.folder))
@@ -235,15 +248,16 @@ class Machine:
         """proc.Process's stand-in for a guest object (ProcessGuest.launcher): argv started
         in this machine, its files in workdir."""
         def launch(argv: list[str], stdout_log: Path, stderr_log: Path,
-                   pass_fds: tuple[int, ...] = (), stdout_to_log: bool = False) -> Run:
+                   pass_fds: tuple[int, ...] = (), stdout_to_log: bool = False,
+                   stdin_pipe: bool = False) -> Run:
             if pass_fds or stdout_to_log:
                 raise GuestStartError("the VMM would need host descriptors or a console apart "
                                       "from its output, which do not reach into the L1 machine")
-            return self.launch(argv, workdir, stdout_log, stderr_log)
+            return self.launch(argv, workdir, stdout_log, stderr_log, stdin_pipe)
         return launch
 
     def launch(self, argv: list[str], workdir: Path, stdout_log: Path,
-               stderr_log: Path) -> "Run":
+               stderr_log: Path, stdin_pipe: bool = False) -> "Run":
         """Start argv in the L1 guest; its output comes through the returned Run."""
         with self._lock:
             if not self.alive:
@@ -259,7 +273,7 @@ class Machine:
                 f"if [ -f {folder}/{FEED_SCRIPT} ]; then . {folder}/{FEED_SCRIPT}; fi\n"
                 f"exec {' '.join(shlex.quote(a) for a in argv)} 2>{folder}/vmm-stderr.log\n")
             run = Run(self, run_id, argv, workdir, stdout_log, stderr_log)
-            self._send(f"run {run_id} {script}\n")
+            self._send(f"{'runin' if stdin_pipe else 'run'} {run_id} {script}\n")
             self.busy = run
             self.runs += 1
             return run
@@ -363,6 +377,14 @@ def relocated(setup: channels.ChannelSetup, workdir: Path) -> channels.ChannelSe
     return dataclasses.replace(setup, vmm_args=vmm_args, pass_fds=(), feeder=InsideFeeder())
 
 
+def _free_port() -> int:
+    """A TCP port of the host's loopback that nothing listens on now (the L1 machine's QEMU
+    binds it a moment later: should another take it first, that QEMU says so and fails)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def _l1_modules(kernel: Path) -> tuple[str, ...]:
     """L1's modules that this kernel has (an AMD-only or Intel-only build lacks the other)."""
     tree = Path("/lib/modules") / images.kernel_version(kernel)
@@ -456,6 +478,17 @@ class Run:
             if self.wait(KILL_WAIT_S) is not None:
                 return
         self._end(None)
+
+    def send(self, data: bytes) -> None:
+        """Each line of data to the run's standard input (a run started with stdin_pipe);
+        OSError if the run has ended or the L1 machine is gone."""
+        if self._ended:
+            raise OSError("the run has ended")
+        for line in data.decode().splitlines():
+            try:
+                self.machine._send(f"line {self.id} {line}\n")
+            except GuestStartError as error:
+                raise OSError(str(error)) from None
 
     @property
     def returncode(self) -> int | None:

@@ -6,17 +6,24 @@ descriptor: the save stops the guest, hands QEMU the image's file over the QMP s
 and waits for the migration's completed event. A restore starts QEMU again with the very
 same command line plus `-incoming defer`, hands it the file the same way, loads it
 (migrate-incoming) and resumes the guest (cont): a guest saved while stopped stays stopped
-after the load. The guest's console is QEMU's stdio, which the new process opens again."""
+after the load. The guest's console is QEMU's stdio, which the new process opens again.
+
+Inside an L1 machine (nested.py) no descriptor crosses into it: the inner QEMU's QMP is a
+TCP port that the L1 machine's user network forwards from the host's loopback, the state
+goes through `exec:cat` into a folder the L1 machine shares with the host (its size is read
+there), and the console's input is the L1 run's FIFO."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import shutil
 from pathlib import Path
 
 from guestbench.environments import scratch
 from guestbench.environments.base import Guest, GuestStartError, Job, SnapshotUnavailable
+from guestbench.environments.fullsystem import nested
 from guestbench.environments.fullsystem.qmp import QMP_CONNECT_S, REFUSED_RETRY_S, connected
 from guestbench.environments.snapshots import Restored, Saved, Snapshots, image_bytes
 from guestbench.process import proc
@@ -24,13 +31,13 @@ from guestbench.process import proc
 STATE_FILE = "state"  # the migration stream, in the image folder
 FD_NAME = "gbsnap"
 MIGRATION_S = 300.0  # a save or a load that has not completed by then has failed
+# inside an L1 machine under TCG an inner QEMU takes seconds to start (5.5 s seen) before
+# its QMP port listens
+INSIDE_START_S = 60.0
 
 
 class QemuSnapshots(Snapshots):
     def __init__(self, qemu, job: Job) -> None:
-        if qemu.inside:
-            raise SnapshotUnavailable("a guest inside the L1 machine is not saved and restored "
-                                      "yet (its QMP socket is the L1 machine's)")
         if qemu.spec.placement != "none":
             raise SnapshotUnavailable(f"placement {qemu.spec.placement} with snapshots: a "
                                       "restored QEMU is not pinned yet (fix: placement = "
@@ -40,36 +47,62 @@ class QemuSnapshots(Snapshots):
         self.qemu, self.job = qemu, job
         self.argv: list[str] | None = None
         self.socket: Path | None = None
+        self.inside_image: Path | None = None  # inside: the state's folder, in L1's share
+
+    @property
+    def machine(self):
+        """The L1 machine the guest runs in, or None (a new one, if the last one died)."""
+        return self.qemu.machine
 
     def start(self, logdir: Path, deadline_ns: int) -> Guest:
-        guest = self.qemu.start_guest(self.job, logdir, deadline_ns, stdin=True)
+        vmm_args = ("-qmp", nested.INNER_QMP) if self.machine else ()
+        guest = self.qemu.start_guest(self.job, logdir, deadline_ns, vmm_args, stdin=True)
         self.argv, self.socket = list(guest.argv), guest.qmp_socket
         return guest
 
     def save(self, guest: Guest, image: Path) -> Saved:
-        state = image / STATE_FILE
-        phases = _run(_save(guest.qmp_socket, state), "save")
-        return Saved(image_bytes(image), phases, note="QEMU's migration stream, uncompressed")
+        if self.machine is None:
+            phases = _run(_save(guest.qmp_socket, _handed(image / STATE_FILE)), "save")
+            return Saved(image_bytes(image), phases, note="QEMU's migration stream, uncompressed")
+        self.inside_image = self.machine.workdir()  # removed with the L1 machine if killed
+        state = shlex.quote(str(self.inside_image / STATE_FILE))
+        phases = _run(_save(self.machine.qmp_address, f"exec:cat > {state}"), "save")
+        return Saved(image_bytes(self.inside_image), phases,
+                     note="QEMU's migration stream, uncompressed, through cat in the L1 machine")
 
     def restore(self, image: Path, logdir: Path, deadline_ns: int, first_seq: int) -> Restored:
-        workdir = scratch.socket_folder("guestbench-qemu-")
-        socket = workdir / "qmp.sock"
-        argv = [word.replace(str(self.socket), str(socket)) for word in self.argv]
+        machine = self.machine
+        workdir = (machine.workdir() if machine else scratch.socket_folder("guestbench-qemu-"))
+        socket = None if machine else workdir / "qmp.sock"
+        argv = (self.argv if machine else
+                [word.replace(str(self.socket), str(socket)) for word in self.argv])
         began_ns = proc.now_ns()
         try:
             guest = self.qemu.guest_class(
                 [*argv, "-incoming", "defer"], logdir, deadline_ns, scratch=[workdir],
                 stdin=True, first_seq=first_seq, resumed=True, qmp_socket=socket,
-                placement="none", boot_timeout_s=self.qemu.spec.boot_timeout_s)
+                placement="none", boot_timeout_s=self.qemu.spec.boot_timeout_s,
+                **({"launcher": machine.launcher(workdir)} if machine else {}))
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
+        if machine:
+            state = shlex.quote(str(self.inside_image / STATE_FILE))
+            loading = _restore(machine.qmp_address, f"exec:cat {state}", began_ns,
+                               INSIDE_START_S)
+        else:
+            loading = _restore(socket, _handed(image / STATE_FILE, os.O_RDONLY), began_ns)
         try:
-            phases = _run(_restore(socket, image / STATE_FILE, began_ns), "restore")
+            phases = _run(loading, "restore")
         except BaseException:
             guest.stop()
             raise
         return Restored(guest, phases)
+
+    def close(self) -> None:
+        if self.inside_image is not None:
+            shutil.rmtree(self.inside_image, ignore_errors=True)
+            self.inside_image = None
 
 
 def _run(coroutine, what: str) -> dict[str, float]:
@@ -83,19 +116,30 @@ def _run(coroutine, what: str) -> dict[str, float]:
         raise GuestStartError(f"QEMU's {what}: {type(error).__name__}: {error}") from None
 
 
-async def _connected(socket: Path):
+async def _connected(address, patience_s: float = QMP_CONNECT_S + REFUSED_RETRY_S):
     # the restoring QEMU's socket appears as it starts: as long as a guest's QMP may take
-    return await connected(socket, "guestbench-snapshot", QMP_CONNECT_S + REFUSED_RETRY_S)
+    return await connected(address, "guestbench-snapshot", patience_s)
 
 
-async def _hand_file(client, path: Path, flags: int) -> None:
-    """Gives QEMU an open file as FD_NAME (SCM_RIGHTS over the QMP socket, then getfd)."""
-    fd = os.open(path, flags, 0o600)
-    try:
-        client.send_fd_scm(fd)
-        await client.execute("getfd", {"fdname": FD_NAME})
-    finally:
-        os.close(fd)
+class _handed:
+    """A file QEMU gets over its QMP socket (SCM_RIGHTS, then getfd), as fd:FD_NAME."""
+
+    def __init__(self, path: Path, flags: int = os.O_WRONLY | os.O_CREAT | os.O_EXCL) -> None:
+        self.path, self.flags = path, flags
+
+    async def uri(self, client) -> str:
+        fd = os.open(self.path, self.flags, 0o600)
+        try:
+            client.send_fd_scm(fd)
+            await client.execute("getfd", {"fdname": FD_NAME})
+        finally:
+            os.close(fd)
+        return f"fd:{FD_NAME}"
+
+
+async def _uri(client, target: "_handed | str") -> str:
+    """The migration's URI: a file handed over now, or a URI as it is (exec:...)."""
+    return target if isinstance(target, str) else await target.uri(client)
 
 
 async def _migrated(client, start) -> None:
@@ -112,8 +156,8 @@ async def _migrated(client, start) -> None:
                                       f"{info.get('error-desc', 'no reason given')}")
 
 
-async def _save(socket: Path, state: Path) -> dict[str, float]:
-    client = await _connected(socket)
+async def _save(address, target: "_handed | str") -> dict[str, float]:
+    client = await _connected(address)
     try:
         await client.execute("migrate-set-capabilities", {"capabilities": [
             {"capability": "events", "state": True}]})
@@ -121,23 +165,23 @@ async def _save(socket: Path, state: Path) -> dict[str, float]:
         began_ns = proc.now_ns()
         await client.execute("stop")  # a stopped guest dirties no page twice
         stopped_ns = proc.now_ns()
-        await _hand_file(client, state, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        await _migrated(client, lambda: client.execute("migrate", {"uri": f"fd:{FD_NAME}"}))
+        uri = await _uri(client, target)
+        await _migrated(client, lambda: client.execute("migrate", {"uri": uri}))
         done_ns = proc.now_ns()
     finally:
         await client.disconnect()
     return {"stop": (stopped_ns - began_ns) / 1e6, "migrate": (done_ns - stopped_ns) / 1e6}
 
 
-async def _restore(socket: Path, state: Path, began_ns: int) -> dict[str, float]:
-    client = await _connected(socket)
+async def _restore(address, target: "_handed | str", began_ns: int,
+                   patience_s: float = QMP_CONNECT_S + REFUSED_RETRY_S) -> dict[str, float]:
+    client = await _connected(address, patience_s)
     try:
         spawned_ns = proc.now_ns()
         await client.execute("migrate-set-capabilities", {"capabilities": [
             {"capability": "events", "state": True}]})
-        await _hand_file(client, state, os.O_RDONLY)
-        await _migrated(client, lambda: client.execute("migrate-incoming",
-                                                       {"uri": f"fd:{FD_NAME}"}))
+        uri = await _uri(client, target)
+        await _migrated(client, lambda: client.execute("migrate-incoming", {"uri": uri}))
         loaded_ns = proc.now_ns()
         await client.execute("cont")
         resumed_ns = proc.now_ns()

@@ -13,24 +13,28 @@ QMP_QUIT_S = 2.0
 REFUSED_RETRY_S = 1.0
 
 
-async def connected(socket_path: Path, name: str = "guestbench",
+async def connected(address: Path | tuple[str, int], name: str = "guestbench",
                     patience_s: float = REFUSED_RETRY_S):
-    """A QMPClient connected to QEMU's socket, tried again every 2 ms while the socket is
-    refused or not there yet, for patience_s; qemu.qmp's errors after that."""
+    """A QMPClient connected to QEMU's socket (a path, or a TCP host and port), tried again
+    every 2 ms while it is refused or not there yet, for patience_s; qemu.qmp's errors
+    after that. Through a user network's forwarded port, "not there yet" is a connection
+    that the network accepts and then ends (nothing listens behind it yet)."""
     import asyncio  # deferred, with qemu.qmp: 45 ms that only a QEMU guest's boot needs
 
     from qemu.qmp import ConnectError, QMPClient  # deferred: with asyncio, above
 
+    not_yet: tuple[type[BaseException], ...] = (ConnectionRefusedError, FileNotFoundError)
+    if isinstance(address, tuple):
+        not_yet += (EOFError, ConnectionResetError)
     loop = asyncio.get_running_loop()
     until = loop.time() + patience_s
     while True:
         client = QMPClient(name)
         try:
-            await client.connect(str(socket_path))
+            await client.connect(address if isinstance(address, tuple) else str(address))
             return client
         except ConnectError as error:
-            if not isinstance(error.exc, (ConnectionRefusedError, FileNotFoundError)) \
-                    or loop.time() > until:
+            if not isinstance(error.exc, not_yet) or loop.time() > until:
                 raise
         await asyncio.sleep(0.002)
 

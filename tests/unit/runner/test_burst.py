@@ -52,6 +52,9 @@ class _Stub:
     def instance_mib(self):
         return 256
 
+    def one_at_a_time(self):
+        return None
+
 
 def _params(**given):
     return CATALOGUE["burst"].params_model(**given)
@@ -164,6 +167,23 @@ def test_a_burst_the_host_memory_cannot_hold_is_refused_before_it_starts(monkeyp
                                          "available memory (1000 MiB)")
     # in turn, one instance lives at a time
     assert host_parts.part("burst", _Stub(), _params(instances=10, mode="serial")).refusal() is None
+
+
+def test_a_burst_of_several_at_once_inside_a_vm_is_refused_one_by_one_is_not(monkeypatch):
+    """The L1 machine runs one inner guest at a time: the second instance of a burst would
+    fail to launch, and the burst would report a success rate that measured nothing."""
+    from guestbench import environments
+    from guestbench.runner import density, host_parts
+    monkeypatch.setattr(density, "available_mib", lambda: 100_000)
+    inside = environments.create(environments.preset_spec("qemu-kvm-nested"))
+    for mode in ("together", "staggered"):
+        refused = host_parts.part("burst", inside, _params(instances=10, mode=mode)).refusal()
+        assert refused == (f"a burst of 10 {mode}: inside a VM the L1 machine runs one inner "
+                           "guest at a time (fix: mode = \"serial\", or inside = \"none\")")
+    for given in ({"instances": 10, "mode": "serial"}, {"instances": 1}):
+        assert host_parts.part("burst", inside, _params(**given)).refusal() is None
+    outside = environments.create(environments.preset_spec("qemu-tcg"))
+    assert host_parts.part("burst", outside, _params(instances=10)).refusal() is None
 
 
 @pytest.mark.parametrize("given", [{"instances": 0}, {"mode": "all"}, {"stagger_ms": -1},
