@@ -235,10 +235,12 @@ def test_sigkill_during_a_save_or_a_restore_leaves_nothing(preset, moment, tmp_p
     if preset == "runc" and criu_refusal():
         pytest.skip(criu_refusal())
     images = lambda: list(tmp_path.glob("guestbench-logs/**/snapshot"))  # noqa: E731
+    before = guest_processes()
 
     def started() -> bool:
-        if moment == "restore":
-            return any(tmp_path.glob("guestbench-logs/**/restore1"))
+        if moment == "restore":  # its folder comes a moment before the runtime's process
+            return any(tmp_path.glob("guestbench-logs/**/restore1")) \
+                and bool(guest_processes() - before)
         return any(path.is_file() and path.stat().st_size > 0
                    for image in images() for path in image.rglob("*"))
 

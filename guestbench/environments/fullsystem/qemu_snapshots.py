@@ -19,6 +19,7 @@ import asyncio
 import os
 import shlex
 import shutil
+import time
 from pathlib import Path
 
 from guestbench.environments import scratch
@@ -34,6 +35,7 @@ MIGRATION_S = 300.0  # a save or a load that has not completed by then has faile
 # inside an L1 machine under TCG an inner QEMU takes seconds to start (5.5 s seen) before
 # its QMP port listens
 INSIDE_START_S = 60.0
+WRITTEN_S = 30.0  # inside: from QEMU's completed event to cat's state file, whole
 
 
 class QemuSnapshots(Snapshots):
@@ -65,8 +67,20 @@ class QemuSnapshots(Snapshots):
             phases = _run(_save(guest.qmp_socket, _handed(image / STATE_FILE)), "save")
             return Saved(image_bytes(image), phases, note="QEMU's migration stream, uncompressed")
         self.inside_image = self.machine.workdir()  # removed with the L1 machine if killed
-        state = shlex.quote(str(self.inside_image / STATE_FILE))
-        phases = _run(_save(self.machine.qmp_address, f"exec:cat > {state}"), "save")
+        state = self.inside_image / STATE_FILE
+        part = state.with_name(STATE_FILE + ".part")
+        # QEMU may say "completed" before cat has written its last bytes, and the guest's
+        # stop that follows kills cat with it: the file is whole once cat's rename is done
+        command = f"cat > {shlex.quote(str(part))} && mv {shlex.quote(str(part))} " \
+                  f"{shlex.quote(str(state))}"
+        phases = _run(_save(self.machine.qmp_address, f"exec:{command}"), "save")
+        began_ns = proc.now_ns()
+        while not state.exists():
+            if proc.now_ns() - began_ns > WRITTEN_S * 1e9:
+                raise GuestStartError(f"QEMU's migration completed, but cat in the L1 machine "
+                                      f"had not written the state within {WRITTEN_S:g} s")
+            time.sleep(0.005)
+        phases["written"] = (proc.now_ns() - began_ns) / 1e6
         return Saved(image_bytes(self.inside_image), phases,
                      note="QEMU's migration stream, uncompressed, through cat in the L1 machine")
 
