@@ -38,7 +38,7 @@ def burst_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     table = Table("Bursts: N instances launched together, staggered or in turn",
                   ["figure", "environment", *(_shape_text(shape[label]) for label in labels)],
                   [], label_columns=2, name="burst")
-    untold, failures = [], []
+    untold, failures, refused = [], [], []
     for metric in ("burst_success", *TIMES):
         if metric in LEAST and not any(cell.values for label in labels
                                        for cell in results.cells.get((label, metric), {}).values()):
@@ -52,7 +52,8 @@ def burst_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
             texts = [(_ready(runs[label], shape[label][0], _cell(results, label, metric, env),
                              _cell(results, label, "burst_p50", env), footnotes)
                       if metric == "burst_success"
-                      else _time(_cell(results, label, metric, env), metric, divisor))
+                      else _time(_cell(results, label, metric, env), metric, divisor,
+                                 any(run.status == "ok" for run in runs[label])))
                      if runs[label] else "-" for label in labels]
             title = "ready" if metric == "burst_success" else f"{FIGURES[metric]} ({unit})"
             table.add([title, functional.named(report, env), *texts],
@@ -60,6 +61,8 @@ def burst_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
             if metric == "burst_success":
                 failures += [said for label in labels
                              if (said := _failures(env, shape[label], runs[label]))]
+                refused += [f"{env}, {_shape_text(shape[label])}: {runs[label][0].reason}"
+                            for label in labels if _unsupported(runs[label])]
     table.note = (
         "Ready: the instances that became ready, of all launched in the campaign's bursts. "
         "First and last ready: from the burst's first launch to its first and its last ready "
@@ -68,7 +71,8 @@ def burst_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
         "A percentile needs that many ready instances in one burst (p90: 10, p95: 20, p99: "
         "100): 'needs 100' where a burst had fewer." + (
             f" Not told, since no burst had enough: {', '.join(untold)}." if untold else "")
-        + "".join(f" Failed: {said}." for said in failures))
+        + "".join(f" Failed: {said}." for said in failures)
+        + "".join(f" Unsupported: {said.rstrip('.')}." for said in refused))
     return table if table.rows else None
 
 
@@ -100,6 +104,8 @@ def _ready(runs: list, count: int, success: Cell | None, p50: Cell | None,
     """The share of all instances launched that became ready: a failed run counts none."""
     rates = list(success.values) if success is not None else []
     rates += [0.0] * sum(1 for run in runs if run.status == "failed")
+    if not rates and _unsupported(runs):
+        return "unsupported"
     if not rates:
         cell = p50 or success
         return problem_text(cell, footnotes) if cell is not None and cell.problems else "-"
@@ -111,9 +117,16 @@ def _ready(runs: list, count: int, success: Cell | None, p50: Cell | None,
     return f"{text} {footnotes.mark(problems)}" if problems is not None else text
 
 
-def _time(cell: Cell | None, metric: str, divisor: float) -> str:
+def _unsupported(runs: list) -> bool:
+    """Every run of the burst was refused before it started (the note says why)."""
+    return bool(runs) and all(run.status == "unsupported" for run in runs)
+
+
+def _time(cell: Cell | None, metric: str, divisor: float, ran: bool) -> str:
+    """The figure's median; where a burst ran but had too few ready instances for a
+    percentile, what it needs; "-" where none ran."""
     if cell is None or not cell.values:
-        return f"needs {LEAST[metric]}" if metric in LEAST else "-"
+        return f"needs {LEAST[metric]}" if metric in LEAST and ran else "-"
     return median_text(cell, divisor)
 
 

@@ -85,3 +85,29 @@ def test_the_burst_table_in_markdown_and_by_name(tmp_path: Path) -> None:
     shown = markdown.render(report, asked=("burst",))
     assert "### Bursts: N instances launched together, staggered or in turn" in shown
     assert "| ready | qemu-tcg | 100% | 53% (16/30) [1] |" in shown
+
+
+def test_a_burst_refused_before_it_started_says_so_not_what_it_needs(tmp_path: Path) -> None:
+    """A burst of several inside a VM is unsupported: its cells say so, its times are
+    '-' (a 'needs 1' would read as a burst that ran with no instance ready), and the note
+    gives the reason."""
+    opened = gb_store.open(f"sqlite:///{tmp_path / 'b.sqlite'}")
+    campaign = opened.create_campaign("burst", {"campaign": {"repeat": 1}}, {"cpu": "t"},
+                                      "fp", None, "logs", "test")
+    nested = opened.add_environment(campaign, "kvm-nested", "qemu", {}, True, "yes", 0)
+    why = ("a burst of 10 together: inside a VM the L1 machine runs one inner guest at a "
+           "time (fix: mode = \"serial\", or inside = \"none\")")
+    for count, status in ((1, "ok"), (10, "unsupported")):
+        params = {"instances": count, "mode": "together", "stagger_ms": 200.0,
+                  "ready_timeout_s": 120.0}
+        opened.add_run(campaign, RunRecord(
+            nested, "burst", f"burst[instances={count}]", params, 0, status,
+            "" if status == "ok" else why, STARTED, 1.0, None,
+            _burst([9000.0]) + (("burst_success", "%", 100.0),) if status == "ok" else ()))
+    opened.finish_campaign(campaign, "finished")
+    (table,) = select.chosen_tables(reading.load(opened),
+                                    [select.Choice("burst", plain=False)])
+    rows = {(row[0], row[1]): row[2:] for row in table.rows}
+    assert rows[("ready", "kvm-nested")] == ["100%", "unsupported"]
+    assert rows[("p50 (ms)", "kvm-nested")] == ["9000", "-"]
+    assert table.note.endswith(f" Unsupported: kvm-nested, N=10: {why}.")
