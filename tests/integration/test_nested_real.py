@@ -21,13 +21,13 @@ from tests.support.real_environments import tcg_kernel
 pytestmark = pytest.mark.integration
 
 GUESTBENCH = [sys.executable, "-m", "guestbench"]
-NESTED = ("kvm-nested", "uml-nested")  # cmd-nested runs getpid and cpuid
+NESTED = ("kvm-nested", "uml-nested")  # and cmd-nested, which runs getpid and cpuid
 
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
-    """One campaign: tcg, kvm-nested and uml-nested, each running boot, getpid and cpuid
-    once, and kvm-nested a TCP round trip to the host's peer (through its VMM's user
+    """One campaign: tcg, kvm-nested and uml-nested, each running boot and cpuid once
+    (getpid in tcg and cmd-nested), and kvm-nested a TCP round trip to the host's peer (through its VMM's user
     network, then the L1 machine's) and a save and restore; (the run's result, its JSON
     report, its store's folder)."""
     answer = nested.probe("tcg")
@@ -75,8 +75,11 @@ argv = ["qemu-system-x86_64", "-M", "microvm,rtc=on", "-accel", "kvm", "-cpu", "
 name = "boot"
 environments = ["tcg", "kvm-nested", "uml-nested"]
 
+# not in kvm-nested and uml-nested, whose micro path cpuid takes (and the replaced-L1 test
+# below runs getpid under the nested KVM): each run there boots a guest, about 10 s
 [[workload]]
 name = "getpid"
+environments = ["tcg", "cmd-nested"]
 
 [[workload]]
 name = "cpuid"
@@ -114,7 +117,7 @@ def test_every_nested_run_is_ok(campaign):
                 for run in report["runs"]}
     assert statuses[("kvm-nested", "net_rr")][0] == "ok", statuses[("kvm-nested", "net_rr")]
     for environment in NESTED:
-        for workload in ("boot", "getpid", "cpuid"):
+        for workload in ("boot", "cpuid"):
             assert statuses[(environment, workload)][0] == "ok", (
                 environment, workload, statuses[(environment, workload)])
 
