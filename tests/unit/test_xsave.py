@@ -35,3 +35,12 @@ def test_no_size_off_x86(monkeypatch):
         assert xsave.host_xsave_bytes() is None
     finally:
         xsave.host_xsave_bytes.cache_clear()
+
+
+def test_a_size_given_in_the_environment_is_taken(monkeypatch):
+    xsave.host_xsave_bytes.cache_clear()
+    monkeypatch.setenv(xsave.OVERRIDE, "11008")
+    try:
+        assert xsave.host_xsave_bytes() == 11008
+    finally:
+        xsave.host_xsave_bytes.cache_clear()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from guestbench.process import memory
+from guestbench import xsave
+from guestbench.process import memory, proc
 from guestbench.environments.fullsystem import channels
 from guestbench.environments.base import Availability, Capability
 from guestbench.environments.fullsystem.devices import GuestDevices
@@ -24,6 +26,16 @@ UML_DISKS = "/dev/ubd"  # ubd0 is /dev/ubda, ubd1 /dev/ubdb
 # RAID6 and btrfs RAID5/6 call, which no guestbench guest uses. Skipped unless a plan says not.
 SKIP_RAID6_BENCHMARK = "initcall_blacklist=raid6_select_algo"
 CHANNELS = ("serial", "hostfs")
+# A UML kernel sets each of its processes' FPU registers with PTRACE_SETREGSET of the host's
+# XSAVE area, which the host's kernel takes only whole: a shorter buffer fails with EFAULT,
+# and the guest panics at boot ("ptrace set fp regs failed, errno = 14"). Before Linux 6.13
+# UML passes a fixed 2696 bytes (enough for AVX-512 and protection keys, not for AMX's 11008);
+# from 6.13 on it asks the host at start-up, as does the kernel install.sh builds where
+# Debian's cannot run (its release ends in XSAVE_SIZED_MARK).
+FIXED_XSAVE_BYTES = 2696
+SIZED_FROM_RELEASE = (6, 13)
+XSAVE_SIZED_MARK = "-xsave-sized"
+VERSION_TIMEOUT_S = 5.0
 
 
 def map_count_limit_mib() -> int | None:
@@ -77,6 +89,9 @@ class Uml(FullSystem):
         program = which(self.spec.binary)
         if program is None:
             return Availability.no(f"{self.spec.binary} not found (apt-get install user-mode-linux)")
+        refusal = xsave_refusal(program, _release(program), xsave.host_xsave_bytes())
+        if refusal:
+            return Availability.no(refusal)
         return Availability.yes(f"{program}{_map_count_warning()}")
 
     def kernel(self) -> Path:
@@ -144,6 +159,39 @@ class Uml(FullSystem):
             "quiet", "panic=-1", *([] if self.spec.raid6_benchmark else [SKIP_RAID6_BENCHMARK]),
             *self.spec.kernel_args, *kernel_args, *self.spec.extra_args,
         ]
+
+
+def _release(program: str) -> str | None:
+    """The UML kernel's release ("6.1.176"), from its --version; None if it gives none."""
+    try:
+        result = proc.run([program, "--version"], timeout_s=VERSION_TIMEOUT_S)
+    except (proc.ProcessError, proc.DeadlineExceeded):
+        return None
+    lines = result.stdout.strip().splitlines()
+    return lines[0].strip() if result.returncode == 0 and lines else None
+
+
+def xsave_bytes_supported(release: str | None) -> int | None:
+    """The largest host XSAVE area a UML kernel of this release can set; None: any (it sizes
+    its buffer from the host), or unknown (no release: the kernel is not judged)."""
+    if release is None or XSAVE_SIZED_MARK in release:
+        return None
+    numbers = re.match(r"(\d+)\.(\d+)", release)
+    if numbers and (int(numbers[1]), int(numbers[2])) >= SIZED_FROM_RELEASE:
+        return None
+    return FIXED_XSAVE_BYTES
+
+
+def xsave_refusal(program: str, release: str | None, host_bytes: int | None) -> str:
+    """Why this UML kernel cannot run on this host ("" if it can, or if either is unknown)."""
+    supported = xsave_bytes_supported(release)
+    if supported is None or host_bytes is None or host_bytes <= supported:
+        return ""
+    return (f"the host's XSAVE area is {host_bytes} bytes and {program} (Linux {release}) "
+            f"sets a process's FPU registers with {supported}: it would panic at boot "
+            "(\"ptrace set fp regs failed, errno = 14\"; UML sizes it from the host only "
+            "from Linux 6.13) (fix: bash install.sh builds a UML kernel that does, or set "
+            "binary = a UML kernel of Linux 6.13 or later in the plan's uml environment)")
 
 
 def uml_channel(channel: str, source: Path) -> channels.ChannelSetup:
