@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -30,6 +31,12 @@ RUNNING_READ_S = 0.002
 # runtime's threads or the second process of pipe_switch and fork_exit.
 CAMPAIGN_OWN_LOAD = 2.0
 STEAL_PCT_LIMIT = 1.0
+# A host's class: the facts that decide how a workload runs there, whichever machine it is.
+# Two campaigns whose CPU (vendor, model) or kernel differ ran on hosts of different classes,
+# and a difference between them may be the host's: pyperf refuses to merge runs of different
+# CPUs, Firecracker's A/B tests compare only within one CPU model and host kernel. The other
+# facts of a class are shown with it; by themselves they set no two hosts apart.
+CLASS_DECIDING = ("cpu_vendor", "cpu_model", "kernel")
 
 
 @dataclass(frozen=True)
@@ -47,15 +54,119 @@ class Host:
     def llc_bytes(self) -> int | None:
         return self.facts.get("llc_bytes")
 
+    @property
+    def host_class(self) -> HostClass:
+        """Coarser than the fingerprint: the kind of host, not the machine."""
+        return host_class(self.facts)
+
+
+@dataclass(frozen=True)
+class HostClass:
+    """The class of the host a campaign ran on (CLASS_DECIDING above), read from its stored
+    facts; each None where unknown, as in a store written before guestbench recorded it."""
+
+    cpu_vendor: str | None = None  # /proc/cpuinfo's vendor_id: GenuineIntel, AuthenticAMD
+    cpu_model: str | None = None
+    xsave_bytes: int | None = None  # the XSAVE area ptrace hands out (guestbench/xsave.py)
+    llc_bytes: int | None = None  # the last-level cache
+    cgroup_mode: str | None = None  # v2, hybrid, v1 or none (cgroup_mode())
+    kernel: str | None = None
+    virtualised: bool | None = None  # itself a virtual machine (the hypervisor CPU flag)
+
+    def shown(self) -> list[tuple[str, str]]:
+        """Each fact as a write-up names it: ("CPU", "AMD EPYC (AuthenticAMD)"), ("XSAVE",
+        "2440 B"), ("LLC", "32 MiB"), ("cgroup", "hybrid"), ("kernel", ...), ("VM", "yes")."""
+        cpu = self.cpu_model or "unknown CPU"
+        if self.cpu_vendor:
+            cpu += f" ({self.cpu_vendor})"
+        xsave = "unknown" if self.xsave_bytes is None else f"{self.xsave_bytes} B"
+        return [("CPU", cpu), ("XSAVE", xsave), ("LLC", _cache_text(self.llc_bytes)), ("cgroup", self.cgroup_mode or "unknown"),
+                ("kernel", self.kernel or "unknown"),
+                ("VM", {True: "yes", False: "no", None: "unknown"}[self.virtualised])]
+
+    def line(self) -> str:
+        """One line: "AMD EPYC (AuthenticAMD), XSAVE 2440 B, LLC 32 MiB, cgroup hybrid,
+        kernel 6.18.44, VM"."""
+        shown = dict(self.shown())
+        vm = {True: "VM", False: "not a VM", None: "VM unknown"}[self.virtualised]
+        return ", ".join([shown["CPU"], *(f"{name} {shown[name]}" for name in
+                                          ("XSAVE", "LLC", "cgroup", "kernel")), vm])
+
+    def document(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "text": self.line()}
+
+    def differences(self, other: HostClass) -> list[str]:
+        """What differs from another class, as "CPU AMD EPYC vs Intel(R) Xeon(R) Processor",
+        "kernel 6.18.44 vs 6.18.50": only facts known on both sides (unknown is no
+        difference)."""
+        said = []
+        if _known_apart(self.cpu_model, other.cpu_model) or _known_apart(
+                self.cpu_vendor, other.cpu_vendor):
+            vendors = _known_apart(self.cpu_vendor, other.cpu_vendor)
+            said.append("CPU " + " vs ".join(
+                (one.cpu_model or "unknown") + (f" ({one.cpu_vendor})" if vendors else "")
+                for one in (self, other)))
+        mine, theirs = dict(self.shown()), dict(other.shown())
+        for name, key in (("XSAVE", "xsave_bytes"), ("LLC", "llc_bytes"),
+                          ("cgroup", "cgroup_mode"), ("kernel", "kernel"), ("VM", "virtualised")):
+            if _known_apart(getattr(self, key), getattr(other, key)):
+                said.append(f"{name} {mine[name]} vs {theirs[name]}")
+        return said
+
+    def apart_from(self, other: HostClass) -> bool:
+        """Another class by a deciding fact (CLASS_DECIDING) known on both sides."""
+        return any(_known_apart(getattr(self, key), getattr(other, key))
+                   for key in CLASS_DECIDING)
+
+
+def host_class(facts: dict[str, Any]) -> HostClass:
+    """The class of the host these facts describe; a fact missing, or of a type no version
+    of guestbench stored, is unknown."""
+    def typed(key: str, kind: type) -> Any:
+        value = facts.get(key)
+        return value if isinstance(value, kind) and not (kind is int and isinstance(value, bool)) \
+            else None
+    return HostClass(typed("cpu_vendor", str), typed("cpu_model", str),
+                     typed("xsave_bytes", int), typed("llc_bytes", int),
+                     typed("cgroup_mode", str), typed("kernel", str), typed("virtualised", bool))
+
+
+def class_shown(facts: dict[str, Any]) -> dict[str, str]:
+    """HostClass.shown of these facts, a fact they lack "not recorded" (a campaign stored
+    before guestbench recorded it) where "unknown" is a host's own answer."""
+    shown = dict(host_class(facts).shown())
+    for name, key in (("XSAVE", "xsave_bytes"), ("LLC", "llc_bytes"), ("cgroup", "cgroup_mode"),
+                      ("kernel", "kernel"), ("VM", "virtualised")):
+        if key not in facts:
+            shown[name] = "not recorded"
+    return shown
+
+
+def _known_apart(mine: Any, theirs: Any) -> bool:
+    return mine is not None and theirs is not None and mine != theirs
+
+
+def _cache_text(size: int | None) -> str:
+    """A cache's size: 32 MiB, 1.5 MiB, 512 KiB; unknown for None."""
+    if size is None:
+        return "unknown"
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size} B"
+
 
 def collect() -> Host:
     """Read the host's facts; every read tolerates a missing file."""
+    from guestbench import xsave  # deferred: ctypes, which only a campaign's start needs
     cpuinfo = _cpuinfo()
     flags = set(cpuinfo.get("flags", "").split())
     return Host({
         "hostname": socket.gethostname(),
         "arch": platform.machine(),
+        "cpu_vendor": cpuinfo.get("vendor_id"),  # None where the CPU has none (arm64)
         "cpu_model": _cpu_model(cpuinfo),
+        "xsave_bytes": xsave.host_xsave_bytes(),
         "logical_cpus": os.cpu_count(),
         "kernel": platform.release(),
         "kernel_version": platform.version(),

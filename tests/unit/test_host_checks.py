@@ -141,3 +141,37 @@ def test_the_live_snapshot_has_every_field() -> None:
                           "virtualised", "others_running"}
     assert isinstance(taken["others_running"], int) and taken["others_running"] >= 0
     assert (taken["logical_cpus"], taken["virtualised"]) == (4, True)
+
+
+def test_the_facts_name_the_cpu_vendor_and_the_xsave_size(monkeypatch) -> None:
+    from guestbench import xsave
+    monkeypatch.setattr(gb_host, "_cpuinfo", lambda: {
+        "vendor_id": "GenuineIntel", "model name": "Intel(R) Xeon(R) Processor",
+        "flags": "fpu avx512f amx_tile hypervisor"})
+    monkeypatch.setattr(xsave, "host_xsave_bytes", lambda: 11008)
+    facts = gb_host.collect().facts
+    assert (facts["cpu_vendor"], facts["cpu_model"], facts["xsave_bytes"]) == (
+        "GenuineIntel", "Intel(R) Xeon(R) Processor", 11008)
+    assert gb_host.collect().host_class.line().startswith(
+        "Intel(R) Xeon(R) Processor (GenuineIntel), XSAVE 11008 B, ")
+    monkeypatch.setattr(gb_host, "_cpuinfo", lambda: {"CPU implementer": "0x41"})  # arm64
+    monkeypatch.setattr(xsave, "host_xsave_bytes", lambda: None)
+    facts = gb_host.collect().facts
+    assert facts["cpu_vendor"] is None and facts["xsave_bytes"] is None
+
+
+def test_a_fact_unknown_on_one_side_sets_no_two_classes_apart() -> None:
+    epyc = {"cpu_vendor": "AuthenticAMD", "cpu_model": "AMD EPYC", "xsave_bytes": 2440,
+            "kernel": "6.18.44", "cgroup_mode": "hybrid"}
+    older = {"cpu_model": "AMD EPYC", "kernel": "6.18.44"}  # a store before vendor and XSAVE
+    assert not gb_host.host_class(older).apart_from(gb_host.host_class(epyc))
+    assert gb_host.host_class(older).differences(gb_host.host_class(epyc)) == []
+    newer = gb_host.host_class({**epyc, "kernel": "6.18.50", "cgroup_mode": "v2"})
+    assert gb_host.host_class(epyc).apart_from(newer)
+    assert gb_host.host_class(epyc).differences(newer) == [
+        "cgroup hybrid vs v2", "kernel 6.18.44 vs 6.18.50"]
+    # only the CPU and the kernel decide: another cgroup mode alone is one class
+    assert not gb_host.host_class(epyc).apart_from(
+        gb_host.host_class({**epyc, "cgroup_mode": "v2"}))
+    # a value of a type no guestbench stored is unknown, not a difference
+    assert gb_host.host_class({"xsave_bytes": "2440", "virtualised": 1}) == gb_host.HostClass()
