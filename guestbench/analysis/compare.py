@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from guestbench import host
 from guestbench.analysis import host_noise, stats
 from guestbench.analysis.summary import analyse, summarise
 from guestbench.analysis.cells import (CellStats, Interval, Cell, Results,
@@ -136,6 +137,12 @@ class Comparison:
     broken: list[Broken] = field(default_factory=list)
     noise: tuple[host_noise.HostNoise, host_noise.HostNoise] | None = None  # A's, B's
     explanation: host_noise.Explanation | None = None  # one host noisier than the other
+    host_classes: tuple[host.HostClass, host.HostClass] | None = None  # A's, B's
+
+    @property
+    def across_hosts(self) -> str:
+        """What sets A's host and B's apart as classes, or "" (hosts_apart)."""
+        return _apart(*self.host_classes) if self.host_classes else ""
 
     def count(self, verdict: str) -> int:
         return sum(cell.verdict == verdict for cell in self.cells)
@@ -190,7 +197,7 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
         cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
                                     pvalue, verdict, notes, x, y))
     result = Comparison(a, b, cells, unpaired, threshold, alpha,
-                        min(a.resamples, b.resamples), broken)
+                        min(a.resamples, b.resamples), broken, host_classes=host_classes(a, b))
     if a.campaign.id != b.campaign.id or a.campaign.host_checks != b.campaign.host_checks:
         mark_host_noise(result)  # the two sides of one campaign (ab) share one host
     return result
@@ -209,6 +216,38 @@ def mark_host_noise(comparison: Comparison) -> None:
         if cell.verdict != SAME and (cell.a_cell is None or not is_memory(cell.a_cell)) \
                 and host_noise.explains(explanation, cell.verdict == SLOWER):
             cell.host_explained = explanation.reason
+
+
+def host_classes(a: Side, b: Side) -> tuple[host.HostClass, host.HostClass]:
+    """The classes of the hosts A and B ran on, from their campaigns' facts."""
+    return (host.host_class(a.campaign.host_facts or {}),
+            host.host_class(b.campaign.host_facts or {}))
+
+
+def hosts_apart(a: Side, b: Side) -> str:
+    """What sets A's host and B's apart as classes (another CPU or kernel, host.py), with
+    every other fact of the class that differs: "CPU AMD EPYC vs Intel(R) Xeon(R)
+    Processor; kernel 6.18.44 vs 6.18.50"; "" where they are of one class, or where what
+    would tell is unknown on a side (a store older than the fact)."""
+    return _apart(*host_classes(a, b))
+
+
+def _apart(class_a: host.HostClass, class_b: host.HostClass) -> str:
+    return "; ".join(class_a.differences(class_b)) if class_a.apart_from(class_b) else ""
+
+
+def hosts_warning(apart: str, below: bool = True) -> str:
+    """What compare and ab say before any verdict when the hosts are apart (below: before
+    the tables; else on its own, beside a JSON document)."""
+    return (f"A and B ran on different hosts: {apart}: a difference "
+            f"{'below' if below else 'in the verdicts'} may be the host's, not the change's")
+
+
+def across_hosts_refusal(command: str, apart: str) -> str:
+    """Why --fail-on-regression refuses to judge A and B of different host classes."""
+    return (f"{command}: A and B ran on different hosts ({apart}), and --fail-on-regression "
+            "would count the hosts' difference as the change's (fix: compare campaigns of "
+            "one host class, or add --across-hosts to gate across them)")
 
 
 def failed_gate(comparison: Comparison, allow_missing: bool = False, strict: bool = False) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from guestbench import host as host_facts
 from guestbench.analysis import host_noise
 from guestbench.analysis.cells import MEMORY_METRICS
 from guestbench.analysis.host_noise import HostNoise
@@ -59,6 +60,8 @@ class Change:
     versions_changed: dict[str, tuple[str, str]]  # key -> (before, after), what differs
     # why the hosts' noise may explain it: the campaign's against the one before (host_noise)
     host_explained: str = ""
+    # what sets its campaign's host apart from the one before's as classes (host.HostClass)
+    host_class_changed: str = ""
 
     @property
     def change(self) -> float:
@@ -141,6 +144,19 @@ class HistoryCampaign:
     created_at: dt.datetime
     host: str
     noise: HostNoise | None = None  # its host's load, steal and typical variation
+    host_class: host_facts.HostClass = host_facts.HostClass()  # its CPU, kernel, ...
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """Where a host's campaigns, in time order, move to another host class (another CPU or
+    kernel on one hostname or pool host): from `campaign` on, after `previous`."""
+
+    host: str
+    campaign: int
+    created_at: dt.datetime
+    previous: int
+    differences: str  # "kernel 6.18.44 vs 6.18.50" (host.HostClass.differences)
 
 
 @dataclass
@@ -152,6 +168,7 @@ class History:
     max_pvalue: float = MAX_PVALUE
     min_change: float = MIN_CHANGE
     memory_threshold_mib: float = 1.0  # a memory series' change must exceed it
+    crossings: list[Crossing] = field(default_factory=list)
 
     @property
     def hosts(self) -> list[str]:
@@ -183,25 +200,58 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
         results = results_of()
         found.campaigns.append(HistoryCampaign(
             campaign.id, campaign.name, campaign.created_at, on,
-            host_noise.of(campaign.host_checks, results.results)))
+            host_noise.of(campaign.host_checks, results.results),
+            host_facts.host_class(campaign.host_facts or {})))
         _add_points(series, results, on, environments, workloads)
     if not found.campaigns:
         raise StoreError(f"{where}: no finished campaign matches"
                          + _filters(host, group, name)
                          + " (fix: 'guestbench report --list' shows the campaigns)")
+    found.crossings = crossings(found.campaigns)
+    classes = {campaign.id: campaign.host_class for campaign in found.campaigns}
     for one in series.values():
         if order == "version":
             one.points.sort(key=version_key)
         changes = beyond_memory_threshold(one, find_changes(one, max_pvalue, min_change),
                                           memory_threshold_mib)
-        one.changes = _marked(one, changes,
-                              {campaign.id: campaign.noise for campaign in found.campaigns})
+        changes = _marked(one, changes,
+                          {campaign.id: campaign.noise for campaign in found.campaigns})
+        one.changes = [_class_changed(one, change, classes) for change in changes]
     found.series = [one for one in series.values() if one.points]
     if not found.series:
         raise StoreError("no cell of those campaigns matches" + _filters(
             None, None, None, environments, workloads) + " (fix: name an environment and a "
             "workload of the campaigns, or leave --env and --workload out)")
     return found
+
+
+def crossings(campaigns: list[HistoryCampaign]) -> list[Crossing]:
+    """Each host's moves to another host class, its campaigns in time order. A fact a
+    campaign did not record (a store older than it) is no move: each is compared with the
+    facts its host's campaigns recorded last."""
+    found, known = [], {}  # host -> (its class as last recorded, the campaign last read)
+    for campaign in sorted(campaigns, key=lambda one: one.created_at):
+        before = known.get(campaign.host)
+        now = campaign.host_class
+        if before is not None:
+            last, previous = before
+            if now.apart_from(last):
+                found.append(Crossing(campaign.host, campaign.id, campaign.created_at, previous,
+                                      "; ".join(last.differences(now))))
+            now = dataclasses.replace(last, **{key: value for key, value in
+                                               dataclasses.asdict(now).items()
+                                               if value is not None})
+        known[campaign.host] = (now, campaign.id)
+    return found
+
+
+def _class_changed(one: Series, change: Change, classes: dict[int, host_facts.HostClass]
+                   ) -> Change:
+    """The change, with what sets its campaign's host class apart from the point before's."""
+    before, at = classes.get(one.points[change.index - 1].campaign), classes.get(change.campaign)
+    if before is None or at is None or not at.apart_from(before):
+        return change
+    return dataclasses.replace(change, host_class_changed="; ".join(before.differences(at)))
 
 
 def beyond_memory_threshold(one: Series, changes: list[Change], threshold_mib: float

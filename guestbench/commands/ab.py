@@ -30,11 +30,14 @@ from guestbench.report import formats
 @click.option("--allow-missing", is_flag=True,
               help="with --fail-on-regression: a workload ok in A and failed or unavailable "
                    "in B is listed, not a regression")
+@click.option("--across-hosts", is_flag=True,
+              help="with --fail-on-regression: gate even where A and B ran on hosts of "
+                   "different classes (never so here: both run on this host), as compare's")
 @click.option("--all", "every", is_flag=True, help="list every cell, not only those slower "
                                                     "or faster")
 def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
        repeat: str | None, db: str, threshold: float, alpha: float, memory_threshold_mib: float,
-       fail_on_regression: bool, allow_missing: bool, every: bool) -> None:
+       fail_on_regression: bool, allow_missing: bool, across_hosts: bool, every: bool) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
     # deferred, each, for --help and the other commands: what a campaign needs
@@ -52,7 +55,11 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
     if refused:
         raise BadInput(refused)
     results, _logs, campaign_id = lifecycle.run(plan, facts, db, None, say)
-    result = comparing.compare(*reading.ab_sides(results, campaign_id), threshold=threshold,
+    sides = reading.ab_sides(results, campaign_id)
+    apart = comparing.hosts_apart(*sides)
+    if apart and fail_on_regression and not across_hosts:
+        raise BadInput(comparing.across_hosts_refusal("ab", apart))
+    result = comparing.compare(*sides, threshold=threshold,
                                alpha=alpha, ignore_spec=tuple(dict.fromkeys([*a_set, *b_set])),
                                correction="holm", memory_threshold_mib=memory_threshold_mib)
     emit(formats.render("compare", formats.DEFAULT, result, formats.Request(every=every)), None)

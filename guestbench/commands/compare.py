@@ -31,14 +31,17 @@ from guestbench.report import formats
 @click.option("--strict", is_flag=True,
               help="with --fail-on-regression: count a cell slower in B even where the hosts' "
                    "noise explains it (marked '(host)')")
+@click.option("--across-hosts", is_flag=True,
+              help="with --fail-on-regression: gate even where A and B ran on hosts of "
+                   "different classes (CPU model or kernel); else that exits 2")
 @click.option("--all", "every", is_flag=True, help="table format: list every cell, not only "
                                                     "those slower or faster")
 @click.option("--group", metavar="GROUP", help="CAMPAIGN_A and CAMPAIGN_B are pool hosts: "
               "their campaigns of this group")
 def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, threshold: float,
             alpha: float, memory_threshold_mib: float, ignore_spec: tuple[str, ...], output_format: str,
-            fail_on_regression: bool, allow_missing: bool, strict: bool, every: bool,
-            group: str | None) -> None:
+            fail_on_regression: bool, allow_missing: bool, strict: bool, across_hosts: bool,
+            every: bool, group: str | None) -> None:
     """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
     per cell B/A, p-value and a verdict."""
     short_lived()
@@ -50,6 +53,11 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
     itself = reading.with_itself(urls, sides)
     if itself:
         say(itself)
+    apart = comparing.hosts_apart(*sides)
+    if apart and fail_on_regression and not across_hosts:
+        raise BadInput(comparing.across_hosts_refusal("compare", apart))
+    if apart and output_format == "json":  # the tables say it first; a document is not read
+        say(f"guestbench: {comparing.hosts_warning(apart, below=False)}")
     result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec,
                                memory_threshold_mib=memory_threshold_mib)
     if not result.cells and all(broken.outcome == "missing" for broken in result.broken):

@@ -74,6 +74,12 @@ def history(found: History, request: Request) -> str:
     series = [trend.noise_table(found), *trend.series_tables(found)] if detail else []
     too_few = too_few_campaigns(found)
     if too_few:
+        crossed = trend.crossings_line(found)  # before any table, as the summary's lead
+        if series:
+            series[0].lead = crossed
+        elif crossed:
+            too_few = textwrap.fill(crossed, width=terminal.TEXT_WIDTH,
+                                    break_on_hyphens=False) + "\n" + too_few
         return (draw(series, output) if series else "") + too_few + "\n"
     return draw([trend.summary_table(found), *series], output)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from guestbench import __version__
 from guestbench.analysis.compare import (FASTER, SAME, SLOWER, Comparison, CellComparison, Side,
-                                         is_memory)
+                                         hosts_warning, is_memory)
 from guestbench.analysis.cells import CONFIDENCE
 from guestbench.analysis.results import RATIO_RULE
 from guestbench.analysis.stats import PERMUTATIONS
@@ -50,8 +50,12 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
         table.header, table.label_columns = ["verdicts"], 1
         table.add([f"none of the {len(comparison.cells)} cells was judged slower or faster"])
     out = [broken_table(comparison), table] if comparison.broken else [table]
+    if comparison.across_hosts:  # said before any verdict
+        out[0].lead = hosts_warning(comparison.across_hosts)
     if comparison.noise is not None:
         out.append(noise_table(comparison))
+    if _class_differences(comparison):
+        out.append(host_class_table(comparison))
     if comparison.unpaired:
         unpaired = Table("Not compared", ["what", "why"], [], label_columns=1, name="unpaired")
         for what, why in comparison.unpaired:
@@ -94,6 +98,28 @@ def _noise_note(comparison: Comparison) -> str:
             "--fail-on-regression ignores the marked verdicts unless --strict.")
 
 
+def host_class_table(comparison: Comparison) -> Table:
+    """The classes of A's host and B's (host.HostClass), fact by fact."""
+    class_a, class_b = comparison.host_classes
+    if comparison.across_hosts:
+        note = ("Their CPUs or kernels differ: a verdict may be the host's, not the change's. "
+                "--fail-on-regression exits 2 unless --across-hosts.")
+    else:
+        note = (f"The hosts differ ({'; '.join(_class_differences(comparison))}) but share "
+                "their CPU and kernel: compared as hosts of one class (only another CPU model or "
+                "kernel sets hosts apart; a fact a side did not record is no difference).")
+    table = Table("Host classes", ["fact", "A", "B"], [], label_columns=1, name="host-classes",
+                  note=note)
+    for (name, shown_a), (_name, shown_b) in zip(class_a.shown(), class_b.shown()):
+        table.add([name, shown_a, shown_b])
+    return table
+
+
+def _class_differences(comparison: Comparison) -> list[str]:
+    return comparison.host_classes[0].differences(comparison.host_classes[1]) \
+        if comparison.host_classes else []
+
+
 def _ratio(cell: CellComparison) -> str:
     """B against A under the one rule (above 1 is worse), and the change of B's number."""
     if math.isnan(cell.ratio.value):
@@ -107,11 +133,14 @@ def _note(comparison: Comparison) -> str:
     # a pool host's name counts too: two pool hosts may share a hostname (or a machine)
     facts_a = {**facts_a, "pool host": comparison.a.campaign.pool_host}
     facts_b = {**facts_b, "pool host": comparison.b.campaign.pool_host}
-    differing = [key for key in ("pool host", "hostname", "cpu_model", "kernel", "logical_cpus")
+    # the class's facts (CPU, kernel, ...) are the host classes' table's
+    differing = [f"{key} ({facts_a.get(key)} / {facts_b.get(key)})"
+                 for key in ("pool host", "hostname", "logical_cpus")
                  if facts_a.get(key) != facts_b.get(key)]
+    if _class_differences(comparison):
+        differing.append("class (listed below)")
     if differing:
-        hosts = " The hosts differ in " + ", ".join(
-            f"{key} ({facts_a.get(key)} / {facts_b.get(key)})" for key in differing) + "."
+        hosts = " The hosts differ in " + ", ".join(differing) + "."
     broken = (f"{len(comparison.broken)} broken in B (listed above); " if comparison.broken
               else "")
     return (broken + f"{len(comparison.cells)} cells compared: {comparison.count('slower')} slower, "
@@ -139,6 +168,12 @@ def document(comparison: Comparison) -> dict[str, Any]:
         "broken": [{"environment": broken.environment, "workload": broken.label,
                     "outcome": broken.outcome, "reason": broken.reason}
                    for broken in comparison.broken],
+        "host_classes": None if comparison.host_classes is None else {
+            "a": comparison.host_classes[0].document(),
+            "b": comparison.host_classes[1].document(),
+            "differences": _class_differences(comparison),
+            # another CPU or kernel: a difference may be the host's (None: one class)
+            "apart": comparison.across_hosts or None},
         "host_noise": None if comparison.noise is None else {
             "a": comparison.noise[0].document(), "b": comparison.noise[1].document(),
             "explained_by": None if comparison.explanation is None else {

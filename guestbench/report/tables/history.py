@@ -23,13 +23,28 @@ def method_note(found: History) -> str:
             f"p < {found.max_pvalue:g}{size}; points in {found.order} order.")
 
 
+def crossings_line(found: History) -> str:
+    """Where the series cross host classes (analysis.history.crossings), said before any
+    change point; "" where every host kept its class."""
+    if not found.crossings:
+        return ""
+    many_hosts = len(found.hosts) > 1
+    where = "; ".join(
+        (f"on {crossing.host}, " if many_hosts else "")
+        + f"from campaign {crossing.campaign} ({crossing.created_at:%Y-%m-%d %H:%M}) on, after "
+          f"campaign {crossing.previous}: {crossing.differences}" for crossing in found.crossings)
+    return (f"The series cross host classes ({where}): a change point there may be the "
+            "host's, not a change of what ran.")
+
+
 def summary_table(found: History) -> Table:
     many_hosts = len(found.hosts) > 1
     table = Table(f"History: {len(found.campaigns)} finished campaigns, "
                   f"{_span(found.campaigns)}",
                   [*(["host"] if many_hosts else []), "environment", "workload",
                    "metric", "campaigns", "first", "latest", "change points"], [],
-                  label_columns=4 if many_hosts else 3, name="history", note=method_note(found))
+                  label_columns=4 if many_hosts else 3, name="history", note=method_note(found),
+                  lead=crossings_line(found))
     footnotes: list[str] = []
     for one in found.series:
         unit, divisor = _scale(one)
@@ -62,7 +77,9 @@ def series_tables(found: History) -> list[Table]:
                        _value(point, divisor), _interval(point, divisor), str(point.runs),
                        _versions_text(change),
                        (f"{change.change:+.1%} p={change.pvalue:.1g}"
-                        + (" (host)" if change.host_explained else "")) if change else ""])
+                        + (" (host)" if change.host_explained else "")
+                        + (" (host class)" if change.host_class_changed else ""))
+                       if change else ""])
         tables.append(table)
     return tables
 
@@ -109,6 +126,11 @@ def _change_text(one: Series, change: Change, footnotes: list[str]) -> str:
         footnotes.append(f"[{len(footnotes) + 1}] {change.host_explained}: the change may be "
                          "the host's (rerun on a quiet host, or use 'guestbench ab')")
         text += f" (host) [{len(footnotes)}]"
+    if change.host_class_changed:
+        footnotes.append(f"[{len(footnotes) + 1}] campaign {change.campaign} ran on another host "
+                         f"class than the campaign before it ({change.host_class_changed}): "
+                         "the change may be the host's, not a change of what ran")
+        text += f" (host class) [{len(footnotes)}]"
     if change.versions_changed:
         footnotes.append(f"[{len(footnotes) + 1}] campaign {change.campaign}: " + ", ".join(
             f"{key} {old} -> {new}" for key, (old, new) in change.versions_changed.items()))
@@ -140,8 +162,14 @@ def document(found: History) -> dict[str, Any]:
                    "memory_threshold_mib": found.memory_threshold_mib},
         "campaigns": [{"id": campaign.id, "name": campaign.name,
                        "created_at": campaign.created_at.isoformat(), "host": campaign.host,
-                       "host_noise": campaign.noise.document() if campaign.noise else None}
+                       "host_noise": campaign.noise.document() if campaign.noise else None,
+                       "host_class": campaign.host_class.document()}
                       for campaign in found.campaigns],
+        # where a host's campaigns move to another CPU or kernel (time order)
+        "host_crossings": [{"host": crossing.host, "campaign": crossing.campaign,
+                            "created_at": crossing.created_at.isoformat(),
+                            "previous": crossing.previous, "differences": crossing.differences}
+                           for crossing in found.crossings],
         "left_out": [{"campaign": cid, "why": why} for cid, why in found.left_out],
         "series": [_series_document(one) for one in found.series],
     }
@@ -159,6 +187,7 @@ def _series_document(one: Series) -> dict[str, Any]:
                            "created_at": c.created_at.isoformat(), "mean_before": c.before,
                            "mean_after": c.after, "change": c.change, "pvalue": c.pvalue,
                            "worse": one.worse(c), "host_explained": c.host_explained or None,
+                           "host_class_changed": c.host_class_changed or None,
                            "versions_changed": {key: list(pair) for key, pair
                                                 in c.versions_changed.items()}}
                           for c in one.changes],

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from guestbench import __version__
 from guestbench.report.formats.html import svg
-from guestbench.report.tables.history import (History, method_note, noise_table, series_tables,
-                                              summary_table)
+from guestbench.report.tables.history import (History, method_note, noise_table,
+                                              series_tables, summary_table)
 from guestbench.report.formats.html.page import CSS, _e
 from guestbench.report.model import Table, format_value
 
@@ -31,7 +31,10 @@ def render(found: History) -> str:
         f"<header><h1>{_e(summary.title)}</h1>"
         f"<p class=\"note\">Hosts: {_e(', '.join(found.hosts))}. {_e(method_note(found))} "
         "A dashed line marks a change point, before the first campaign after the change; "
-        "whiskers are each median's 95% interval.</p></header>",
+        "whiskers are each median's 95% interval.</p>"
+        + (f'<div class="warnings" id="host-classes"><p>{_e(summary.lead)}</p></div>'
+           if summary.lead else "")
+        + "</header>",
         f'<section id="summary"><h2>Change points</h2>{_table(summary)}</section>',
         '<section id="series"><h2>Each cell over the campaigns</h2>', *figures, "</section>",
         f'<section id="host-noise"><h2>Host noise</h2>{_table(noise)}'
