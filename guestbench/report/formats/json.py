@@ -13,6 +13,7 @@ from guestbench.analysis.stats import CONFIDENCE, OUTLIER_IQR
 from guestbench.analysis.compare import Comparison
 from guestbench.analysis.history import History
 from guestbench.analysis.results import RATIO_RULE, CampaignResults
+from guestbench.host import host_class
 from guestbench.plan import catalogue
 from guestbench.report import functional, select
 from guestbench.report.formats.request import Request
@@ -44,6 +45,9 @@ def document(report: CampaignResults) -> dict[str, Any]:
             "end_reason": campaign.end_reason,
         },
         "host": campaign.host_facts,
+        # the host's class (CPU vendor and model, XSAVE, LLC, cgroup mode, kernel, VM): what a
+        # comparison across hosts is judged by; a fact the campaign did not record is null
+        "host_class": host_class(campaign.host_facts or {}).document(),
         "host_checks": report.host_checks,
         # every ratio_to_baseline and geometric mean of this document reads this way
         "ratio_rule": RATIO_RULE.replace("baseline", report.baseline or "baseline"),

@@ -9,6 +9,7 @@ from typing import Any
 
 from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
+from guestbench.host import class_shown
 from guestbench.report.functional import as_written
 from guestbench.report.model import Footnotes, Table, problem_text
 
@@ -82,13 +83,16 @@ def accelerator(env) -> str:
 
 
 def host_line(facts: dict[str, Any]) -> str:
-    """The host as a write-up states it: CPU, cores, RAM, disk, kernel."""
+    """The host as a write-up states it: CPU (its vendor), cores, XSAVE, last-level cache,
+    RAM, disk, kernel, cgroup mode; its class (host.HostClass) among them."""
     memory = facts.get("memory_mib")
-    parts = [f"{facts.get('cpu_model') or 'CPU not recorded'}, "
-             f"{facts.get('logical_cpus') or '?'} logical CPUs",
+    shown = class_shown(facts)
+    cpu = shown["CPU"] if facts.get("cpu_model") else "CPU not recorded"
+    parts = [f"{cpu}, {facts.get('logical_cpus') or '?'} logical CPUs",
+             f"XSAVE {shown['XSAVE']}", f"LLC {shown['LLC']}",
              f"{memory / 1024:.1f} GiB RAM" if memory else "RAM not recorded",
              _disk(facts["disk"]) if facts.get("disk") else "disk not recorded",
-             f"kernel {facts.get('kernel') or 'not recorded'}"]
+             f"kernel {facts.get('kernel') or 'not recorded'}", f"cgroup {shown['cgroup']}"]
     if facts.get("virtualised"):
         parts.append("a virtual machine itself")
     return "; ".join(parts)

@@ -7,6 +7,7 @@ from html import escape
 from typing import Any
 
 from guestbench.analysis.results import CampaignResults
+from guestbench.host import class_shown
 from guestbench.report import functional
 from guestbench.report.model import STATUS_MARKS
 from guestbench.report.tables.platform import (GUEST_KINDS, HOST_KERNEL, NOT_RECORDED,
@@ -17,19 +18,23 @@ def _e(text: object) -> str:
 
 
 def system_card(report: CampaignResults, warnings_anchor: str | None) -> str:
-    """The host (name, CPU, kernel, memory) and each environment's versions, compact enough
-    to sit beside the heatmap."""
+    """The host (name, its class: CPU, XSAVE, last-level cache, cgroup mode, kernel, VM;
+    memory, disk) and each environment's versions, compact enough to sit beside the
+    heatmap."""
     facts = report.host_facts
-    cpu = facts.get("cpu_model") or "?"
+    shown = class_shown(facts)
+    cpu = shown["CPU"]
     if facts.get("logical_cpus"):
         cpu += f", {facts['logical_cpus']} logical CPUs"
     host = str(facts.get("hostname") or "?")
     if facts.get("arch"):
         host += f" ({facts['arch']})"
-    if facts.get("virtualised"):
-        host += ", itself a virtual machine"
+    host += {True: ", itself a virtual machine", False: ", not a virtual machine"}.get(
+        facts.get("virtualised"), "")
     memory = facts.get("memory_mib")
-    lines = [("host", host), ("CPU", cpu), ("kernel", facts.get("kernel") or "?")]
+    lines = [("host", host), ("CPU", cpu), ("XSAVE", shown["XSAVE"]),
+             ("last-level cache", shown["LLC"]), ("cgroups", shown["cgroup"]),
+             ("kernel", facts.get("kernel") or "?")]
     if memory:
         lines.append(("memory", f"{memory / 1024:.1f} GiB"))
     if facts.get("disk"):
