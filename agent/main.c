@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--enough S] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] [--peer A.B.C.D:PORT] [--net-if NAME] [--net-addr A.B.C.D/PREFIX] [--net-gw A.B.C.D] [--cpu N] [--congestion NAME] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --listen A.B.C.D [--congestion NAME] net_peer | --list | --version"
+#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--enough S] [--kernels K,...] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] [--peer A.B.C.D:PORT] [--net-if NAME] [--net-addr A.B.C.D/PREFIX] [--net-gw A.B.C.D] [--cpu N] [--congestion NAME] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --listen A.B.C.D [--congestion NAME] net_peer | --list | --version"
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
 						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads,
@@ -44,6 +44,7 @@ static const struct option_spec option_specs[] = {
 	{ "--array-mib", COUNT, AT(array_mib), 1, 1, 65536, "a whole number of MiB from 1 to 65536", "--array-mib 80" },
 	{ "--ntimes", COUNT, AT(ntimes), 2, 1, 1000000, "a whole number from 2 to 1000000", "--ntimes 10" },
 	{ "--enough", SECONDS, AT(enough_s), 0, 1, 3600, "a number of seconds from 0 to 3600 (0: always --ntimes passes)", "--enough 1" },
+	{ "--kernels", STRING, AT(kernels), 0, 1, 0, "STREAM kernels, comma-separated, of copy, scale, add, triad", "--kernels triad" },
 	{ "--pages", COUNT, AT(pages), 1, 1, 1048576, "a whole number of pages from 1 to 1048576", "--pages 4096" },
 	{ "--seconds", SECONDS, AT(seconds), 0, 1, 31536000, "a number of seconds >= 0", "--seconds 30, or 0 to sleep forever" },
 	{ "--placement", PLACEMENT, AT(placement), 0, 1, PLACEMENT_COUNT - 1, "one of same, disjoint, free", "--placement same" },

@@ -16,6 +16,7 @@ struct options {
 	unsigned array_mib; /* 0: STREAM sizes its arrays from the cache size */
 	unsigned ntimes; /* STREAM: passes over the kernels at most, the first not counted */
 	double enough_s; /* STREAM: counted passes stop, after MIN_COUNTED, once they took this long */
+	const char *kernels; /* stream: the kernels run in turn, "copy,scale,add,triad" (NULL: all four) */
 	unsigned pages;
 	double seconds;
 	enum placement placement;

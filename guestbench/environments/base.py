@@ -258,6 +258,16 @@ class Environment(ABC):
     run_in_ms: ClassVar[int] = 0
     # the kind's own reason for lacking a capability, where the generic words say too little
     lacking: ClassVar[dict[Capability, str]] = {}
+    # What a run costs here before any has run, for the first estimate of a campaign's length
+    # (runner/estimate.py): seconds to start and end one, and how many times its native
+    # seconds a workload's own work takes (what STREAM's passes do; a timed loop's length is
+    # its own). Typical figures of a 2-core VM (docs/measurements.md, "The first estimate").
+    typical_start_s: ClassVar[float] = 0.05
+    typical_work_factor: ClassVar[float] = 1.0
+
+    def typical_cost(self) -> tuple[float, float]:
+        """(start and stop seconds, work factor) of one run: see typical_start_s."""
+        return self.typical_start_s, self.typical_work_factor
 
     @classmethod
     def example_options(cls) -> dict[str, Any]:

@@ -55,6 +55,10 @@ class AutoSection(BaseModel):
     max_runs: int = Field(30, ge=3, le=MAX_REPEAT, description="runs after which a cell stops")
     max_cell_s: float = Field(60.0, gt=0, le=7 * 86400,
                               description="host seconds a cell may take, summed over its runs")
+    stop_out_of_reach: bool = Field(
+        False, description="stop a cell at min_runs or later once its runs vary so much that "
+                           "max_runs would not bring the interval within the target either "
+                           "(an interval narrows as 1/sqrt(runs)); the default campaign does")
 
     @model_validator(mode="after")
     def _max_not_below_min(self) -> "AutoSection":

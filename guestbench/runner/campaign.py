@@ -24,9 +24,9 @@ from guestbench.analysis import efficiency
 from guestbench.runner.batching import Part, job_arguments, part_of
 from guestbench.environments.base import (
     Availability, Environment, EnvironmentSpec, GuestStartError, Job, JobNeeds, PlanNeeds)
-from guestbench.runner.estimate import seconds_left
+from guestbench.runner.estimate import REFUSED_RUN_S, first_estimate, seconds_left, typical_run_s
 from guestbench.host import Host
-from guestbench.plan.schema import Plan, WorkloadCase
+from guestbench.plan.schema import AutoSection, Plan, WorkloadCase
 from guestbench.protocol import ProtocolError
 from guestbench.runner.caches import drop_host_caches
 from guestbench.runner import host_parts
@@ -64,6 +64,26 @@ class Progress:
     def host_warning(self, message: str) -> None: ...  # the host may make results noisy
     def preparing(self, environment: str) -> None: ...  # building its image, before any run
     def estimate(self, seconds_left: float) -> None: ...  # host seconds still to go (estimate.py)
+    def expected(self, lines: list[str]) -> None: ...  # before the first run: how long, and why
+
+
+def new_cell(column: Column, case: WorkloadCase, auto: AutoSection) -> Cell:
+    """The cell of a case in an environment, before its first run: its most runs (one for
+    a refused cell, which records why) and what a run typically costs."""
+    refused = refusal(column, case) is not None
+    prior = REFUSED_RUN_S if refused or _refuses_memory(column, case) else \
+        typical_run_s(column.environment, case.workload, case.params)
+    if not case.adaptive:
+        return Cell(column, case, None, 1 if refused else case.repeat, prior_s=prior)
+    return Cell(column, case, auto, 1 if refused else auto.max_runs, prior_s=prior)
+
+
+def _refuses_memory(column: Column, case: WorkloadCase) -> bool:
+    """The environment will refuse the cell's first run for the memory it touches (known from
+    its parameters alone): the estimate counts that run as nothing."""
+    memory = case.workload.memory_mib
+    return memory is not None and column.environment.refusal(
+        case.workload.requires, JobNeeds(memory_mib=memory(case.params))) is not None
 
 
 class Runner:
@@ -140,6 +160,9 @@ class Runner:
         # a resumed cell may have had all its runs already
         self._close_all([(cell, reason) for cell in self._open_cells()
                          if cell.runs and (reason := cell.stop_reason()) is not None])
+        left = seconds_left(self.cells)
+        self.progress.expected(first_estimate(self.cells, left, self.host))
+        self.progress.estimate(left)
         try:
             self._matrix()
         except KeyboardInterrupt as stop:
@@ -201,11 +224,7 @@ class Runner:
             self.progress.host_warning(message)
 
     def _cell(self, column: Column, case: WorkloadCase) -> Cell:
-        refused = refusal(column, case) is not None  # one run, which records why
-        if not case.adaptive:
-            return Cell(column, case, None, 1 if refused else case.repeat)
-        auto = self.plan.campaign.auto
-        return Cell(column, case, auto, 1 if refused else auto.max_runs)
+        return new_cell(column, case, self.plan.campaign.auto)
 
     def _probe_all(self) -> list[Column]:
         """Every environment probed (fast), then each available one prepared: the explicit

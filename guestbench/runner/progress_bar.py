@@ -66,6 +66,10 @@ class Lines(Progress):
     def host_warning(self, message: str) -> None:
         self.say(f"guestbench: warning: {message}")
 
+    def expected(self, lines: list[str]) -> None:
+        for line in lines:
+            self.say(line)
+
     def start(self, total_runs: int) -> None:
         with self._lock:
             self.total = total_runs
@@ -166,6 +170,10 @@ class Drawn(Progress):
 
     def host_warning(self, message: str) -> None:
         self._print(f"guestbench: warning: {message}")
+
+    def expected(self, lines: list[str]) -> None:
+        for line in lines:
+            self._print(line)
 
     def run_started(self, environment: str, label: str, repetition: int) -> None:
         self.bar.update(self.task, description=f"{environment:>10} {label:<14} #{repetition + 1}")

@@ -3,6 +3,7 @@ far, and when it stops (a fixed repeat, or the adaptive rule over its primary me
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ class StopReason:
     CONVERGED = "converged"  # the median's interval is as narrow as the plan's target
     MAX_RUNS = "max-runs"
     MAX_TIME = "max-time"
+    # its interval, narrowing as 1/sqrt(runs), would not reach the target by max_runs
+    OUT_OF_REACH = "out-of-reach"
     FAILING = "failing"  # after min_runs runs, fewer than 2 ok runs gave the primary metric
     UNAVAILABLE = Status.UNAVAILABLE  # nothing to repeat: one run says why
     UNSUPPORTED = Status.UNSUPPORTED
@@ -55,6 +58,7 @@ class Cell:
     primary_sizes: list[int] = field(default_factory=list)  # primary values of each ok run
     half_width: float | None = None
     stopped: str | None = None
+    prior_s: float = 0.0  # what one run typically costs, before any ran (estimate.py)
 
     @property
     def environment(self) -> str:
@@ -67,6 +71,10 @@ class Cell:
     @property
     def max_seconds(self) -> float | None:
         return self.auto.max_cell_s if self.auto is not None else None
+
+    @property
+    def stops_out_of_reach(self) -> bool:
+        return self.auto is not None and self.auto.stop_out_of_reach
 
     def add(self, outcome: Outcome, host_seconds: float) -> None:
         self.runs += 1
@@ -110,6 +118,10 @@ def adaptive_stop(cell: Cell, auto: AutoSection) -> str | None:
         return StopReason.CONVERGED
     if cell.runs >= auto.min_runs and judged < 2:
         return StopReason.FAILING
+    if (auto.stop_out_of_reach and judged >= auto.min_runs and cell.half_width is not None
+            and cell.runs < auto.max_runs
+            and cell.half_width * math.sqrt(judged / auto.max_runs) > auto.target):
+        return StopReason.OUT_OF_REACH
     if cell.runs >= auto.max_runs:
         return StopReason.MAX_RUNS
     if cell.host_seconds >= auto.max_cell_s:

@@ -157,7 +157,7 @@ cell_stop = sa.Table(
     sa.Column("label", sa.String(256), nullable=False),
     sa.Column("runs", sa.Integer, nullable=False),
     sa.Column("ok_runs", sa.Integer, nullable=False),
-    # converged, max-runs, max-time, failing, unavailable, unsupported, interrupted, fixed
+    # converged, max-runs, max-time, out-of-reach, failing, unavailable, unsupported, interrupted, fixed
     sa.Column("reason", sa.String(16), nullable=False),
     sa.Column("half_width", sa.Float),  # relative half-width of the median's 95% interval
     sa.Column("target", sa.Float),  # the plan's target; null for a fixed repeat

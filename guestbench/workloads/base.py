@@ -114,6 +114,15 @@ class Workload:
     # False for a workload that reads a guest's own output (no agent runs: image = "none")
     uses_agent: bool = field(default=True, kw_only=True)
 
+    # What one run takes natively, for the first estimate of a campaign's length (before any
+    # run: runner/estimate.py): (seconds a timed loop lasts whatever it runs in, seconds of
+    # work that an environment may slow down). Unknown: (0, 1 s).
+    typical_run: Callable[[Params], tuple[float, float]] = field(
+        default=lambda params: (0.0, 1.0), kw_only=True)
+    # the memory a run touches, from its parameters alone (job_needs may make inputs): an
+    # environment that cannot give it is known to refuse the cell before it runs; None: none
+    memory_mib: Callable[[Params], int] | None = field(default=None, kw_only=True)
+
     # the name tables show for it ("malloc 1 MiB"); "" shows the name
     title: str = field(default="", kw_only=True)
     # tables' names for its own metrics ({"out_char": "output per chr"}); METRIC_TITLES

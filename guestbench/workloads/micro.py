@@ -50,11 +50,16 @@ def _first_write_args(params: FirstWriteParams) -> list[str]:
     return [*_timing_args(params), "--pages", str(params.pages_per_chunk)]
 
 
+def _typical_run(params: TimingParams) -> tuple[float, float]:
+    """Its values, and the warm-up and calibrating batch before them (a quarter each)."""
+    return (params.values + 0.5) * params.min_time_s, 0.0
+
+
 def _timing(name: str, summary: str, *needs: Capability, quick: bool = True,
             title: str = "") -> Workload:
     return Workload(name, "micro", summary, TimingParams, _timing_args,
                     frozenset({Capability.TSC, *needs}), quick=quick, primary_metric=TIME_PER_OP,
-                    title=title)
+                    title=title, typical_run=_typical_run)
 
 
 WORKLOADS = [
@@ -65,11 +70,11 @@ WORKLOADS = [
     _timing("malloc_1mib", "malloc 1 MiB, touch every page, free", title="malloc 1 MiB"),
     Workload("first_write", "micro", "first write to a fresh anonymous page",
              FirstWriteParams, _first_write_args, frozenset({Capability.TSC}),
-             primary_metric=TIME_PER_OP, title="first write access"),
+             primary_metric=TIME_PER_OP, title="first write access", typical_run=_typical_run),
     Workload("pipe_switch", "micro", "switch between two processes over pipes",
              PipeSwitchParams, _pipe_switch_args,
              frozenset({Capability.TSC, Capability.PROCESSES}), primary_metric=TIME_PER_OP,
-             title="pipe switch"),
+             title="pipe switch", typical_run=_typical_run),
     _timing("fork_exit", "fork, _exit, waitpid", Capability.PROCESSES, title="fork + exit"),
     # What a VM exit costs, as kvm-unit-tests' vmexit test and HyperBench time it. Not in
     # the default campaign (VM_EXITS below): only a hardware-virtualised guest exits; in a

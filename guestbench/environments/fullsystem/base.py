@@ -101,6 +101,10 @@ class FullSystem(Environment):
 
     full_system: ClassVar[bool] = True
     shares_rounds: ClassVar[bool] = True
+    # a boot a round under emulation (about 5 s), shared by the round's runs; the guest's code
+    # emulated. A kind that knows better (KVM) says so.
+    typical_start_s: ClassVar[float] = 5.0
+    typical_work_factor: ClassVar[float] = 10.0
     run_in_ms: ClassVar[int] = 100  # the VMM's or UML's own threads beside the agent
     capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)
     guest_class: ClassVar[type[ConsoleGuest]] = ConsoleGuest

@@ -29,6 +29,7 @@ class NamespaceSpec(EnvironmentSpec):
 
 class Namespace(Environment):
     kind: ClassVar[str] = "namespace"
+    typical_start_s: ClassVar[float] = 0.015
     capabilities = PROCESS_CAPABILITIES
     lacking = {Capability.SNAPSHOT: "namespace: guestbench does not checkpoint a process in "
                                     "namespaces (CRIU does it for containers: the runc kind)"}

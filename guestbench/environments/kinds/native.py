@@ -24,6 +24,7 @@ class NativeSpec(EnvironmentSpec):
 
 class Native(Environment):
     kind: ClassVar[str] = "native"
+    typical_start_s: ClassVar[float] = 0.01
     capabilities = PROCESS_CAPABILITIES
     lacking = {Capability.PORT_IO: "native: guestbench does not touch the host's own I/O ports",
                Capability.SNAPSHOT: "native: guestbench does not checkpoint a host process "

@@ -89,6 +89,10 @@ class Oci(Environment):
     kind: ClassVar[str] = "oci"
     shares_rounds: ClassVar[bool] = True  # a container's creation: 0.05 s (runc), 0.2 s (runsc)
     run_in_ms: ClassVar[int] = 100  # runsc's sentry beside the agent; once a round
+
+    def typical_cost(self) -> tuple[float, float]:
+        # a container a round, shared by its runs; gVisor's page faults cost more
+        return (0.05, 1.25) if self.spec.runtime == "runsc" else (0.03, 1.0)
     capabilities = PROCESS_CAPABILITIES | {Capability.SNAPSHOT}
     spec_model = OciSpec
 

@@ -193,6 +193,11 @@ class Qemu(FullSystem):
         self.disk_format = spec.disk_format
         self.bus = bus(spec.machine, spec.disk_bus)
 
+    def typical_cost(self) -> tuple[float, float]:
+        if self.spec.accel == "kvm" and self.spec.inside == "none":
+            return 1.0, 1.05  # a KVM guest boots in about a second and runs at native speed
+        return super().typical_cost()
+
     def facts(self) -> dict[str, Any]:
         """The accelerator the guests ran under (accel auto resolves to kvm or tcg)."""
         return {**super().facts(), "accel": self.accel}

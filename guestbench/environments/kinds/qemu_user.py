@@ -33,6 +33,8 @@ class QemuUserSpec(EnvironmentSpec):
 
 class QemuUser(Environment):
     kind: ClassVar[str] = "qemu-user"
+    typical_start_s: ClassVar[float] = 0.05
+    typical_work_factor: ClassVar[float] = 2.7  # STREAM's triad 9x slower, its set-up less
     capabilities = PROCESS_CAPABILITIES - {Capability.EXEC_CHILDREN}
     lacking = {Capability.EXEC_CHILDREN: EXEC_REASON,
                Capability.SNAPSHOT: "qemu-user: a translated process has no snapshot and "

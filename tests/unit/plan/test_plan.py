@@ -279,7 +279,7 @@ def test_minimal_plan_gets_the_defaults(write_plan, host: Host) -> None:
     assert plan.campaign.repeat is None  # each workload's family decides
     assert plan.workloads[0].repeat == AUTO  # getpid is a micro workload
     assert plan.campaign.auto.model_dump() == {"target": 0.02, "min_runs": 5, "max_runs": 30,
-                                               "max_cell_s": 60.0}
+                                               "max_cell_s": 60.0, "stop_out_of_reach": False}
     assert plan.campaign.timeout_s == DEFAULT_TIMEOUT_S
     assert plan.baseline == "native"
     assert [spec.name for spec in plan.environments] == ["native"]
@@ -459,7 +459,7 @@ def test_as_dict_is_json_and_complete(build_plan) -> None:
     assert data["workloads"][0]["params"] == {"array_mib": 16, "ntimes": 10, "enough_s": 1.0}
     assert [w["repeat"] for w in data["workloads"]] == [2, 2]
     assert data["campaign"]["auto"] == {"target": 0.02, "min_runs": 5, "max_runs": 30,
-                                        "max_cell_s": 60.0}
+                                        "max_cell_s": 60.0, "stop_out_of_reach": False}
 
 
 # -- overrides (CLI flags) -----------------------------------------------------------
@@ -522,9 +522,33 @@ def test_from_flags_defaults(host: Host) -> None:
     assert plan.baseline == "native"
     assert plan.campaign.repeat is None
     assert {case.name: case.repeat for case in plan.workloads} == {
-        name: DEFAULT_REPEAT if name == "stream" else AUTO for name in workloads.QUICK_SUITE}
+        name: 4 if name == "stream" else AUTO for name in workloads.QUICK_SUITE}
     stream = next(case for case in plan.workloads if case.name == "stream")
     assert stream.params.array_mib == 128  # 4 x the fake host's 32 MiB cache
+    assert stream.params.kernels == ["triad"]  # the summary's figure
+
+
+@pytest.mark.parametrize("llc_mib, array_mib, runs", [
+    (8, 80, 5),  # a small cache: 80 MiB arrays at least, and the most runs
+    (32, 128, 4),  # an AMD EPYC 7003 VM: 4 runs of 3 x 128 MiB
+    (480, 1920, 1),  # an Intel Xeon VM with a 480 MiB L3: one run of 3 x 1920 MiB
+    (1152, 4608, 1),  # AMD Genoa-X: still valid STREAM, still one run
+])
+def test_the_default_campaign_s_stream_is_valid_and_bounded_by_its_arrays(
+        host: Host, llc_mib: int, array_mib: int, runs: int) -> None:
+    facts = Host({**host.facts, "llc_bytes": llc_mib * 2**20})
+    stream = next(case for case in from_flags(facts).workloads if case.name == "stream")
+    assert stream.params.array_mib == array_mib >= 4 * llc_mib  # McCalpin's rule
+    assert stream.repeat == runs
+    # the arrays the cell sets up in all stay within the budget, or are one run's
+    assert runs == 1 or runs * 3 * array_mib <= 1536
+
+
+def test_a_plan_s_stream_runs_all_four_kernels(host: Host, write_plan) -> None:
+    path = write_plan('[[environment]]\npreset = "native"\n\n[[workload]]\nname = "stream"\n')
+    stream = load(path, host, Overrides()).workloads[0]
+    assert stream.params.kernels == ["copy", "scale", "add", "triad"]
+    assert stream.repeat == DEFAULT_REPEAT
 
 
 def test_from_flags_with_overrides(host: Host) -> None:

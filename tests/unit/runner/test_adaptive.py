@@ -60,6 +60,23 @@ def test_noisy_samples_stop_at_max_runs(build_plan, run_quietly, store) -> None:
     assert stop.half_width > 0.001
 
 
+def test_noisy_samples_stop_once_max_runs_could_not_reach_the_target(build_plan, run_quietly,
+                                                                    store) -> None:
+    plan = auto_plan(build_plan, [{"name": "a", "kind": "fake"}], target=0.001, min_runs=3,
+                     max_runs=30, stop_out_of_reach=True)
+    stop = stops(store, run_quietly(plan))[("a", "getpid")]
+    assert (stop.reason, stop.runs) == (StopReason.OUT_OF_REACH, 3)
+    assert stop.half_width * (3 / 30) ** 0.5 > 0.001  # even 30 runs would not have told it
+
+
+def test_a_cell_within_reach_goes_on_where_it_would_stop_out_of_reach(build_plan, run_quietly,
+                                                                     store) -> None:
+    # the same runs without the rule: on to max_runs
+    plan = auto_plan(build_plan, [{"name": "a", "kind": "fake"}], target=0.001, min_runs=3,
+                     max_runs=6)
+    assert stops(store, run_quietly(plan))[("a", "getpid")].reason == StopReason.MAX_RUNS
+
+
 def test_a_slow_cell_stops_at_max_time(build_plan, run_quietly, store) -> None:
     plan = auto_plan(build_plan, [{"name": "a", "kind": "fake"}], max_cell_s=1e-9)
     stop = stops(store, run_quietly(plan))[("a", "getpid")]

@@ -1,4 +1,5 @@
-"""The ETA: host seconds still to go, from what runs took so far."""
+"""The ETA: host seconds still to go, from typical costs before any run, then from what runs
+took so far."""
 
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ class FakeCell:
     stopped: str | None = None
     min_runs: int | None = 5
     max_seconds: float | None = None
+    prior_s: float = 0.0  # unknown
+    stops_out_of_reach: bool = False
 
 
 def test_a_fixed_cell_costs_its_runs_left_at_its_own_rate():
@@ -53,13 +56,39 @@ def test_the_time_limit_caps_the_runs_left_and_one_run_is_always_left():
     assert seconds_left([spent]) == pytest.approx(1 * 4.0)
 
 
-def test_a_cell_not_started_costs_what_its_environment_s_runs_cost_else_the_campaign_s():
-    ran = FakeCell("runsc", runs=2, host_seconds=3.0, min_runs=None, most_runs=2)
-    same_env = FakeCell("runsc", min_runs=None, most_runs=4)
-    other_env = FakeCell("uml", min_runs=None, most_runs=2)
-    assert seconds_left([ran, same_env]) == pytest.approx(4 * 1.5)
-    assert seconds_left([ran, other_env]) == pytest.approx(2 * 1.5)
+def test_a_cell_not_started_costs_its_prior_as_its_environment_s_runs_met_theirs():
+    # runsc's micro runs took 1.5x their prior: its STREAM cell is priced at 1.5x its own
+    ran = FakeCell("runsc", runs=2, host_seconds=0.3, min_runs=None, most_runs=2, prior_s=0.1)
+    stream = FakeCell("runsc", min_runs=None, most_runs=4, prior_s=2.0)
+    assert seconds_left([ran, stream]) == pytest.approx(4 * 2.0 * 1.5)
+    # an environment with no run yet: the campaign's ratio
+    other_env = FakeCell("uml", min_runs=None, most_runs=2, prior_s=1.0)
+    assert seconds_left([ran, other_env]) == pytest.approx(2 * 1.0 * 1.5)
+    # before any run: the priors themselves; a cell without one costs UNKNOWN_RUN_S
+    assert seconds_left([stream]) == pytest.approx(4 * 2.0)
     assert seconds_left([FakeCell("uml", min_runs=None, most_runs=3)]) == 3 * UNKNOWN_RUN_S
+
+
+def test_a_stream_cell_is_not_priced_like_the_micro_cells_before_it():
+    # the first ETA of the default campaign was 34 s for 124 when every cell not started
+    # cost what its environment's runs (micro, 0.08 s) had cost
+    micro = FakeCell("native", runs=5, host_seconds=0.4, stopped="converged", prior_s=0.08)
+    stream = FakeCell("native", min_runs=None, most_runs=4, prior_s=1.0)
+    assert seconds_left([micro, stream]) == pytest.approx(4 * 1.0)
+
+
+def test_a_cell_that_stops_out_of_reach_is_expected_at_its_minimum():
+    young = FakeCell("native", prior_s=0.1, stops_out_of_reach=True)
+    assert seconds_left([young]) == pytest.approx(5 * 0.1)
+    past = FakeCell("native", runs=6, host_seconds=0.6, stops_out_of_reach=True)
+    assert seconds_left([past]) == pytest.approx(1 * 0.1)
+
+
+def test_a_host_far_off_the_priors_is_taken_as_at_most_4x():
+    ran = FakeCell("native", runs=1, host_seconds=100.0, min_runs=None, most_runs=1,
+                   prior_s=1.0, stopped="fixed")
+    waiting = FakeCell("native", min_runs=None, most_runs=1, prior_s=1.0)
+    assert seconds_left([ran, waiting]) == pytest.approx(4.0)
 
 
 def test_stopped_cells_cost_nothing():
