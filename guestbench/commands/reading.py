@@ -149,8 +149,9 @@ def history(url: str, host: str | None, group: str | None,
             memory_threshold_mib: float = 1.0):
     """Every finished campaign's cells as series with their change points: from the
     campaigns' digests where every finished one has one, else read from the store (and
-    each campaign's digest kept for the next time). An --env or --workload that no stored
-    campaign has ends it with the nearest names."""
+    each campaign's digest kept for the next time, once every campaign was read: a
+    campaign found damaged after another's digest was made leaves the store untouched).
+    An --env or --workload that no stored campaign has ends it with the nearest names."""
     asked = (host, group, environments, workloads, name, order, max_pvalue, min_change,
              memory_threshold_mib)
     quick = _digested_readings(url) if group is None else None
@@ -163,14 +164,17 @@ def history(url: str, host: str | None, group: str | None,
         except StoreError:
             pass  # said again below, with the names a misspelling may have meant
     opened = store.open(url, create=False)
+    made: list[Digest] = []
     try:
-        found = trend.build(_store_readings(opened, group), *asked, where=str(opened.engine.url))
+        found = trend.build(_store_readings(opened, group, made), *asked,
+                            where=str(opened.engine.url))
     except StoreError:
         _check_names(opened, environments, workloads)
         raise
     if (set(environments) - {one.environment for one in found.series}
             or set(workloads) - {one.label for one in found.series}):
         _check_names(opened, environments, workloads)  # read only when one may be misspelt
+    keep_digests(opened, made)
     return found
 
 
@@ -184,9 +188,9 @@ def _digested_readings(url: str):
              (lambda found=results: found)) for campaign_id, status, results in every]
 
 
-def _store_readings(opened: Store, group: str | None):
+def _store_readings(opened: Store, group: str | None, made: list[Digest]):
     """Every campaign of the store (or of a pool group's plan), each derived from its
-    samples when history asks for it, its digest kept."""
+    samples when history asks for it, its digest added to made (kept by the caller)."""
     from guestbench.store import pool as pool_rows  # deferred: see group_reports
     if group is None:
         ids = [campaign.id for campaign in opened.campaigns()]
@@ -201,7 +205,7 @@ def _store_readings(opened: Store, group: str | None):
 
         def derived(selector=str(campaign_id)):
             loaded = load(opened, selector, context_samples=False, primary_only=True)
-            keep_digest(opened, loaded)
+            made.append(digest_of(opened, loaded))
             return loaded
         yield campaign, derived
 
@@ -263,13 +267,29 @@ def read_every_digest(url: str) -> list[tuple[int, str, CampaignResults | None]]
             for campaign_id, status, text in found]
 
 
+# A campaign's digest as it is kept: (campaign id, its status, the runs it was made from
+# (Store.run_mark), its body)
+Digest = tuple[int, str, tuple[int, int | None], str]
+
+
 def keep_digest(opened: Store, results: CampaignResults) -> None:
-    """Keep a summary's results as the campaign's digest, where the store lets this command
-    write; a store it may not write (a reader's role, a read-only file) goes without."""
+    """Keep a summary's results as the campaign's digest (keep_digests)."""
+    keep_digests(opened, [digest_of(opened, results)])
+
+
+def digest_of(opened: Store, results: CampaignResults) -> Digest:
     campaign = results.campaign
+    return (campaign.id, campaign.status, opened.run_mark(campaign.id),
+            digest.encode(results))
+
+
+def keep_digests(opened: Store, made: list[Digest]) -> None:
+    """Keep the digests made, where the store lets this command write; a store it may not
+    write (a reader's role, a read-only file, a file found damaged: Store.put_digest)
+    goes without."""
     try:
-        opened.put_digest(campaign.id, digest.FORMAT, campaign.status,
-                          opened.run_mark(campaign.id), digest.encode(results))
+        for campaign_id, status, mark, body in made:
+            opened.put_digest(campaign_id, digest.FORMAT, status, mark, body)
     except Exception:  # noqa: BLE001 - a digest is a convenience; its absence costs time only
         opened.engine.dispose()
 

@@ -70,6 +70,10 @@ def _sqlite_error(error: BaseException) -> BaseException | None:
 
 
 def damaged(where: str, detail: str) -> str:
+    """The message for damage found in the store `where` (its file, or its URL); the store
+    is marked found damaged, so that nothing of this process writes into it afterwards
+    (Store.check_before_writing: a digest kept by the report that found the damage)."""
+    found.add(where)
     return (f"the store {where} is damaged ({detail}); guestbench writes nothing into it "
             f"(fix: restore it from a copy; 'sqlite3 {where} .recover' may save its rows "
             "into a new file; or point --db at another store)")
@@ -83,3 +87,6 @@ def read_only(where: str, detail: str) -> str:
 
 # the SQLite file this process opened last (store.open), for the messages
 opened: dict[str, str] = {}
+# the stores (a SQLite file's resolved path, or a URL) that a reader of this process called
+# damaged: nothing of this process writes into them any more
+found: set[str] = set()

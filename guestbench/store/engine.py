@@ -194,9 +194,11 @@ def _waits_for_the_server(method: Callable[..., Any]) -> Callable[..., Any]:
     RETRY_FOR_S has passed): _server_gone tells; any other error (a full disk, a
     constraint) stands at once. A transaction whose connection broke
     was not committed, so trying it again stores it once; add_run checks that too.
-    Once stopping is set (Ctrl-C, SIGTERM), a lost server raises Unreachable at once."""
+    Once stopping is set (Ctrl-C, SIGTERM), a lost server raises Unreachable at once.
+    Nothing is written into a store found damaged (Store.check_before_writing)."""
     @functools.wraps(method)
     def retried(self: "Store", *args: Any, **kwargs: Any) -> Any:
+        self.check_before_writing()
         waited, pause = 0.0, 0.5
         while True:
             try:
@@ -397,6 +399,7 @@ class Store:
         self.stopping = False  # set on Ctrl-C or SIGTERM: a lost server is not waited for
         self.found_empty: str | None = None  # the SQLite file was 0 bytes when opened (open())
         self._again = False  # a write is being tried again after a lost connection
+        self._quick_check: list[str] | None = None  # SQLite's PRAGMA quick_check, once run
 
     def _pause(self, seconds: float) -> None:
         """A retry's pause, in steps, so that a stop (a signal handler that does not
@@ -426,6 +429,8 @@ class Store:
                              f"guestbench reads ({SCHEMA_VERSION}) (fix: upgrade guestbench)")
         if current == SCHEMA_VERSION:
             return
+        if current > 0:  # an older store is migrated in place: not if it is damaged
+            self.check_before_writing()
         # Several processes may open a new or older store at once (two runs started
         # together, workers of a pool): one makes or migrates it under a lock, in one
         # transaction; the others wait for the lock, then find the version it left.
@@ -490,9 +495,8 @@ class Store:
         store a campaign; worker; submitter)."""
         if self.engine.dialect.name == "sqlite":
             self._require_writable()
+            problems = self._quick_checked()
             with self.engine.connect() as connection:
-                problems = [row[0] for row in connection.exec_driver_sql(
-                    "PRAGMA quick_check(3)")]
                 if problems == ["ok"]:
                     problems = [problem for problem in [
                         *(_bad_values(connection, table, "1")
@@ -618,6 +622,7 @@ class Store:
         (killed, or stopped by a full disk before it could say so) become 'interrupted',
         with the reason; a campaign whose owner still runs, or is on another host, or is
         not recorded, is left alone. Returns the campaigns marked."""
+        self.check_before_writing()
         table = schema.campaign
         marked = []
         with self.engine.begin() as connection:
@@ -730,7 +735,9 @@ class Store:
 
     def put_digest(self, campaign_id: int, form: int, status: str, mark: tuple[int, int | None],
                    body: str) -> None:
-        """Keep a campaign's digest (analysis/digest.py) in place of any older one."""
+        """Keep a campaign's digest (analysis/digest.py) in place of any older one; never
+        into a store found damaged (StoreError: check_before_writing)."""
+        self.check_before_writing()
         table = schema.campaign_digest
         with self.engine.begin() as connection:
             connection.execute(sa.delete(table).where(table.c.campaign_id == campaign_id))
@@ -777,10 +784,43 @@ class Store:
 
     def damaged(self, detail: str) -> str:
         """The message for damage found here or by a reader above the store
-        (analysis/results.py): the file (on SQLite) or the URL, the detail, the fix."""
-        where = (str(Path(self.engine.url.database or "").resolve())
-                 if self.engine.dialect.name == "sqlite" else self.engine.url.render_as_string())
-        return damage.damaged(where, detail)
+        (analysis/results.py): the file (on SQLite) or the URL, the detail, the fix. The
+        store is marked found damaged: this process writes nothing more into it."""
+        return damage.damaged(self._where(), detail)
+
+    def _where(self) -> str:
+        return (str(Path(self.engine.url.database or "").resolve())
+                if self.engine.dialect.name == "sqlite" else self.engine.url.render_as_string())
+
+    def check_before_writing(self) -> None:
+        """StoreError (damaged) where this process may not write into the store: a reader
+        of this process called it damaged (damage.found: say, history found campaign 2's
+        runs damaged after campaign 1's digest was made), or, on SQLite, the file fails
+        PRAGMA quick_check (run once, before the first write: 0.4 s for a 115 MB store).
+        Every write checks, a digest (a cache) as much as a run: a store that is damaged
+        is left byte for byte as it was, for its owner to restore or recover."""
+        if self._where() in damage.found:
+            raise StoreError(damage.damaged(self._where(), "a read of it found damage"))
+        if self.engine.dialect.name != "sqlite":
+            return
+        problems = self._quick_checked()
+        if problems != ["ok"]:
+            raise StoreError(self.damaged(" ".join("; ".join(problems).split())))
+
+    def _quick_checked(self) -> list[str]:
+        """SQLite's PRAGMA quick_check(3) of the file (['ok'] if sound), run once per Store;
+        an error that says the file is damaged is its answer too."""
+        if self._quick_check is None:
+            try:
+                with self.engine.connect() as connection:
+                    self._quick_check = [str(row[0]) for row in connection.exec_driver_sql(
+                        "PRAGMA quick_check(3)")]
+            except sa.exc.DatabaseError as error:
+                told = damage.explain(error)
+                if told is None or "is damaged" not in told:
+                    raise
+                self._quick_check = [_first_line(error)]
+        return self._quick_check
 
     def _check_types(self, connection: sa.Connection, table: sa.Table, where: str) -> None:
         """On SQLite, StoreError (damaged) if a row of table matching where holds a value of

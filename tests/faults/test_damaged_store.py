@@ -148,3 +148,51 @@ def test_a_zero_byte_file_is_not_taken_for_a_new_store(tmp_path):
         assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
         assert "is an empty file (0 bytes), not a store" in done.stderr
         assert path.stat().st_size == 0
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_history_and_report_write_nothing_into_a_store_they_call_damaged(store_of_two,
+                                                                          tmp_path):
+    """A run of campaign 2 whose params do not parse: history derived campaign 1 first and
+    kept its digest, then called the store damaged ("guestbench writes nothing into it")
+    with a new row in campaign_digest (2026-11-29). A digest is kept only once every
+    campaign was read, and never into a store a reader of the process called damaged."""
+    path = tmp_path / "params.sqlite"
+    shutil.copy(store_of_two, path)
+    with sqlite3.connect(path) as connection:
+        first_of_2, = connection.execute(
+            "SELECT min(id) FROM run WHERE campaign_id = 2").fetchone()
+        connection.execute("UPDATE run SET params = '{' WHERE id = ?", (first_of_2,))
+    before = _sha256(path)
+    for args in (["history"], ["report"], ["report", "2", "--format", "json"]):
+        done = _guestbench(args, path, tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert f"the store {path} is damaged" in done.stderr, (args, done.stderr)
+        assert f"row {first_of_2} of table run" in done.stderr, (args, done.stderr)
+        assert _sha256(path) == before, f"{args} wrote into the store it called damaged"
+
+
+def test_no_digest_goes_into_a_file_that_fails_quick_check(store_of_two, tmp_path):
+    """512 random bytes at the middle of the file: SQLite's quick_check fails, yet report
+    and history read what they need, exit 0 and kept their digests in the file (the fault
+    run of 2026-11-29). A command writes nothing into a file that fails quick_check; it
+    still answers from what it could read."""
+    path = tmp_path / "pages.sqlite"
+    shutil.copy(store_of_two, path)
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 512] = random.Random(1).randbytes(512)
+    path.write_bytes(bytes(data))
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA quick_check").fetchall() != [("ok",)]
+    before = _sha256(path)
+    answered = 0
+    for args in (["report"], ["report", "1"], ["history"], ["report", "2", "--format", "csv"]):
+        done = _guestbench(args, path, tmp_path)
+        _assert_clean(done, args, path)
+        answered += done.returncode == 0
+        assert _sha256(path) == before, f"{args} wrote into a file that fails quick_check"
+    assert answered >= 2  # the readers answered (a digest would have been kept), not failed
