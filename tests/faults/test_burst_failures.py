@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.cli import guestbench, ok_runs
 from tests.support.leaks import guest_folders, guest_processes, left_since
+from tests.support.real_environments import uml_kernel
 
 LAUNCHER = """#!/bin/sh
 # every fifth launch of this VMM is a bad binary; the count is shared by concurrent launches
@@ -27,9 +28,7 @@ exec linux.uml "$@"
 
 
 def test_one_bad_binary_in_five_gives_80_percent_ready_and_every_reason(tmp_path):
-    uml = shutil.which("linux.uml")
-    if uml is None:
-        pytest.skip("linux.uml not installed (apt-get install user-mode-linux)")
+    uml = uml_kernel()
     if shutil.which("flock") is None:
         pytest.skip("flock not installed (apt-get install util-linux)")
     launcher = tmp_path / "vmm.sh"

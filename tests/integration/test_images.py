@@ -14,11 +14,11 @@ import pytest
 from guestbench import images
 from guestbench.process import proc
 from guestbench.protocol import RecordStream
+from tests.support.real_environments import uml_kernel
 
 pytestmark = pytest.mark.integration
 
 BOOT_TIMEOUT_S = 60
-UML = Path("/usr/bin/linux.uml")
 
 
 def qemu_argv(image: images.Image, append: str) -> list[str]:
@@ -51,9 +51,7 @@ def qemu_image(module_cache_dir) -> images.Image:
 
 @pytest.fixture(scope="module")
 def uml_image(module_cache_dir) -> images.Image:
-    if not UML.is_file():
-        pytest.skip(f"user-mode Linux is not installed at {UML} (apt-get install user-mode-linux)")
-    return images.build(kernel=UML, cache_dir=module_cache_dir)
+    return images.build(kernel=Path(uml_kernel()), cache_dir=module_cache_dir)
 
 
 def boot(argv: list[str]) -> str:

@@ -28,7 +28,7 @@ from guestbench.environments.kinds.uml import uml_channel
 from guestbench.protocol import RecordStream, parse_line
 from guestbench.workloads import transfer
 
-from tests.support.real_environments import tcg_kernel
+from tests.support.real_environments import tcg_kernel, uml_kernel
 
 pytestmark = pytest.mark.integration
 
@@ -170,9 +170,7 @@ def _qemu_run(agent_path, tmp_path, channel, mode, size_mib, machine="microvm"):
 
 
 def _uml_run(agent_path, tmp_path, channel, mode, size_mib):
-    program = shutil.which("linux.uml")
-    if program is None:
-        pytest.skip("linux.uml is not installed (apt-get install user-mode-linux)")
+    program = uml_kernel()
     params = transfer.UploadParams(channel=channel, mode=mode, size_mib=size_mib)
     needs = transfer.job_needs(params, tmp_path / "inputs")
     scratch = Path(tempfile.mkdtemp(prefix="gb-upload-test-"))

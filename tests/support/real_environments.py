@@ -52,3 +52,15 @@ def tcg_kernel() -> str:
         return str(vmlinux.extract(kernel))
     except (images.ImageError, OSError):
         return str(kernel)
+
+
+def uml_kernel() -> str:
+    """The UML kernel the uml kind would run (linux.uml on PATH), or skips with the reason
+    its probe gives: not installed, or unable to set this host's FPU registers (Debian's
+    kernel on a host whose XSAVE area is larger than 2696 bytes, e.g. with AMX)."""
+    from guestbench.environments.kinds.uml import Uml, UmlSpec
+
+    answer = Uml(UmlSpec(name="uml")).vmm_probe()
+    if not answer.available:
+        pytest.skip(f"uml unavailable here: {answer.reason}")
+    return answer.reason.split(";")[0]
