@@ -12,8 +12,10 @@ import click
 from guestbench import __version__
 from guestbench.commands import ab, compare, envs, history, pool, report, run
 from guestbench.commands.arguments import EXIT_BAD_INPUT, Commands
+from guestbench.commands.run import EXIT_RUNS_NOT_OK
 
-__all__ = ["EXIT_BAD_INPUT", "main"]  # EXIT_BAD_INPUT: the code tests expect of bad input
+# the codes tests expect: of bad input, and of a campaign some of whose runs did not end ok
+__all__ = ["EXIT_BAD_INPUT", "EXIT_RUNS_NOT_OK", "main"]
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -11,6 +12,8 @@ import click
 from guestbench.commands.arguments import BadInput, db_option, names, say
 from guestbench.commands.report import show_report
 from guestbench.report import formats
+
+EXIT_RUNS_NOT_OK = 1  # the campaign ended, stored whole, and some run did not end ok
 
 
 @click.command()
@@ -76,3 +79,21 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
         for line in lifecycle.left_out(plan_file is None and not env_names,
                                        plan_file is None and not workload_names):
             say(line)
+    verdict = not_ok_line(results.runs(campaign_id, only=("status",)))
+    if verdict:
+        say(verdict)
+        raise click.exceptions.Exit(EXIT_RUNS_NOT_OK)
+
+
+def not_ok_line(runs) -> str | None:
+    """The last line of a campaign some of whose runs did not end ok (failed, timed out,
+    crashed...): how many of its runs, by status; None when every run ended ok. A resumed
+    campaign is judged whole, its earlier runs included."""
+    from guestbench.runner.outcomes import ENDED_OK  # deferred: with the runner, above
+
+    not_ok = Counter(run.status for run in runs if run.status not in ENDED_OK)
+    if not not_ok:
+        return None
+    said = ", ".join(f"{count} {status}" for status, count in not_ok.most_common())
+    return (f"guestbench: {sum(not_ok.values())} of {len(runs)} runs did not end ok "
+            f"({said}): exit {EXIT_RUNS_NOT_OK}")

@@ -30,6 +30,12 @@ class Status:
     INTERRUPTED = "interrupted"
 
 
+# a run that measured, or that said why it could not run here (an environment the probe
+# found unavailable, a workload refused before it ran): any other status is a run that did
+# not end ok, and `guestbench run` then exits 1 (commands/run.py)
+ENDED_OK = frozenset({Status.OK, Status.UNSUPPORTED, Status.UNAVAILABLE})
+
+
 @dataclass
 class Outcome:
     status: str

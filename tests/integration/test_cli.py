@@ -87,3 +87,21 @@ def test_a_workload_that_measures_nothing_is_not_said_to_have_failed(tmp_path, a
     assert run.returncode == 0, run.stderr
     text = " ".join(run.stdout.split())
     assert "Ran, with no value to show: native" in text and "Could not run here" not in text
+
+
+def test_a_run_that_timed_out_makes_the_command_exit_1_and_say_why_last(tmp_path, available):
+    """A CI job learns from the exit status that a run did not end ok: everything is still
+    stored and reported, and the last line says how many runs, and how they ended."""
+    available("native")
+    run = guestbench("run", "--env", "native", "--workload", "getpid", "--timeout", "0.02",
+                     "--db", f"sqlite:///{tmp_path / 's.sqlite'}", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("guestbench: ") and last.endswith(" timeout): exit 1"), last
+    count, total = (int(word) for word in last.split()[1:4:2])  # "N of M runs"
+    assert count == total > 0, last
+    assert "Traceback" not in run.stderr and "native" in run.stdout
+    with sqlite3.connect(tmp_path / "s.sqlite") as connection:
+        assert connection.execute("select status from campaign").fetchone()[0] == "finished"
+        statuses = {status for (status,) in connection.execute("select status from run")}
+    assert statuses == {"timeout"}

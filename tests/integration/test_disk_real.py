@@ -45,7 +45,8 @@ KNOWN_TOOL_FAILURES = {("runsc", "dbench")}
 def test_disk_workloads_in_every_environment(tmp_path, monkeypatch):
     environments = "\n".join(f'[[environment]]\npreset = "{name}"\n' for name in PRESETS)
     document, available, base = run_plan(tmp_path, monkeypatch,
-                                         PLAN.format(environments=environments))
+                                         PLAN.format(environments=environments),
+                                         may_fail=True)  # KNOWN_TOOL_FAILURES
     runs = {(r["environment"], r["workload"]): r for r in document["runs"]}
     checked = []
     for (environment, workload), entry in runs.items():

@@ -170,7 +170,9 @@ def test_faults_in_one_campaign_each_get_their_status_and_the_campaign_goes_on(
                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "TMPDIR": str(scratch_root)})
     assert not leftovers(scratch_root), "the campaign left a VMM process or a scratch folder"
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr  # a run crashed, one timed out: stored, then 1
+    assert run.stderr.strip().splitlines()[-1] == (
+        "guestbench: 2 of 5 runs did not end ok (1 crashed, 1 timeout): exit 1"), run.stderr
     report = subprocess.run([sys.executable, "-m", "guestbench", "report", "--format", "json"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
     document = json.loads(report.stdout)

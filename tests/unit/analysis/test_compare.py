@@ -36,12 +36,13 @@ def run_campaign(tmp_path: Path, fake_agent: Path, store_url: str):
     url = store_url  # on SQLite and on PostgreSQL
 
     def run(name: str, scale: float = 1.0, repeat: int = 5, extra: str = "",
-            workload: str = "getpid") -> str:
+            workload: str = "getpid", exit_code: int = 0) -> str:
+        """exit_code: 1 for a campaign some of whose runs fail."""
         plan = tmp_path / f"{name}.toml"
         plan.write_text(PLAN.format(name=name, scale=scale, repeat=repeat, extra=extra,
                                     workload=workload))
         result = invoke(["run", str(plan), "--db", url, "--quiet"], fake_agent)
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == exit_code, result.output
         return name
 
     run.url = url
@@ -116,8 +117,8 @@ def test_cells_that_cannot_be_paired_are_listed(run_campaign) -> None:
 
 def test_an_environment_or_workload_without_results_is_one_line_not_one_per_cell(run_campaign) -> None:
     extra = '[[environment]]\nname = "broken"\nkind = "fake"\nbehaviour = "error"\n'
-    run_campaign("a", extra=extra)
-    run_campaign("b", extra=extra)
+    run_campaign("a", extra=extra, exit_code=1)
+    run_campaign("b", extra=extra, exit_code=1)
     result = compare(run_campaign, "a", "b", "--format", "json")
     unpaired = {row["what"]: row["why"] for row in json.loads(result.output)["unpaired"]}
     assert unpaired == {"environment broken": "no successful run in A and B"}
@@ -230,7 +231,8 @@ def test_a_workload_ok_in_a_and_broken_in_b_fails_the_gate(run_campaign, behavio
                                                             outcome) -> None:
     # (the fake's behaviour stands for the change under test: --ignore-spec pairs the two)
     run_campaign("good", extra=BROKEN_IN_B.format(behaviour="ok"))
-    run_campaign("bad", extra=BROKEN_IN_B.format(behaviour=behaviour))
+    run_campaign("bad", extra=BROKEN_IN_B.format(behaviour=behaviour),
+                 exit_code=1 if outcome == "failed" else 0)
     same = ("--ignore-spec", "behaviour")
     result = compare(run_campaign, "good", "bad", "--fail-on-regression", *same)
     assert result.exit_code == 1, result.output
