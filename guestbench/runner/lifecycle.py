@@ -5,9 +5,11 @@ SIGTERM turned into an interrupted campaign with its finished runs kept."""
 from __future__ import annotations
 
 import datetime as dt
-
+import errno
+import os
 import shlex
 import signal
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -106,7 +108,10 @@ def resumable(selector: str, db: str, facts, say: Say, quiet: bool = False):
 
 
 def logs_folder(logs_dir: Path | None, db: str) -> Path:
-    """--logs, else guestbench-logs beside a SQLite file, else ./guestbench-logs; created now."""
+    """--logs, else guestbench-logs beside a SQLite file, else ./guestbench-logs; created
+    now, and shown writable by a file made and removed in it: before the store is opened,
+    so that a folder no run could write its logs into stores no campaign (it once stored
+    one 'failed', after a traceback per run)."""
     if logs_dir is None:
         database = db.removeprefix("sqlite:///") if db.startswith("sqlite:///") else ""
         base = Path(database).resolve().parent if database not in ("", ":memory:") else Path(".")
@@ -114,9 +119,30 @@ def logs_folder(logs_dir: Path | None, db: str) -> Path:
     try:
         logs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise store.StoreError(f"--logs {str(logs_dir)!r}: cannot create the log folder "
-                               f"({error.strerror}) (fix: name a folder you can write)") from None
+        raise CannotStart(_unwritable_logs(logs_dir, "cannot create the log folder",
+                                           error)) from None
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".guestbench-probe-", dir=logs_dir)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise CannotStart(_unwritable_logs(logs_dir, "cannot write in the log folder",
+                                           error)) from None
     return logs_dir
+
+
+def _unwritable_logs(logs_dir: Path, what: str, error: OSError) -> str:
+    """What is wrong with the logs folder, and the fix; nothing was run or stored."""
+    if error.errno == errno.EROFS:
+        why, fix = "it is on a read-only filesystem", "--logs DIR on a writable filesystem"
+    elif error.errno in (errno.EACCES, errno.EPERM):
+        why, fix = "not writable by this user", "make it writable, or --logs DIR you can write"
+    elif error.errno == errno.ENOSPC:
+        why, fix = "no space left on its disk", "free some space, or --logs DIR on another disk"
+    else:
+        why, fix = error.strerror or str(error), "--logs DIR you can write"
+    return (f"--logs {str(logs_dir)!r}: {what} ({why}); nothing was run or stored "
+            f"(fix: {fix})")
 
 
 class _signals_interrupt:

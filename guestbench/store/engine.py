@@ -173,6 +173,15 @@ def _check_sqlite_path(database: str | None, url: str, create: bool) -> None:
     if not create and not path.exists():
         raise StoreError(f"--db {url!r}: no store at {path} "
                          "(fix: run 'guestbench run' first, or point --db at an existing store)")
+    if create and not path.exists() and not os.access(path.parent, os.W_OK | os.X_OK):
+        # a new store is made beside its path and linked into place (_made_whole)
+        if _read_only_mount(path.parent):
+            why, fix = "is on a read-only filesystem", "on a writable filesystem"
+        else:
+            why, fix = "is not writable by this user", "in a folder you can write"
+        raise StoreError(f"--db {url!r}: cannot make a new store at {path}: its folder "
+                         f"{path.parent} {why}; nothing was run or stored (fix: point --db "
+                         f"at a file {fix})")
 
 
 DOING = {"run": "store a campaign", "worker": "serve as a pool worker",

@@ -17,10 +17,22 @@ from guestbench.protocol import PREFIX, ProtocolError, Record
 
 # Printed by the image's /init as its first act (guestbench/images): the hand-over to userspace.
 USERSPACE_MARKER = b"guestbench-init: userspace"
-PANIC_MARKER = b"Kernel panic - not syncing"
 # Printed by the image's /init when the agent has ended; before its hello, it never started.
 AGENT_EXITED = re.compile(rb"guestbench-init: agent exited with status (\d+)")
 CONSOLE_TAIL_LINES = 6
+CONSOLE_TAIL_CHARS = 600
+# What a kernel or a hypervisor prints as it meets a fault: Linux's panic (UML's too, whose
+# faults in its own kernel mode are panics that name them), BUG, Oops and general protection
+# fault, and Xen's panic (its message on the next line). A run's reason starts with the first
+# such line and the one before it, often the guest's own words for what went wrong.
+FAULT = re.compile(r"Kernel panic - not syncing|kernel BUG at |\bBUG: |\bOops\b"
+                   r"|general protection fault|Panic on CPU \d+"
+                   r"|Kernel mode (?:fault at addr|signal \d+)|Segfault with no mm")
+# Of those, the ones after which the guest is gone: the run has crashed.
+FATAL = re.compile(r"Kernel panic - not syncing|Panic on CPU \d+")
+# After a fatal line, the console is read on this long for the rest of what it says (the CPU,
+# the call trace, Xen's message), into the reason and the run's log, unless it ends first.
+LAST_WORDS_S = 1.0
 
 
 class BootTimeout(proc.DeadlineExceeded):
@@ -64,6 +76,51 @@ def kernel_arguments(job: Job) -> list[str]:
     return mounts + ([f"gb.args={','.join(job.agent_args)}"] if job.agent_args else [])
 
 
+Line = tuple[int, str]  # a console line, numbered in the order it came
+
+
+@dataclass
+class Faults:
+    """The first fault a console told of, in context: the line before it, its own and the
+    next; then the fatal line that ended the guest, when that came later."""
+
+    shown: list[Line] = field(default_factory=list)
+    _before: Line | None = None
+    _after: int = 0  # lines still to keep after the first fault's
+    _fatal_shown: bool = False
+
+    def see(self, line: Line) -> bool:
+        """Take one console line; True when it says the guest is gone."""
+        fatal = FATAL.search(line[1]) is not None
+        if self._after:
+            self._after -= 1
+            self._show(line, fatal)
+        elif not self.shown and FAULT.search(line[1]):
+            if self._before is not None:
+                self.shown.append(self._before)
+            self._show(line, fatal)
+            self._after = 1
+        elif fatal and self.shown and not self._fatal_shown:  # a panic after an Oops
+            self._show(line, fatal)
+        if re.search("[A-Za-z]", line[1].removeprefix("(XEN)")):  # not Xen's row of stars
+            self._before = line
+        return fatal
+
+    def _show(self, line: Line, fatal: bool) -> None:
+        self.shown.append(line)
+        self._fatal_shown |= fatal
+
+
+def joined(lines: list[Line]) -> str:
+    """Lines as one, with "..." where some between them are left out."""
+    parts: list[str] = []
+    for index, (number, text) in enumerate(lines):
+        if index and number > lines[index - 1][0] + 1:
+            parts.append("...")
+        parts.append(text)
+    return " | ".join(parts)
+
+
 @dataclass
 class ConsoleGuest(ProcessGuest):
     """A VMM whose guest's serial console the host reads: its stdout, or another console
@@ -86,9 +143,12 @@ class ConsoleGuest(ProcessGuest):
     # the guest's own clock (the agent's t_ns) as it wrote its hello: paired with the
     # hello's arrival, it places the guest's clock zero on the host's timeline
     guest_clock_at_ready_ns: int | None = None
-    tail: deque = field(default_factory=lambda: deque(maxlen=CONSOLE_TAIL_LINES))
+    console_lines: int = 0  # console lines seen (records and blank lines apart)
+    tail: deque = field(default_factory=lambda: deque(maxlen=CONSOLE_TAIL_LINES))  # (n, text)
+    faults: Faults = field(default_factory=Faults)
     text: list = field(default_factory=list)
     resumed: bool = False  # restored from a snapshot: no boot, its agent goes on
+    last_words_until_ns: int | None = None  # set once the guest is gone (_last_words)
 
     def __post_init__(self) -> None:
         self.stdout_to_log = self.console is not None and self.console.stdout_to_log
@@ -128,26 +188,47 @@ class ConsoleGuest(ProcessGuest):
         """The agent said its last record; the VMM still runs (a hook: the placement's check)."""
 
     def _current_deadline(self) -> int:
+        deadline = self.deadline_ns if self.last_words_until_ns is None \
+            else min(self.deadline_ns, self.last_words_until_ns)
         if self.userspace_ns is None:
-            return min(self.boot_deadline_ns, self.deadline_ns)
-        return self.deadline_ns
+            return min(self.boot_deadline_ns, deadline)
+        return deadline
 
     def _observed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+        lines = iter(lines)
         for arrival_ns, line in lines:
-            if PREFIX not in line and line.strip():
-                self.tail.append(line.decode("utf-8", "replace").strip())
+            if self._seen(line):
+                self._last_words(lines)
+                raise GuestCrashed(self.console_tail())
             if not self.agent:
                 self.text.append(line.decode("utf-8", "replace"))
             if self.userspace_ns is None and self._booted(line):
                 self.userspace_ns = arrival_ns
-            if PANIC_MARKER in line:
-                raise GuestCrashed(f"guest kernel panic; console: {self.console_tail()}")
             exited = AGENT_EXITED.search(line) if self.agent_ready_ns is None else None
             if exited and self.agent:
                 raise AgentNotStarted(
                     f"the agent could not start in the guest (its /init says: exit status "
                     f"{int(exited.group(1))}); console: {self.console_tail()}")
             yield arrival_ns, line
+
+    def _seen(self, line: bytes) -> bool:
+        """A console line kept for the reasons; True when it says the guest is gone."""
+        if PREFIX in line or not line.strip():  # an agent's record is no console talk
+            return False
+        text = line.decode("utf-8", "replace").strip()
+        self.console_lines += 1
+        self.tail.append((self.console_lines, text))
+        return self.faults.see((self.console_lines, text))
+
+    def _last_words(self, lines: Iterator[tuple[int, bytes]]) -> None:
+        """The rest of what a guest that is gone prints, for LAST_WORDS_S at most: each
+        line read is in the run's log too."""
+        self.last_words_until_ns = proc.now_ns() + int(LAST_WORDS_S * 1e9)
+        try:
+            for _, line in lines:
+                self._seen(line)
+        except proc.DeadlineExceeded:
+            pass
 
     def _booted(self, line: bytes) -> bool:
         """The line that ends the boot: the image's /init, or the guest's own `ready`."""
@@ -169,7 +250,16 @@ class ConsoleGuest(ProcessGuest):
         return "\n".join(self.text)
 
     def console_tail(self) -> str:
-        return " | ".join(self.tail)[-600:] or "(nothing)"
+        """The console's last lines; where it told of a fault, that fault in its context
+        first (Faults), then what came after."""
+        shown = self.faults.shown
+        later = [line for line in self.tail if not shown or line[0] > shown[-1][0]]
+        if not shown:
+            return joined(later)[-CONSOLE_TAIL_CHARS:] or "(nothing)"
+        if not later:
+            return joined(shown)[:CONSOLE_TAIL_CHARS]
+        gap = " | ... | " if later[0][0] > shown[-1][0] + 1 else " | "
+        return joined(shown)[:CONSOLE_TAIL_CHARS] + gap + joined(later)[-CONSOLE_TAIL_CHARS:]
 
     def diagnostics(self) -> str:
         said = super().diagnostics()
