@@ -139,6 +139,13 @@ def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
     that is not UTF-8 is kept with replacement characters. Raises ProcessError if it
     cannot start and DeadlineExceeded (after killing its whole process group) if it
     outlives timeout_s.
+
+    Once it has exited, its process group is killed too: whatever it started and left
+    behind (a version command's `sleep 300 &`) ends with it, rather than outlive
+    guestbench, whose reaper forgets the group here. No caller runs a command here that
+    must leave a process running: what lives on (a guest, `runc create`'s container) is a
+    Process, whose group lives until its kill(). A process that left the group (setsid)
+    is beyond this.
     """
     start = time.monotonic()
     child = None
@@ -153,7 +160,9 @@ def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
         pumps = [logcap.pump(child.stdout, out), logcap.pump(child.stderr, err)]
         if stdin_data is not None:
             pumps.append(_feed(child.stdin, stdin_data.encode()))
-        child.wait(timeout=timeout_s)
+        _exited(child, timeout_s)
+        _kill_group(child.pid)  # its number is still its own: its zombie holds it
+        child.wait()
         for pump in pumps:  # the pipes end with the group; a daemon keeping them is a hang
             pump.join(max(start + timeout_s - time.monotonic(), 0))
             if pump.is_alive():
@@ -178,6 +187,26 @@ def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
     err.close()
     return Completed(tuple(argv), child.returncode, _text(out.value()), _text(err.value()),
                      time.monotonic() - start)
+
+
+def _exited(child: subprocess.Popen, timeout_s: float) -> None:
+    """Wait until child has exited, leaving it unreaped (a zombie): until child.wait() reaps
+    it, its pid, and with it its process group's number, cannot be given to another
+    process, so that a kill of the group reaches only what it started.
+    subprocess.TimeoutExpired after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    pause_s = 0.0005  # as Popen.wait polls
+    while True:
+        try:
+            if os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                return
+        except ChildProcessError:  # reaped already
+            return
+        left_s = deadline - time.monotonic()
+        if left_s <= 0:
+            raise subprocess.TimeoutExpired(child.args, timeout_s)
+        time.sleep(min(pause_s, left_s))
+        pause_s = min(pause_s * 2, 0.05)
 
 
 def _feed(pipe, data: bytes) -> threading.Thread:
