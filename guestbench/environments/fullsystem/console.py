@@ -259,7 +259,9 @@ class ConsoleGuest(ProcessGuest):
         if not later:
             return joined(shown)[:CONSOLE_TAIL_CHARS]
         gap = " | ... | " if later[0][0] > shown[-1][0] + 1 else " | "
-        return joined(shown)[:CONSOLE_TAIL_CHARS] + gap + joined(later)[-CONSOLE_TAIL_CHARS:]
+        # after a fault its call trace and registers: the end of them, the rest is in the log
+        return (joined(shown)[:CONSOLE_TAIL_CHARS] + gap
+                + joined(later)[-(CONSOLE_TAIL_CHARS // 2):])
 
     def diagnostics(self) -> str:
         said = super().diagnostics()
