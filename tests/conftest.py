@@ -9,17 +9,23 @@ pyproject.toml). The integration and faults tests run one after another on one w
 they did alone: they start real machines, time them and share the image cache and the L1
 machines of a session. That worker starts them at once, the faults suite first, while the
 other workers take the unit tests (pytest_collection_modifyitems,
-pytest_xdist_make_scheduler)."""
+pytest_xdist_make_scheduler).
+
+Each pytest process that runs tests claims what they start (pytest_configure,
+tests/support/leaks.py): a mark in its environment and a private temporary folder, so that
+the checks of what a test left count only its own processes and folders."""
 
 from __future__ import annotations
 
 import itertools
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.support import postgres
+from tests.support import leaks, postgres
 
 _databases = itertools.count(1)
 _SHARED = "guestbench_tests"  # the database that holds each test's schema
@@ -43,6 +49,28 @@ def _order(item) -> int:
     return 0 if item.nodeid.split("/")[1] == "faults" else 1
 
 
+def pytest_configure(config) -> None:
+    """Claims what this process's tests start (leaks.claim(): the mark, the private TMPDIR)
+    before any test imports guestbench; not in xdist's controller, which runs no test.
+    pytest's own temporary folders (tmp_path) stay where they were, so that they outlive the
+    private folder as pytest means them to."""
+    if not hasattr(config, "workerinput") and _distributes(config):
+        return
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+    leaks.claim()
+
+
+def _distributes(config) -> bool:
+    """This process is xdist's controller, whose workers run the tests (as xdist decides)."""
+    return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+
+
+def pytest_unconfigure(config) -> None:
+    """After the session's fixtures (the L1 machines, the PostgreSQL server) have ended:
+    the journals of killed guestbench processes swept, the private folder removed."""
+    leaks.release()
+
+
 def pytest_collection_modifyitems(items) -> None:
     """The machine's tests first, the faults suite at their head: under xdist one worker
     takes them all at once and the others the unit tests, which end within about two
@@ -55,7 +83,9 @@ def pytest_collection_modifyitems(items) -> None:
     Last, in the machine's worker, come the tests that kill a guestbench with its reaper and
     expect their next run to sweep the journal left: any guestbench sweeps the shared
     journals as it starts, and one started by a unit test beside them took that journal
-    first (a fresh-clone run, 2026-11-27). By then the unit tests have long ended."""
+    first (a fresh-clone run, 2026-11-27). By then the unit tests have long ended. (Each
+    worker now has journals of its own, in its private TMPDIR; the order still keeps them
+    apart where one process runs every test.)"""
     items.sort(key=_order)  # stable: the order within
 
 

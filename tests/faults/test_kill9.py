@@ -18,7 +18,7 @@ import pytest
 from guestbench import environments
 from tests.support.real_environments import FULL_SYSTEM_PRESETS, prepared
 from tests.support.leaks import (guest_folders, guest_network, guest_processes, left_since,
-                                 running)
+                                 running, temporary_folder)
 
 GUESTBENCH = [sys.executable, "-m", "guestbench"]
 
@@ -272,7 +272,7 @@ def test_sigkill_during_a_nested_run_leaves_no_l1_machine_and_no_folder(tmp_path
                               f"sqlite:///{tmp_path / 'store.sqlite'}"], cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     # an inner guest runs once the L1 machine has a run's folder; 3 s later it boots or hangs
-    during = _killed_once(child, lambda: any(Path("/tmp").glob("guestbench-l1-*/run-*")),
+    during = _killed_once(child, lambda: any(temporary_folder().glob("guestbench-l1-*/run-*")),
                           "the nested run", settle_s=3.0) - processes
     assert during, "no L1 machine was seen"
     assert not left_since(processes, folders, wait_s=5.0)

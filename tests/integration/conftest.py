@@ -22,8 +22,10 @@ def available(probes):
 @pytest.fixture(autouse=True)
 def nothing_left_behind(request):
     """After every integration test, as after every VM in Firecracker's framework: no guest
-    process and no guestbench folder under /tmp that the test made is left (5 s grace).
-    A module with GUESTS_CHECKED_BY_RUN = True checks each guest it starts itself."""
+    process, no guestbench folder and no network path that the test made is left (5 s
+    grace); what others run on the machine is not counted (tests/support/leaks.py tells
+    the test's own). A module with GUESTS_CHECKED_BY_RUN = True checks each guest it starts
+    itself."""
     if getattr(request.module, "GUESTS_CHECKED_BY_RUN", False):
         yield
         return
