@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -38,10 +39,20 @@ def guestbench(code: Path, folder: Path, *args: str) -> tuple[float, str]:
     done = subprocess.run([sys.executable, "-m", "guestbench", "run", *args], cwd=folder,
                           env=env, capture_output=True, text=True)
     wall = time.monotonic() - began
-    if done.returncode != 0:
+    if done.returncode not in (0, 1):  # 1: a run did not end ok; the campaign was whole
         sys.exit(f"{code}: guestbench run {' '.join(args)} in {folder} exited "
                  f"{done.returncode}:\n{done.stderr[-2000:]}")
     return wall, done.stderr
+
+
+def first_estimate(stderr: str) -> float | None:
+    """Seconds of the estimate printed before the first run ("expected to take about 1:01"),
+    or None where the side prints none."""
+    found = re.search(r"expected to take about (?:(\d+):)?(\d+):(\d\d)", stderr)
+    if not found:
+        return None
+    hours, minutes, seconds = (int(part or 0) for part in found.groups())
+    return hours * 3600 + minutes * 60 + seconds
 
 
 def time_line(stderr: str) -> str:
@@ -71,6 +82,7 @@ def main() -> None:
         guestbench(code, out / f"warm-{name}", "--env", "uml,qemu-kvm", "--repeat", "1",
                    "--quiet")
     walls: dict[str, list[float]] = {name: [] for name in sides}
+    estimates: dict[str, list[float | None]] = {name: [] for name in sides}
     stores: dict[str, list[str]] = {name: [] for name in sides}
     for pair in range(args.pairs):
         order = list(sides) if pair % 2 == 0 else list(reversed(sides))
@@ -78,9 +90,12 @@ def main() -> None:
             folder = out / f"{name}{pair + 1}"
             wall, stderr = guestbench(sides[name], folder)
             walls[name].append(wall)
+            estimates[name].append(first_estimate(stderr))
             stores[name].append(str(folder / "guestbench.sqlite"))
-            print(f"pair {pair + 1} {name} ({sides[name]}): {wall:.1f} s; {time_line(stderr)}",
-                  flush=True)
+            said = estimates[name][-1]
+            told = f"first estimate {said:.0f} s ({said / wall - 1:+.0%}); " if said else ""
+            print(f"pair {pair + 1} {name} ({sides[name]}): {wall:.1f} s; {told}"
+                  f"{time_line(stderr)}", flush=True)
     print()
     for name in sides:
         print(f"{name}: wall {' '.join(f'{w:.1f}' for w in walls[name])} s, "

@@ -2,7 +2,11 @@
 side: the same compiler and flags, the same array size and NTIMES, run alternately.
 
     .venv/bin/python benchmarks/stream_vs_reference.py PATH/TO/stream.c [--array-mib 128]
-        [--ntimes 10] [--rounds 5] [--cflags "-O2"]
+        [--ntimes 10] [--rounds 5] [--cflags "-O2"] [--kernels triad] [--enough 1.0]
+
+--kernels and --enough run the agent as a campaign does (the default campaign: --kernels
+triad --enough 1.0, at its array size); the reference runs its four kernels NTIMES over, and
+only the kernels the agent ran are compared.
 
 The reference source is not part of guestbench: give the path of a copy of it (McCalpin's
 STREAM repository, stream.c v5.10). It is compiled here with -DSTREAM_ARRAY_SIZE (elements
@@ -41,9 +45,10 @@ def reference_rates(binary: Path) -> dict[str, float]:
     return rates
 
 
-def agent_rates(array_mib: int, ntimes: int) -> dict[str, float]:
+def agent_rates(array_mib: int, ntimes: int, kernels: str, enough: float) -> dict[str, float]:
     output = subprocess.run([str(agent.path()), "stream", "--array-mib", str(array_mib),
-                             "--ntimes", str(ntimes)], capture_output=True, check=True).stdout
+                             "--ntimes", str(ntimes), "--kernels", kernels, "--enough",
+                             repr(enough)], capture_output=True, check=True).stdout
     rates = {}
     for line in output.splitlines():
         record = parse_line(line)
@@ -60,28 +65,32 @@ def main() -> None:
     parser.add_argument("--ntimes", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cflags", default="-O2")
+    parser.add_argument("--kernels", default=",".join(KERNELS))
+    parser.add_argument("--enough", type=float, default=0.0)
     args = parser.parse_args()
+    kernels = [kernel for kernel in KERNELS if kernel in args.kernels.split(",")]
     elements = args.array_mib * (1 << 20) // 8
     with tempfile.TemporaryDirectory() as folder:
         binary = Path(folder) / "stream_reference"
         subprocess.run(["gcc", *args.cflags.split(), f"-DSTREAM_ARRAY_SIZE={elements}",
                         f"-DNTIMES={args.ntimes}", str(args.reference), "-o", str(binary)],
                        check=True)
-        ours: dict[str, list[float]] = {kernel: [] for kernel in KERNELS}
-        theirs: dict[str, list[float]] = {kernel: [] for kernel in KERNELS}
+        ours: dict[str, list[float]] = {kernel: [] for kernel in kernels}
+        theirs: dict[str, list[float]] = {kernel: [] for kernel in kernels}
         for number in range(args.rounds):  # alternating, starting with each in turn
             order = [("reference", binary), ("guestbench", None)]
             for name, path in (order if number % 2 == 0 else order[::-1]):
-                rates = reference_rates(path) if path else agent_rates(args.array_mib,
-                                                                      args.ntimes)
-                for kernel in KERNELS:
+                rates = reference_rates(path) if path else agent_rates(
+                    args.array_mib, args.ntimes, ",".join(kernels), args.enough)
+                for kernel in kernels:
                     (theirs if path else ours)[kernel].append(rates[kernel])
                 print(f"round {number + 1} {name:>10}: " + "  ".join(
-                    f"{kernel} {rates[kernel]:9.0f}" for kernel in KERNELS), flush=True)
+                    f"{kernel} {rates[kernel]:9.0f}" for kernel in kernels), flush=True)
     print(f"\n{args.array_mib} MiB per array, NTIMES={args.ntimes}, {args.rounds} rounds, "
-          f"gcc {args.cflags}; best rate MB/s, medians")
+          f"gcc {args.cflags}, agent --kernels {','.join(kernels)} --enough {args.enough:g}; "
+          "best rate MB/s, medians")
     print(f"{'kernel':<8}{'reference':>12}{'guestbench':>12}{'ratio':>8}")
-    for kernel in KERNELS:
+    for kernel in kernels:
         reference, measured = statistics.median(theirs[kernel]), statistics.median(ours[kernel])
         print(f"{kernel:<8}{reference:>12.0f}{measured:>12.0f}{measured / reference:>8.3f}")
 

@@ -52,7 +52,7 @@ def default_array_mib(host: Host) -> dict[str, Any]:
 # faults, several seconds natively and more in a sandbox) before its passes, which move 3
 # arrays each. Both grow with the cache; the campaign's time must not (docs/workloads-micro.md).
 QUICK_KERNELS = ["triad"]
-QUICK_BUDGET_MIB = 1536
+QUICK_BUDGET_MIB = 1152
 QUICK_MAX_RUNS = 5
 
 

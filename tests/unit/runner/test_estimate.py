@@ -5,7 +5,20 @@ from dataclasses import dataclass
 
 import pytest
 
+from guestbench.runner import estimate
 from guestbench.runner.estimate import UNKNOWN_RUN_S, seconds_left
+
+
+@pytest.fixture(autouse=True)
+def no_overhead(monkeypatch):
+    """The rules below count runs' own seconds; the runner's between runs is tested apart."""
+    monkeypatch.setattr(estimate, "RUN_OVERHEAD_S", 0.0)
+
+
+def test_each_run_left_carries_the_runner_s_own_seconds(monkeypatch):
+    monkeypatch.setattr(estimate, "RUN_OVERHEAD_S", 0.03)
+    cell = FakeCell("native", runs=2, most_runs=5, host_seconds=4.0, min_runs=None)
+    assert seconds_left([cell]) == pytest.approx(3 * (2.0 + 0.03))
 
 
 @dataclass

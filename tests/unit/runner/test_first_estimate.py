@@ -14,7 +14,7 @@ from guestbench.environments.base import Availability
 from guestbench.host import Host
 from guestbench.plan.build import from_flags
 from guestbench.runner.campaign import new_cell
-from guestbench.runner.estimate import first_estimate, seconds_left
+from guestbench.runner.estimate import SUMMARY_S, first_estimate, seconds_left
 from guestbench.runner.schedule import Column
 from tests.support.facts import AMD_EPYC, INTEL_XEON
 
@@ -42,9 +42,10 @@ def test_the_default_campaign_is_expected_within_its_bound_on_either_host(name, 
     host, plan, cells = _cells(facts, UNAVAILABLE[name])
     stream = next(case for case in plan.workloads if case.name == "stream")
     assert stream.params.array_mib >= 4 * facts["llc_bytes"] / 2**20  # valid STREAM
-    expected = seconds_left(cells)
-    # the runs alone, with a margin for what is not a run (probes, the report: 5-8 s here)
-    assert expected <= 0.85 * LIMIT_S[name], expected
+    expected = seconds_left(cells) + SUMMARY_S
+    # the runs and what the runner does between them, the summary after: a margin is left
+    # for the probes before the first run (1-2 s here) and a host slower than typical
+    assert expected <= 0.9 * LIMIT_S[name], expected
 
 
 def test_on_the_intel_host_stream_is_one_run_of_triad_and_said_before_the_first_run():
@@ -66,11 +67,11 @@ def test_on_the_amd_host_no_note_on_stream():
 
 
 def test_stream_s_time_grows_far_less_than_its_arrays():
-    # the cell's runs fall as its arrays grow: 4 runs of 3 x 128 MiB, 1 of 3 x 1920 MiB (at
+    # the cell's runs fall as its arrays grow: 3 runs of 3 x 128 MiB, 1 of 3 x 1920 MiB (at
     # one run, past that, its time grows with the arrays again: docs/workloads-micro.md)
     shares = []
     for llc_mib in (32, 480):
         facts = {**INTEL_XEON, "llc_bytes": llc_mib * 2**20}
         _, _, cells = _cells(facts, UNAVAILABLE["Intel"])
         shares.append(seconds_left([cell for cell in cells if cell.case.name == "stream"]))
-    assert shares[1] < 3 * shares[0]  # 15x the arrays, under 3x the time
+    assert shares[1] < 4 * shares[0]  # 15x the arrays, under 4x the time
