@@ -76,8 +76,10 @@ def stored(document: dict[str, Any], where: str) -> Plan:
 # 2-core host cells that never reach +/-2% would otherwise take 30 runs each.
 # A cell whose runs vary too much to reach the target by max_runs stops as soon as that is
 # plain (out-of-reach): on a noisy host (runs varying by 10-15%) nearly every micro cell went
-# on to its tenth run for an interval of +/-4-8% that its fifth run had already told.
-QUICK_AUTO = {"max_runs": 10, "max_cell_s": 30.0, "stop_out_of_reach": True}
+# on to its tenth run for an interval of +/-4-8% that its fifth run had already told. From
+# its fourth run: three campaigns took 69-78 s here with five (the bound: 75 s), and a
+# fourth run leaves an interval about 12% wider than a fifth would (sqrt(5/4)).
+QUICK_AUTO = {"min_runs": 4, "max_runs": 10, "max_cell_s": 30.0, "stop_out_of_reach": True}
 
 
 def from_flags(host: Host, overrides: Overrides = Overrides()) -> Plan:
