@@ -58,6 +58,26 @@ fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[test]'
 
+# A UML kernel sets its processes' FPU registers with the host's whole XSAVE area; Debian 12's
+# (6.1) passes a fixed size, and panics at boot on a host whose area is larger (AMX). Where the
+# uml kind's probe refuses it for that, a kernel that sizes it from the host goes into
+# /usr/local/bin, ahead of /usr/bin/linux.uml on PATH (then the probe accepts it: no rebuild).
+uml_program=$(command -v linux.uml || true)
+if [ -n "$uml_program" ]; then
+  uml_release=$("$uml_program" --version 2>/dev/null | head -n 1 || true)
+  xsave_bytes=$(.venv/bin/python -c 'import sys
+from guestbench import xsave
+from guestbench.environments.kinds.uml import xsave_refusal
+host_bytes = xsave.host_xsave_bytes()
+print(host_bytes if xsave_refusal(sys.argv[1], sys.argv[2] or None, host_bytes) else "")' \
+    "$uml_program" "$uml_release")
+  if [ -n "$xsave_bytes" ]; then
+    echo "install.sh: $uml_program (Linux $uml_release) cannot set this host's $xsave_bytes-byte XSAVE area: building a UML kernel that sizes it from the host (10 to 20 minutes)"
+    bash install-uml.sh \
+      || echo "install.sh: note: the UML kernel did not build; uml will be unavailable (its probe says why)"
+  fi
+fi
+
 make -s -C agent
 
 # The durability check (fsync_honoured) traces the guest's disk with the kernel's block
