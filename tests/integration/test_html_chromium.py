@@ -115,7 +115,8 @@ def default_campaign_plan() -> str:
     """The default campaign as a plan file: the same environments, workloads, name, baseline
     and stopping rules as `guestbench run` without one (guestbench/plan.py from_flags), with
     3 runs a cell instead of 5-10, and STREAM's passes fewer and its run one."""
-    auto = ", ".join(f"{key} = {value!r}" for key, value in plan_build.QUICK_AUTO.items())
+    auto = ", ".join(f"{key} = {json.dumps(value)}"  # TOML's true, not Python's True
+                     for key, value in plan_build.QUICK_AUTO.items())
     lines = ["[campaign]", 'name = "quick"', 'baseline = "native"', "repeat = 3",
              f"auto = {{ {auto} }}", ""]
     for name in environments.DEFAULT_CAMPAIGN:

@@ -83,19 +83,25 @@ def accelerator(env) -> str:
 
 
 def host_line(facts: dict[str, Any]) -> str:
-    """The host as a write-up states it: CPU (its vendor), cores, XSAVE, last-level cache,
-    RAM, disk, kernel, cgroup mode; its class (host.HostClass) among them."""
+    """The host as a write-up states it: CPU, cores, last-level cache, RAM, disk, kernel
+    (a line of at most 160 characters with the rest of a table's title); the rest of its
+    class is in class_note()."""
     memory = facts.get("memory_mib")
     shown = class_shown(facts)
-    cpu = shown["CPU"] if facts.get("cpu_model") else "CPU not recorded"
-    parts = [f"{cpu}, {facts.get('logical_cpus') or '?'} logical CPUs",
-             f"XSAVE {shown['XSAVE']}", f"LLC {shown['LLC']}",
+    parts = [f"{facts.get('cpu_model') or 'CPU not recorded'}, "
+             f"{facts.get('logical_cpus') or '?'} logical CPUs", f"LLC {shown['LLC']}",
              f"{memory / 1024:.1f} GiB RAM" if memory else "RAM not recorded",
              _disk(facts["disk"]) if facts.get("disk") else "disk not recorded",
-             f"kernel {facts.get('kernel') or 'not recorded'}", f"cgroup {shown['cgroup']}"]
+             f"kernel {facts.get('kernel') or 'not recorded'}"]
     if facts.get("virtualised"):
-        parts.append("a virtual machine itself")
+        parts.append("itself a VM")
     return "; ".join(parts)
+
+
+def class_note(facts: dict[str, Any]) -> str:
+    """What the setup line leaves out of the host's class (host.HostClass)."""
+    shown = class_shown(facts)
+    return f"Host class: {shown['CPU']}, XSAVE {shown['XSAVE']}, cgroup {shown['cgroup']}."
 
 
 def _disk(fact: str) -> str:
@@ -115,14 +121,14 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
                    *(["guest memory", "vCPUs"] if guests else [])],
                   [], label_columns=3 + 2 * guests, name="platform",  # words, not figures
                   keep_in_title=f"host {host_line(report.host_facts)}",
-                  note="What ran: the runtime's, translator's or VMM's version as the "
-                       "environment reported it, and the guest kernel's release; native runs "
-                       "on the host's kernel.")
+                  note=f"{class_note(report.host_facts)} What ran: the runtime's, "
+                       "translator's or VMM's version as the environment reported it, and "
+                       "the guest kernel's release; native runs on the host's kernel.")
     for env in report.environments:
         ran = shown_ran(env, host_kernel)
-        if ran == NOT_RECORDED and NOT_RECORDED not in table.note:
-            table.note += (f" {NOT_RECORDED}: a campaign stored before its kind recorded "
-                           "versions.")
+        told = f" {NOT_RECORDED}: a campaign stored before its kind recorded versions."
+        if ran == NOT_RECORDED and told not in table.note:
+            table.note += told
         if not env.available:
             mark = problem_text(_unavailable(env, report), footnotes)
             ran = mark if ran == NOT_RECORDED else f"{ran} {mark}"

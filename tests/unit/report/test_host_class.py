@@ -8,7 +8,7 @@ import json
 from guestbench.commands import reading
 from guestbench.report import formats
 from guestbench.report.formats.html import page as html
-from guestbench.report.tables.platform import host_line
+from guestbench.report.tables.platform import class_note, host_line
 from guestbench.store.records import RunRecord
 from tests.support.facts import INTEL_XEON, STARTED
 from tests.support.html_report import ids, parse
@@ -47,8 +47,9 @@ def test_the_json_report_has_the_class(store) -> None:
                 "cgroup hybrid, kernel 6.18.50, VM"}
 
 
-def test_the_setup_line_names_the_class() -> None:
+def test_the_setup_line_and_its_note_name_the_class() -> None:
     assert host_line({**INTEL_XEON, "memory_mib": 8192}) == (
-        "Intel(R) Xeon(R) Processor (GenuineIntel), 4 logical CPUs; XSAVE 11008 B; "
-        "LLC 480 MiB; 8.0 GiB RAM; disk not recorded; kernel 6.18.50; cgroup hybrid; "
-        "a virtual machine itself")
+        "Intel(R) Xeon(R) Processor, 4 logical CPUs; LLC 480 MiB; 8.0 GiB RAM; "
+        "disk not recorded; kernel 6.18.50; itself a VM")
+    assert class_note(INTEL_XEON) == ("Host class: Intel(R) Xeon(R) Processor (GenuineIntel), "
+                                      "XSAVE 11008 B, cgroup hybrid.")
