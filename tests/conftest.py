@@ -5,11 +5,11 @@ probes (each asked once per session, only by a test that names it: the unit suit
 imports the environments here).
 
 The suite runs on as many workers as the machine has CPUs (pytest-xdist, `-n auto` in
-pyproject.toml). The integration and faults tests run one after another on one worker, as
-they did alone: they start real machines, time them and share the image cache and the L1
-machines of a session. That worker starts them at once, the faults suite first, while the
-other workers take the unit tests (pytest_collection_modifyitems,
-pytest_xdist_make_scheduler).
+pyproject.toml). The integration and faults tests start real machines: each of their
+modules is one unit of work, run in order by one worker, and the workers take the modules
+side by side, then the unit tests. The few tests that judge timings (ALONE) come
+last, and each runs with nothing else of the suite beside it (pytest_runtest_protocol, a
+lock every other test shares; pytest_collection_modifyitems, pytest_xdist_make_scheduler).
 
 Each pytest process that runs tests claims what they start (pytest_configure,
 tests/support/leaks.py): a mark in its environment and a private temporary folder, so that
@@ -17,6 +17,8 @@ the checks of what a test left count only its own processes and folders."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import itertools
 import os
 import sys
@@ -39,14 +41,52 @@ def _on_the_machine(nodeid: str) -> bool:
     return len(parts) > 2 and parts[0] == "tests" and parts[1] in _ONE_AT_A_TIME
 
 
+# The modules whose tests judge timings, which other tests beside them would distort (unit
+# tests beside a kernel build slowed it by half, and made a console's latency flag a right
+# clock): each of their tests runs alone on the machine (pytest_runtest_protocol).
+ALONE = ("tests/integration/test_clock_real.py", "tests/integration/test_compare_real.py",
+         "tests/integration/test_history_real.py")
+
+
+def _alone(item) -> bool:
+    return item.nodeid.split("::")[0] in ALONE
+
+
 def _order(item) -> int:
-    """The faults suite, then the integration suite, then the unit tests; last the tests that
-    leave a dead guestbench's journal for their next run to sweep (sweeps_journals)."""
+    """The faults suite, then the integration suite, then the unit tests, then the tests that
+    must be alone on the machine; last the tests that leave a dead guestbench's journal for
+    their next run to sweep (sweeps_journals)."""
     if item.get_closest_marker("sweeps_journals") is not None:
+        return 4
+    if _alone(item):
         return 3
     if not _on_the_machine(item.nodeid):
         return 2
     return 0 if item.nodeid.split("/")[1] == "faults" else 1
+
+
+# Every test holds this lock, shared, while it runs (its fixtures' setup and teardown too);
+# a test of the ALONE modules holds it alone: it starts once every other test of this checkout's
+# suite has ended (on any worker) and no other starts until it has. The tests folder
+# itself is locked, so nothing is left behind.
+_SHARE = Path(__file__).resolve().parent
+
+
+@contextlib.contextmanager
+def _machine_share(alone: bool):
+    descriptor = os.open(_SHARE, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Runs the test holding the machine: shared, or alone if its module is in ALONE."""
+    with _machine_share(_alone(item)):
+        return (yield)
 
 
 def pytest_configure(config) -> None:
@@ -72,33 +112,32 @@ def pytest_unconfigure(config) -> None:
 
 
 def pytest_collection_modifyitems(items) -> None:
-    """The machine's tests first, the faults suite at their head: under xdist one worker
-    takes them all at once and the others the unit tests, which end within about two
-    minutes. Beside the unit tests run the faults tests, which judge what is lost and left,
-    not how long anything took; the integration tests that time things come after, alone
-    on the machine as their timings need (unit tests beside them slowed a kernel build by
-    half and made a console's latency flag a right clock). Starting the machine's tests at
-    once, not after the unit tests, took 2 min off the suite (2026-11-27).
+    """The machine's tests first, the faults suite at their head, then the unit tests, then
+    the tests that must be alone (_order). Under xdist each module of the machine's tests is
+    one unit of work, which the workers take in that order as they come free: two boots or
+    a boot and a campaign side by side use the machine's CPUs where one worker alone left
+    half of them idle (the suite took 32 min so, 2026-11-29), and the unit tests fill the
+    end. The faults tests judge what is lost and left, and the others with deadlines give
+    them room for a busy machine; the tests that judge timings wait for the machine alone
+    (pytest_runtest_protocol).
 
-    Last, in the machine's worker, come the tests that kill a guestbench with its reaper and
-    expect their next run to sweep the journal left: any guestbench sweeps the shared
-    journals as it starts, and one started by a unit test beside them took that journal
-    first (a fresh-clone run, 2026-11-27). By then the unit tests have long ended. (Each
-    worker now has journals of its own, in its private TMPDIR; the order still keeps them
-    apart where one process runs every test.)"""
+    The tests that kill a guestbench with its reaper and expect their next run to sweep the
+    journal left (sweeps_journals) come last within their module: each worker has journals
+    of its own, in its private TMPDIR, and within a worker one test runs at a time."""
     items.sort(key=_order)  # stable: the order within
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """xdist's scheduling by scope, with every integration and faults test in one scope, so
-    that one worker runs them in order while the unit tests, each a scope of its own, spread
-    over the workers. (xdist's own `loadgroup` names the group in the test's node id, which
-    pytest 9 no longer lets a plugin change.)"""
+    """xdist's scheduling by scope: each module of the integration and faults suites is one
+    scope (its tests share a module's fixtures, a campaign or an L1 machine, in one worker),
+    and each unit test a scope of its own. (xdist's
+    own `loadgroup` names the group in the test's node id, which pytest 9 no longer lets a
+    plugin change.)"""
     from xdist.scheduler import LoadScopeScheduling  # only where xdist runs the suite
 
     class OneMachine(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "machine" if _on_the_machine(nodeid) else nodeid
+            return nodeid.split("::")[0] if _on_the_machine(nodeid) else nodeid
 
     return OneMachine(config, log)
 

@@ -1,4 +1,4 @@
-"""A real A/B: native getpid, then the same plan beside CPU hogs, must come out `slower`."""
+"""A real A/B: native sched_yield, then the same plan beside CPU hogs, must come out `slower`."""
 
 from __future__ import annotations
 
@@ -53,8 +53,12 @@ def test_a_campaign_beside_cpu_hogs_is_slower(tmp_path, available):
                         cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     cells = {(cell["workload"], cell["metric"]): cell for cell in json.loads(result.stdout)["cells"]}
-    getpid = cells[("getpid", "time_per_op")]
-    # the hogs leave the agent a fraction of a CPU: every batch takes longer
-    assert getpid["verdict"] == "slower", getpid
-    assert getpid["ratio"] > 1.05 and getpid["pvalue"] < 0.01
+    # each sched_yield hands the CPU to a hog for its time slice: every batch takes longer
+    yields = cells[("sched_yield", "time_per_op")]
+    assert yields["verdict"] == "slower", yields
+    assert yields["ratio"] > 1.05 and yields["pvalue"] < 0.01
+    # getpid keeps the CPU until the scheduler takes it: a batch shorter than a time slice
+    # may run whole, and its median can stay put (`same` on a 6.18 kernel, 2026-11-29), but
+    # the hogs never make it faster
+    assert cells[("getpid", "time_per_op")]["verdict"] != "faster", cells[("getpid", "time_per_op")]
     assert "cell(s) slower in B" in result.stderr
