@@ -1,17 +1,21 @@
 """guestbench's STREAM (the agent's `stream`) against McCalpin's reference stream.c, side by
-side: the same compiler and flags, the same array size and NTIMES, run alternately.
+side: the same compiler and flags, the same array size and NTIMES, run in rotation.
 
     .venv/bin/python benchmarks/stream_vs_reference.py PATH/TO/stream.c [--array-mib 128]
         [--ntimes 10] [--rounds 5] [--cflags "-O2"] [--kernels triad] [--enough 1.0]
+        [--agent PATH ...]
 
 --kernels and --enough run the agent as a campaign does (the default campaign: --kernels
 triad --enough 1.0, at its array size); the reference runs its four kernels NTIMES over, and
-only the kernels the agent ran are compared.
+only the kernels the agent ran are compared. --agent (repeatable) puts other gbagent
+binaries in the rotation beside this tree's, e.g. one built with a change to stream.c.
 
 The reference source is not part of guestbench: give the path of a copy of it (McCalpin's
 STREAM repository, stream.c v5.10). It is compiled here with -DSTREAM_ARRAY_SIZE (elements
 per array: array_mib MiB of doubles) and -DNTIMES. Prints each kernel's best rate (MB/s,
-10^6 bytes per second, as both compute it) per round, then the medians and their ratio.
+10^6 bytes per second, as both compute it) per round, then the medians, their ratio, and
+the median of each round's ratio (paired: a host whose bandwidth drifts between rounds
+moves both sides of a round together).
 """
 
 from __future__ import annotations
@@ -45,8 +49,9 @@ def reference_rates(binary: Path) -> dict[str, float]:
     return rates
 
 
-def agent_rates(array_mib: int, ntimes: int, kernels: str, enough: float) -> dict[str, float]:
-    output = subprocess.run([str(agent.path()), "stream", "--array-mib", str(array_mib),
+def agent_rates(binary: Path, array_mib: int, ntimes: int, kernels: str,
+                enough: float) -> dict[str, float]:
+    output = subprocess.run([str(binary), "stream", "--array-mib", str(array_mib),
                              "--ntimes", str(ntimes), "--kernels", kernels, "--enough",
                              repr(enough)], capture_output=True, check=True).stdout
     rates = {}
@@ -67,32 +72,40 @@ def main() -> None:
     parser.add_argument("--cflags", default="-O2")
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--enough", type=float, default=0.0)
+    parser.add_argument("--agent", type=Path, action="append", default=[],
+                        help="another gbagent to run in the rotation (repeatable)")
     args = parser.parse_args()
     kernels = [kernel for kernel in KERNELS if kernel in args.kernels.split(",")]
     elements = args.array_mib * (1 << 20) // 8
+    agents = {"guestbench": agent.path(), **{str(path): path for path in args.agent}}
     with tempfile.TemporaryDirectory() as folder:
         binary = Path(folder) / "stream_reference"
         subprocess.run(["gcc", *args.cflags.split(), f"-DSTREAM_ARRAY_SIZE={elements}",
                         f"-DNTIMES={args.ntimes}", str(args.reference), "-o", str(binary)],
                        check=True)
-        ours: dict[str, list[float]] = {kernel: [] for kernel in kernels}
-        theirs: dict[str, list[float]] = {kernel: [] for kernel in kernels}
-        for number in range(args.rounds):  # alternating, starting with each in turn
-            order = [("reference", binary), ("guestbench", None)]
-            for name, path in (order if number % 2 == 0 else order[::-1]):
-                rates = reference_rates(path) if path else agent_rates(
-                    args.array_mib, args.ntimes, ",".join(kernels), args.enough)
+        names = ["reference", *agents]
+        rates: dict[str, dict[str, list[float]]] = {
+            name: {kernel: [] for kernel in kernels} for name in names}
+        for number in range(args.rounds):  # in rotation, each starting a round in turn
+            turn = number % len(names)
+            for name in names[turn:] + names[:turn]:
+                got = reference_rates(binary) if name == "reference" else agent_rates(
+                    agents[name], args.array_mib, args.ntimes, ",".join(kernels), args.enough)
                 for kernel in kernels:
-                    (theirs if path else ours)[kernel].append(rates[kernel])
+                    rates[name][kernel].append(got[kernel])
                 print(f"round {number + 1} {name:>10}: " + "  ".join(
-                    f"{kernel} {rates[kernel]:9.0f}" for kernel in kernels), flush=True)
+                    f"{kernel} {got[kernel]:9.0f}" for kernel in kernels), flush=True)
     print(f"\n{args.array_mib} MiB per array, NTIMES={args.ntimes}, {args.rounds} rounds, "
           f"gcc {args.cflags}, agent --kernels {','.join(kernels)} --enough {args.enough:g}; "
           "best rate MB/s, medians")
-    print(f"{'kernel':<8}{'reference':>12}{'guestbench':>12}{'ratio':>8}")
-    for kernel in kernels:
-        reference, measured = statistics.median(theirs[kernel]), statistics.median(ours[kernel])
-        print(f"{kernel:<8}{reference:>12.0f}{measured:>12.0f}{measured / reference:>8.3f}")
+    for name in agents:
+        print(f"\n{name}\n{'kernel':<8}{'reference':>12}{'agent':>12}{'ratio':>8}{'paired':>8}")
+        for kernel in kernels:
+            theirs, ours = rates["reference"][kernel], rates[name][kernel]
+            reference, measured = statistics.median(theirs), statistics.median(ours)
+            paired = statistics.median(o / t for o, t in zip(ours, theirs))
+            print(f"{kernel:<8}{reference:>12.0f}{measured:>12.0f}{measured / reference:>8.3f}"
+                  f"{paired:>8.3f}")
 
 
 if __name__ == "__main__":
