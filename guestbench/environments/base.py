@@ -375,7 +375,9 @@ class ProcessGuest(Guest):
 
     ``cleanup`` commands run after the process group is killed, for runtimes
     that keep state outside the process tree (an OCI runtime's container);
-    then the ``scratch`` directories are removed.
+    then the ``scratch`` directories are removed. ``reaped`` commands are for the reaper
+    alone, if guestbench dies before the teardown: the teardown's finalizers do the same
+    in-process, where a command would lengthen the timed cleanup.
     """
 
     argv: list[str]
@@ -383,6 +385,7 @@ class ProcessGuest(Guest):
     deadline_ns: int
     cleanup: list[list[str]] = field(default_factory=list)
     cleanup_phase: str = "cleanup"  # the cleanup commands' name among start_phases()
+    reaped: list[list[str]] = field(default_factory=list)
     scratch: list[Path] = field(default_factory=list)
     # run after the process group is killed, before the scratch folders go: they end what
     # served the guest (an upload feeder) and collect what recorded it (a traced disk),
@@ -405,8 +408,8 @@ class ProcessGuest(Guest):
     def __post_init__(self) -> None:
         self.logdir.mkdir(parents=True, exist_ok=True)
         (self.logdir / "command").write_text(" ".join(_quote(a) for a in self.argv) + "\n")
-        for argv in self.cleanup:  # done even if guestbench is killed (reaper.py)
-            reaper.KEEPER.command(argv)
+        for argv in [*self.cleanup, *self.reaped]:  # done even if guestbench is killed
+            reaper.KEEPER.command(argv)                # (reaper.py)
         for directory in self.scratch:
             reaper.KEEPER.folder(str(directory))
         try:
@@ -424,7 +427,7 @@ class ProcessGuest(Guest):
 
     def _released(self) -> None:
         """Its cleanup commands have run and its folders are gone: the reaper forgets them."""
-        for argv in self.cleanup:
+        for argv in [*self.cleanup, *self.reaped]:
             reaper.KEEPER.command_done(argv)
         for directory in self.scratch:
             reaper.KEEPER.folder_gone(str(directory))

@@ -1,10 +1,17 @@
-"""What a CRIU restore that never finished leaves of a container, ended: its processes (found by
-the cgroup named after the container, which CRIU puts them in before runc records the
-container: `runc delete` then knows nothing of them), its cgroups, and the root CRIU mounted
-under the bundle. A command the reaper runs after `delete --force` (oci_snapshots.py), and a
-teardown runs after a restored container's delete, where it finds nothing.
+"""What a container can leave past `delete --force`, ended.
+
+- A CRIU restore that never finished: its processes (found by the cgroup named after the
+  container, which CRIU puts them in before runc records the container: `runc delete` then
+  knows nothing of them), its cgroups, and the root CRIU mounted under the bundle. A command
+  the reaper runs after `delete --force` (oci_snapshots.py), and a teardown runs after a
+  restored container's delete, where it finds nothing.
 
     python -m guestbench.environments.oci_leftovers CONTAINER_ID BUNDLE_FOLDER
+
+- A `runc create` or `run` killed by the run timeout before runc recorded its container:
+  the empty cgroup folders runc had made for it, in each cgroup v1 hierarchy (or in the v2
+  tree), which `runc delete` does not know (remove_cgroups(), each runc run's teardown; the
+  reaper runs cgroup_sweep_argv() if guestbench was killed first).
 """
 
 from __future__ import annotations
@@ -42,6 +49,31 @@ def _members(container_id: str) -> dict[int, list[Path]]:
     return found
 
 
+def _named(container_id: str, root: Path) -> list[Path]:
+    """The cgroup folders named after the container: in a v1 hierarchy, or the v2 tree."""
+    return [*root.glob(f"*/{container_id}"), *root.glob(container_id)]
+
+
+def remove_cgroups(container_id: str, root: Path = CGROUPS) -> list[Path]:
+    """Removes the empty cgroup folders named after the container (a folder that still holds
+    a process or a child cgroup stays: rmdir refuses it); returns those removed."""
+    removed = []
+    for folder in sorted(_named(container_id, root), key=lambda path: -len(path.parts)):
+        try:
+            folder.rmdir()
+        except OSError:
+            continue
+        removed.append(folder)
+    return removed
+
+
+def cgroup_sweep_argv(container_id: str, root: Path = CGROUPS) -> list[str]:
+    """remove_cgroups() as a command, for the reaper: find removes the empty folders named
+    after the container one or two levels under the root, and leaves the rest."""
+    return ["find", str(root), "-mindepth", "1", "-maxdepth", "2", "-depth", "-type", "d",
+            "-name", container_id, "-delete"]
+
+
 def end(container_id: str, bundle: Path) -> None:
     members = _members(container_id)
     for pid in members:
@@ -52,14 +84,13 @@ def end(container_id: str, bundle: Path) -> None:
     until = time.monotonic() + GONE_S
     while members and _members(container_id) and time.monotonic() < until:
         time.sleep(0.05)
-    folders = {folder for paths in members.values() for folder in paths}
-    folders |= {path for path in CGROUPS.glob(f"*/{container_id}")} | {
-        path for path in CGROUPS.glob(container_id)}
-    for folder in sorted(folders, key=lambda path: -len(path.parts)):
+    for folder in sorted({folder for paths in members.values() for folder in paths},
+                         key=lambda path: -len(path.parts)):
         try:
             folder.rmdir()
         except OSError:
             pass
+    remove_cgroups(container_id)
     mounted = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         point = line.split()[4].replace("\\040", " ")

@@ -162,11 +162,29 @@ NAMESPACE = re.compile(r"guestbench-([0-9]+)-[0-9]+")
 
 
 def guest_folders() -> set[str]:
-    """guestbench's folders in the test's temporary folder, and its network devices and
-    namespaces ("link NAME", "netns NAME")."""
+    """guestbench's folders in the test's temporary folder, its network devices and
+    namespaces ("link NAME", "netns NAME"), and its containers' empty cgroups ("cgroup
+    PATH")."""
     folders = {str(path) for path in temporary_folder().glob("guestbench-*")
                if not path.name.startswith(NOT_A_GUESTS)}
-    return folders | guest_network()
+    return folders | guest_network() | guest_cgroups()
+
+
+CGROUPS = Path("/sys/fs/cgroup")
+
+
+def guest_cgroups() -> set[str]:
+    """The cgroup folders of guestbench's containers (named after them, in each v1 hierarchy
+    or the v2 tree) that hold no process: a running container's hold its processes, which
+    the process check tells apart; an empty one outlived its container, whoever made it."""
+    found = set()
+    for path in [*CGROUPS.glob("*/guestbench-*"), *CGROUPS.glob("guestbench-*")]:
+        try:
+            if not (path / "cgroup.procs").read_text().strip():
+                found.add(f"cgroup {path}")
+        except OSError:
+            continue
+    return found
 
 
 def guest_network() -> set[str]:
@@ -210,6 +228,7 @@ def left_since(processes: set[int], folders: set[str], wait_s: float = 5.0) -> s
                              f"{Path(f'/proc/{pid}/cmdline').read_bytes()[:160]!r}")
         except OSError:
             pass
-    described += [folder if folder.startswith(("link ", "netns ")) else f"folder {folder}"
+    described += [folder if folder.startswith(("link ", "netns ", "cgroup "))
+                  else f"folder {folder}"
                   for folder in sorted(new_folders)]
     return "; ".join(described)

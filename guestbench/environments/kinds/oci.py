@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from guestbench import agent
 from guestbench.process import proc
-from guestbench.environments import program_version, scratch
+from guestbench.environments import oci_leftovers, program_version, scratch
 from guestbench.environments.scratch import socket_folder
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, Job, ProcessGuest)
@@ -133,6 +133,8 @@ class Oci(Environment):
             if result is None or result.returncode != 0:
                 for argv in self._cleanup_argv(bundle):
                     _quiet_run(argv)
+                if runtime != "runsc":
+                    oci_leftovers.remove_cgroups(bundle.container_id)
             bundle.remove()
         if result.returncode != 0 and ROOT_NETNS_CHECK in result.stderr:
             return Availability.no(self._old_runsc())
@@ -223,15 +225,24 @@ class Oci(Environment):
             # runsc takes its sandbox's network from the namespace it runs in (this one
             # skips the spec's path and refuses the host's own namespace)
             argv = ["nsenter", f"--net={job.network.netns_path}", "--", *argv]
+        teardown = dict(cleanup=self._cleanup_argv(bundle), cleanup_phase="delete",
+                        scratch=[bundle.directory, *([folder] if folder else [])],
+                        **self._cgroup_sweep(bundle))
         if job.needs.start_steps:
-            return OciGuest(argv, logdir, deadline_ns, cleanup=self._cleanup_argv(bundle),
-                            cleanup_phase="delete",
-                            scratch=[bundle.directory, *([folder] if folder else [])],
+            return OciGuest(argv, logdir, deadline_ns, **teardown,
                             start_argv=[self.spec.runtime, *self._global_args(bundle),
                                         "start", bundle.container_id])
-        return ProcessGuest(argv, logdir, deadline_ns,
-                            cleanup=self._cleanup_argv(bundle), cleanup_phase="delete",
-                            scratch=[bundle.directory, *([folder] if folder else [])])
+        return ProcessGuest(argv, logdir, deadline_ns, **teardown)
+
+    def _cgroup_sweep(self, bundle: "_Bundle") -> dict[str, Any]:
+        """The empty cgroups of a container whose create the run timeout cut short, which
+        `delete` does not know: removed after the timed delete (a finalizer), or by the
+        reaper if guestbench is killed first. runsc is run with --ignore-cgroups."""
+        if self.spec.runtime == "runsc":
+            return {}
+        container_id = bundle.container_id
+        return {"finalizers": [lambda: oci_leftovers.remove_cgroups(container_id)],
+                "reaped": [oci_leftovers.cgroup_sweep_argv(container_id)]}
 
     def snapshots(self, job: Job, folder: Path) -> OciSnapshots:
         """The runtime's checkpoint and restore (environments/oci_snapshots.py)."""

@@ -1,0 +1,79 @@
+"""A container's empty cgroups, which `runc delete` does not know when the run timeout cut its
+create short: removed at the teardown, or by the reaper's command, under cgroup v1 hybrid
+hierarchies and the v2 tree alike (each rebuilt in a folder: only one is this host's)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from guestbench.environments import oci_leftovers
+from guestbench.environments.base import ProcessGuest
+from guestbench.process import proc, reaper
+
+ID = "guestbench-0123456789ab"
+OTHER = "guestbench-ba9876543210"
+
+
+def v1_hybrid(root: Path) -> Path:
+    """A v1 hybrid layout: nine hierarchies, and the v2 tree mounted at unified, with the
+    container's folder in each, one of them not empty (a process or child cgroup in it)."""
+    for hierarchy in ("blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory",
+                      "pids", "systemd", "unified"):
+        (root / hierarchy / ID).mkdir(parents=True)
+        (root / hierarchy / OTHER).mkdir()
+    (root / "memory" / ID / "still-used").mkdir()
+    return root
+
+
+def v2_tree(root: Path) -> Path:
+    (root / ID).mkdir(parents=True)
+    (root / OTHER).mkdir()
+    (root / "system.slice" / "some.service").mkdir(parents=True)
+    return root
+
+
+def left(root: Path) -> set[str]:
+    return {str(path.relative_to(root)) for path in root.rglob("*") if ID in path.parts}
+
+
+@pytest.mark.parametrize("layout", [v1_hybrid, v2_tree])
+def test_the_teardown_removes_the_container_s_empty_cgroups_and_nothing_else(tmp_path, layout):
+    root = layout(tmp_path / "cgroup")
+    others = {path for path in root.rglob("*") if ID not in path.parts}
+    removed = oci_leftovers.remove_cgroups(ID, root)
+    if layout is v1_hybrid:
+        assert len(removed) == 9  # memory's holds a child: rmdir refuses it, as cgroupfs does
+        assert left(root) == {f"memory/{ID}", f"memory/{ID}/still-used"}
+    else:
+        assert removed == [root / ID] and left(root) == set()
+    assert {path for path in root.rglob("*") if ID not in path.parts} == others
+
+
+@pytest.mark.parametrize("layout", [v1_hybrid, v2_tree])
+def test_the_reaper_s_command_removes_what_the_teardown_would(tmp_path, layout):
+    by_teardown, by_reaper = layout(tmp_path / "a"), layout(tmp_path / "b")
+    oci_leftovers.remove_cgroups(ID, by_teardown)
+    subprocess.run(oci_leftovers.cgroup_sweep_argv(ID, by_reaper), capture_output=True,
+                   check=False)  # find says so of the folder it could not remove
+    assert left(by_reaper) == left(by_teardown)
+    assert {p.relative_to(by_reaper) for p in by_reaper.rglob("*")} == {
+        p.relative_to(by_teardown) for p in by_teardown.rglob("*")}
+
+
+def test_reaped_commands_are_journaled_for_the_reaper_alone_and_forgotten_after_teardown(
+        tmp_path, monkeypatch):
+    sent, ran = [], []
+    monkeypatch.setattr(reaper.KEEPER, "_send", lambda verb, what: sent.append((verb, what)))
+    sweep = ["find", str(tmp_path), "-name", ID, "-delete"]
+    guest = ProcessGuest([sys.executable, "-c", "pass"], tmp_path / "logs",
+                         proc.now_ns() + int(10e9), reaped=[sweep],
+                         finalizers=[lambda: ran.append("finalizer")])
+    assert ("command", sweep) in sent
+    guest._process.wait(10)
+    guest.stop()
+    assert ("-command", sweep) in sent and ran == ["finalizer"]
+    assert "cleanup" not in guest.start_phases()  # nothing was run as a timed command
