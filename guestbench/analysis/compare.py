@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from guestbench.analysis.cells import (CellStats, Interval, Cell, Results,
                                        higher_is_better, is_memory)
 
 THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
+MAX_FAILURE_RATE = 0.0  # the share of runs B may lose beyond A's before its cell is flaky
 ALPHA = 0.01  # and one with a p-value above this is not shown to be real
 
 FASTER, SLOWER, SAME = "faster", "slower", "same"
@@ -116,8 +118,9 @@ class CellComparison:
 @dataclass(frozen=True)
 class Broken:
     """A workload that gave ok runs in A and none in B, in an environment of both (or one
-    that B lacks): a regression whatever the ratios say. outcome: what B's runs were
-    (timeout, failed, crashed, ...), unavailable, or missing (not in B's campaign)."""
+    that B lacks), or fewer in B than in A (flaky): a regression whatever the ratios say.
+    outcome: what B's runs were (timeout, failed, crashed, ...), unavailable, missing (not
+    in B's campaign), or flaky (some ok, a larger share not ok than in A)."""
 
     environment: str
     label: str
@@ -158,14 +161,16 @@ class Comparison:
 
 def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA,
             ignore_spec: tuple[str, ...] = (), correction: str = "none",
-            memory_threshold_mib: float = MEMORY_THRESHOLD_MIB) -> Comparison:
+            memory_threshold_mib: float = MEMORY_THRESHOLD_MIB,
+            max_failure_rate: float = MAX_FAILURE_RATE) -> Comparison:
     """Pair cells whose environment spec and workload parameters match; judge each pair.
 
     correction "holm": the p-values are Holm-adjusted over the pairs, so that the chance of
-    any false verdict among them stays below alpha (docs/statistics.md).
+    any false verdict among them stays below alpha (docs/statistics.md). max_failure_rate:
+    the share of runs not ok that B may have beyond A's before its cell is flaky.
     """
     pairs, unpaired = pair_cells(a, b, ignore_spec)
-    broken = broken_cells(a, b, ignore_spec)
+    broken = broken_cells(a, b, ignore_spec, max_failure_rate)
     # each broken workload is told once, in its own list
     gone = {f"environment {item.environment}" for item in broken}
     labels = {item.label for item in broken}
@@ -265,7 +270,8 @@ def failed_gate(comparison: Comparison, allow_missing: bool = False, strict: boo
     return "; ".join(said)
 
 
-def broken_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = ()) -> list[Broken]:
+def broken_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = (),
+                 max_failure_rate: float = MAX_FAILURE_RATE) -> list[Broken]:
     """Every workload and environment with ok runs in A and none in B, and why; an
     environment whose spec differs between the sides is another environment, not broken."""
     broken = []
@@ -289,11 +295,37 @@ def broken_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = ()) -> list[Br
                 cells_b = [row[env] for (lab, _metric), row in b.results.cells.items()
                            if lab == label and env in row]
                 if any(cell.values for cell in cells_b):
+                    flaky = flaky_cell(ok_in_a[0], cells_b[0], max_failure_rate)
+                    if flaky is not None:
+                        broken.append(flaky)
                     continue
                 problems = [problem for cell in cells_b for problem in cell.problems]
                 status, reason = problems[0] if problems else ("missing", "no run in B")
                 broken.append(Broken(env, label, status, reason))
     return broken
+
+
+def flaky_cell(a: Cell, b: Cell, max_failure_rate: float = MAX_FAILURE_RATE) -> Broken | None:
+    """B's cell as flaky where a larger share of its runs was not ok than of A's, by more
+    than max_failure_rate: its survivors' figures alone would say `same` of a workload
+    that failed. (With 10 runs a side, 3 lost against none is Fisher's exact p = 0.11:
+    no test of proportions tells so few runs apart, so any loss counts unless the user
+    allows a rate; the p-value is told.)"""
+    lost_a, lost_b = len(a.problems), len(b.problems)
+    if not a.runs or not b.runs:
+        return None
+    rate_a, rate_b = lost_a / a.runs, lost_b / b.runs
+    if rate_b <= rate_a or rate_b - rate_a <= max_failure_rate:
+        return None
+    from scipy.stats import fisher_exact  # only here: scipy.stats is slow to import
+    statuses = ", ".join(f"{count} {status}" for status, count in
+                         Counter(status for status, _reason in b.problems).most_common())
+    pvalue = fisher_exact([[lost_b, b.runs - lost_b], [lost_a, a.runs - lost_a]],
+                          alternative="greater").pvalue
+    reason = (f"{lost_b} of {b.runs} runs not ok in B ({statuses}), {lost_a} of {a.runs} in A; "
+              f"success {100 * (1 - rate_b):.0f}% against {100 * (1 - rate_a):.0f}% "
+              f"(Fisher's exact p = {pvalue:.2g}); first: {b.problems[0][1]}")
+    return Broken(b.environment, b.label, "flaky", reason[:400])
 
 
 def run_units(cell: Cell) -> list[float]:

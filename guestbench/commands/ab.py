@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from guestbench.commands.arguments import BadInput, db_option, emit, say
+from guestbench.commands.arguments import BadInput, db_option, emit, max_failure_rate_option, say
 from guestbench.report import formats
 
 
@@ -26,10 +26,12 @@ from guestbench.report import formats
               type=click.FloatRange(0, min_open=True),
               help="a memory figure (footprint, density PSS) changes only beyond this many MiB")
 @click.option("--fail-on-regression", is_flag=True,
-              help="exit 1 if any cell is slower in B, or a workload ok in A is not in B")
+              help="exit 1 if any cell is slower in B, or a workload ok in A is not in B "
+                   "or flaky there")
 @click.option("--allow-missing", is_flag=True,
               help="with --fail-on-regression: a workload ok in A and failed or unavailable "
                    "in B is listed, not a regression")
+@max_failure_rate_option
 @click.option("--across-hosts", is_flag=True,
               help="with --fail-on-regression: gate even where A and B ran on hosts of "
                    "different classes (never so here: both run on this host), as compare's")
@@ -37,7 +39,8 @@ from guestbench.report import formats
                                                     "or faster")
 def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
        repeat: str | None, db: str, threshold: float, alpha: float, memory_threshold_mib: float,
-       fail_on_regression: bool, allow_missing: bool, across_hosts: bool, every: bool) -> None:
+       fail_on_regression: bool, allow_missing: bool, max_failure_rate: float,
+       across_hosts: bool, every: bool) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
     # deferred, each, for --help and the other commands: what a campaign needs
@@ -61,7 +64,8 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
         raise BadInput(comparing.across_hosts_refusal("ab", apart))
     result = comparing.compare(*sides, threshold=threshold,
                                alpha=alpha, ignore_spec=tuple(dict.fromkeys([*a_set, *b_set])),
-                               correction="holm", memory_threshold_mib=memory_threshold_mib)
+                               correction="holm", memory_threshold_mib=memory_threshold_mib,
+                               max_failure_rate=max_failure_rate)
     emit(formats.render("compare", formats.DEFAULT, result, formats.Request(every=every)), None)
     click.echo(f"A/B: {result.count(comparing.SLOWER)} slower, {result.count(comparing.FASTER)} "
                f"faster, {result.count(comparing.SAME)} same of {len(result.cells)} cells "

@@ -37,6 +37,12 @@ def names(value: str | None, flag: str, example: str = "native,runc") -> tuple[s
 
 db_option = click.option("--db", default=DEFAULT_URL, show_default=True,
                          help="SQLAlchemy URL of the store")
+# compare's and ab's: what share of lost runs B may have beyond A's (analysis/compare.py)
+max_failure_rate_option = click.option(
+    "--max-failure-rate", "max_failure_rate", default=0.0, show_default=True,
+    type=click.FloatRange(0, 1),
+    help="the share of runs B may lose (not ok) beyond A's before its cell is flaky, a "
+         "regression: 0.1 lets 1 run in 10 fail")
 
 
 def format_option(command: str, help_text: str | None = None):

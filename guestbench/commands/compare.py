@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from guestbench.commands.arguments import BadInput, db_option, emit, format_option, say, short_lived
+from guestbench.commands.arguments import (BadInput, db_option, emit, format_option,
+                                          max_failure_rate_option, say, short_lived)
 from guestbench.report import formats
 
 
@@ -24,10 +25,12 @@ from guestbench.report import formats
               help="pair environments even if their specs differ in KEY (repeatable)")
 @format_option("compare")
 @click.option("--fail-on-regression", is_flag=True,
-              help="exit 1 if any cell is slower in B, or a workload ok in A is not in B")
+              help="exit 1 if any cell is slower in B, or a workload ok in A is not in B "
+                   "or flaky there")
 @click.option("--allow-missing", is_flag=True,
               help="with --fail-on-regression: a workload ok in A and failed, unavailable or "
                    "missing in B is listed, not a regression")
+@max_failure_rate_option
 @click.option("--strict", is_flag=True,
               help="with --fail-on-regression: count a cell slower in B even where the hosts' "
                    "noise explains it (marked '(host)')")
@@ -40,8 +43,8 @@ from guestbench.report import formats
               "their campaigns of this group")
 def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, threshold: float,
             alpha: float, memory_threshold_mib: float, ignore_spec: tuple[str, ...], output_format: str,
-            fail_on_regression: bool, allow_missing: bool, strict: bool, across_hosts: bool,
-            every: bool, group: str | None) -> None:
+            fail_on_regression: bool, allow_missing: bool, max_failure_rate: float,
+            strict: bool, across_hosts: bool, every: bool, group: str | None) -> None:
     """Compare CAMPAIGN_B with CAMPAIGN_A (ids or names; with --group, two pool hosts):
     per cell B/A, p-value and a verdict."""
     short_lived()
@@ -59,7 +62,8 @@ def compare(campaign_a: str, campaign_b: str, db: str, db_b: str | None, thresho
     if apart and output_format == "json":  # the tables say it first; a document is not read
         say(f"guestbench: {comparing.hosts_warning(apart, below=False)}")
     result = comparing.compare(*sides, threshold=threshold, alpha=alpha, ignore_spec=ignore_spec,
-                               memory_threshold_mib=memory_threshold_mib)
+                               memory_threshold_mib=memory_threshold_mib,
+                               max_failure_rate=max_failure_rate)
     if not result.cells and all(broken.outcome == "missing" for broken in result.broken):
         raise BadInput(f"compare: no cell of campaign {campaign_a} pairs with one of "
                        f"{campaign_b} ({len(result.unpaired)} not paired: "

@@ -26,6 +26,8 @@ class FakeSpec(EnvironmentSpec):
     kind: Literal["fake"] = "fake"
     behaviour: Behaviour = Field("ok", description="what the fake guest does")
     scale: float = Field(1.0, gt=0, description="multiplies every value it reports")
+    fail_every: int = Field(0, ge=0, description="every Nth run fails as behaviour = "
+                                                 "\"error\" does (0: none): a flaky guest")
     capabilities: tuple[Capability, ...] = Field(
         tuple(Capability), description="capabilities the fake environment claims")
     full_system: bool = Field(False, description="behave as a full-system kind (one guest "
@@ -76,11 +78,13 @@ class FakeGuest(Guest):
                 {"type": "sample", "t_ns": 3, "workload": workload, "metric": "tsc_per_op",
                  "unit": "cycles", "value": 250.0 * self.spec.scale * jitter},
             ]
-        if self.spec.behaviour == "error":
+        failing = self.spec.behaviour == "error" or (
+            self.spec.fail_every > 0 and self.ordinal % self.spec.fail_every == 0)
+        if failing:
             bodies[2:] = [{"type": "error", "t_ns": 2, "workload": self.job.workload,
                            "message": "the fake workload was told to fail"}]
         bodies.append({"type": "end", "t_ns": 4, "records": len(bodies),
-                       "status": "failed" if self.spec.behaviour == "error" else "ok"})
+                       "status": "failed" if failing else "ok"})
         lines = [b"fake console noise"] + [encode(seq, body) for seq, body in enumerate(bodies)]
         if self.spec.behaviour == "garbled":
             lines[3] = lines[3].replace(b"time_per_op", b"time_per_oq")

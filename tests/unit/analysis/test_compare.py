@@ -248,6 +248,42 @@ def test_a_workload_ok_in_a_and_broken_in_b_fails_the_gate(run_campaign, behavio
     assert "Broken in B" in allowed.stdout  # listed all the same
 
 
+FLAKY_IN_B = '[[environment]]\nname = "flaky"\nkind = "fake"\nfail_every = {every}\n'
+
+
+def test_a_cell_whose_b_lost_some_runs_is_flaky_not_same_and_fails_the_gate(run_campaign):
+    """10 runs a side; in B every third fails (3 of 10): its survivors' figures are A's,
+    and the cell is flaky, a regression, with both success rates and Fisher's p."""
+    run_campaign("good", repeat=10, extra=FLAKY_IN_B.format(every=0))
+    run_campaign("bad", repeat=10, extra=FLAKY_IN_B.format(every=3), exit_code=1)
+    same = ("--ignore-spec", "fail_every")
+    result = compare(run_campaign, "good", "bad", "--fail-on-regression", *same)
+    assert result.exit_code == 1, result.output
+    assert "1 workload(s) ok in A and flaky in B (--fail-on-regression)" in result.output
+    document = json.loads(compare(run_campaign, "good", "bad", "--format", "json",
+                                  *same).output)
+    flaky, = document["broken"]
+    assert (flaky["environment"], flaky["workload"], flaky["outcome"]) == (
+        "flaky", "getpid", "flaky")
+    assert flaky["reason"].startswith("3 of 10 runs not ok in B (3 failed), 0 of 10 in A; "
+                                      "success 70% against 100% (Fisher's exact p = 0.11)")
+    # the survivors alone: the same figures as A's
+    assert {cell["verdict"] for cell in document["cells"]
+            if cell["environment"] == "flaky"} == {SAME}
+    # a rate the user allows: 3 in 10 lost is within 0.3, not within 0.2
+    assert compare(run_campaign, "good", "bad", "--fail-on-regression", "--max-failure-rate",
+                   "0.3", *same).exit_code == 0
+    assert compare(run_campaign, "good", "bad", "--fail-on-regression", "--max-failure-rate",
+                   "0.2", *same).exit_code == 1
+
+
+@pytest.mark.parametrize("rate", ["-0.1", "1.5", "most"])
+def test_a_max_failure_rate_outside_0_to_1_is_bad_input(run_campaign, rate):
+    run_campaign("a1"), run_campaign("a2")
+    told = compare(run_campaign, "a1", "a2", "--max-failure-rate", rate)
+    assert told.exit_code == 2 and "--max-failure-rate" in told.output, told.output
+
+
 def _memory_side(overhead_mib: float, seed: int):
     """A side of one environment whose footprint workload gave 8 runs: PSS, USS, RSS and
     the overhead beyond guest RAM near overhead_mib (and a start time that never moves)."""
