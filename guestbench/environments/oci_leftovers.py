@@ -9,9 +9,11 @@
     python -m guestbench.environments.oci_leftovers CONTAINER_ID BUNDLE_FOLDER
 
 - A `runc create` or `run` killed by the run timeout before runc recorded its container:
-  the empty cgroup folders runc had made for it, in each cgroup v1 hierarchy (or in the v2
-  tree), which `runc delete` does not know (remove_cgroups(), each runc run's teardown; the
-  reaper runs cgroup_sweep_argv() if guestbench was killed first).
+  the cgroup folders runc had made for it, in each cgroup v1 hierarchy (or in the v2 tree),
+  and its `runc init` if it had started, waiting in them for a start that never comes and
+  holding the run's output pipes open: `runc delete` knows none of them. Each runc run's
+  teardown ends them (end(), after the timed delete); the reaper runs command() if
+  guestbench was killed first.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ CGROUPS = Path("/sys/fs/cgroup")
 GONE_S = 5.0
 
 
-def _members(container_id: str) -> dict[int, list[Path]]:
+def _members(container_id: str, root: Path = CGROUPS) -> dict[int, list[Path]]:
     """pid -> the cgroup folders of every process in a cgroup named after the container."""
     found: dict[int, list[Path]] = {}
     for entry in Path("/proc").iterdir():
@@ -42,8 +44,8 @@ def _members(container_id: str) -> dict[int, list[Path]]:
             _number, controllers, path = line.split(":", 2)
             if path.rstrip("/").endswith("/" + container_id):
                 name = controllers.removeprefix("name=") if controllers else ""
-                folders.append(CGROUPS / name / path.lstrip("/") if name else
-                               CGROUPS / "unified" / path.lstrip("/"))
+                folders.append(root / name / path.lstrip("/") if name else
+                               root / "unified" / path.lstrip("/"))
         if folders:
             found[int(entry.name)] = folders
     return found
@@ -67,22 +69,23 @@ def remove_cgroups(container_id: str, root: Path = CGROUPS) -> list[Path]:
     return removed
 
 
-def cgroup_sweep_argv(container_id: str, root: Path = CGROUPS) -> list[str]:
-    """remove_cgroups() as a command, for the reaper: find removes the empty folders named
-    after the container one or two levels under the root, and leaves the rest."""
-    return ["find", str(root), "-mindepth", "1", "-maxdepth", "2", "-depth", "-type", "d",
-            "-name", container_id, "-delete"]
+def command(container_id: str, bundle: Path) -> list[str]:
+    """end() as a command: the reaper's after `delete --force`, if guestbench was killed."""
+    return [sys.executable, "-m", "guestbench.environments.oci_leftovers", container_id,
+            str(bundle)]
 
 
-def end(container_id: str, bundle: Path) -> None:
-    members = _members(container_id)
+def end(container_id: str, bundle: Path, root: Path = CGROUPS) -> None:
+    """Kills every process in a cgroup named after the container, removes those cgroups and
+    unmounts what is mounted under the bundle; finds nothing after a container's delete."""
+    members = _members(container_id, root)
     for pid in members:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     until = time.monotonic() + GONE_S
-    while members and _members(container_id) and time.monotonic() < until:
+    while members and _members(container_id, root) and time.monotonic() < until:
         time.sleep(0.05)
     for folder in sorted({folder for paths in members.values() for folder in paths},
                          key=lambda path: -len(path.parts)):
@@ -90,7 +93,7 @@ def end(container_id: str, bundle: Path) -> None:
             folder.rmdir()
         except OSError:
             pass
-    remove_cgroups(container_id)
+    remove_cgroups(container_id, root)
     mounted = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         point = line.split()[4].replace("\\040", " ")

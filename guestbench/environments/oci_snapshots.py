@@ -12,9 +12,9 @@ exists)."""
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
+from guestbench.environments import oci_leftovers
 from guestbench.environments.base import (Guest, GuestStartError, Job, ProcessGuest,
                                           SnapshotUnavailable)
 from guestbench.environments.snapshots import Restored, Saved, Snapshots, image_bytes
@@ -86,8 +86,8 @@ class OciSnapshots(Snapshots):
         cleanup = self.oci._cleanup_argv(self.bundle)
         if self.oci.spec.runtime != "runsc" and first_seq is not None:
             # a restore cut short leaves CRIU's processes where `delete` cannot see them
-            cleanup.append([sys.executable, "-m", "guestbench.environments.oci_leftovers",
-                            self.bundle.container_id, str(self.bundle.directory)])
+            cleanup.append(oci_leftovers.command(self.bundle.container_id,
+                                                 self.bundle.directory))
         return ProcessGuest(argv, logdir, deadline_ns, stdin=True, first_seq=first_seq or 0,
                             cleanup=cleanup, cleanup_phase="delete")
 

@@ -73,15 +73,28 @@ class CappedLog:
         return self._file.getvalue()
 
 
-def pump(source: BinaryIO, log: CappedLog) -> threading.Thread:
+class Pump(threading.Thread):
+    """A thread copying `source` into a log until the pipe closes; it closes `source` then
+    (a pipe its owner left open because this thread still read it)."""
+
+    source: BinaryIO
+
+
+def pump(source: BinaryIO, log: CappedLog) -> Pump:
     """Copy a pipe into a capped log on a thread of its own, until the pipe closes."""
     def copy() -> None:
         try:
             while chunk := source.read1(65536):
                 log.write(chunk)
-        except (OSError, ValueError):  # closed under us at teardown
+        except (OSError, ValueError):  # closed under us at teardown, or the log was
             pass
+        finally:
+            try:
+                source.close()
+            except OSError:
+                pass
     name = f"log {log.path.name}" if log.path is not None else "capture"
-    thread = threading.Thread(target=copy, name=name, daemon=True)
+    thread = Pump(target=copy, name=name, daemon=True)
+    thread.source = source
     thread.start()
     return thread

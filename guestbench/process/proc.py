@@ -47,6 +47,7 @@ _live: dict[int, "Process"] = {}
 
 # Each run's stdout and stderr logs keep at most this much (head and tail; logcap.py).
 LOG_CAP_BYTES = logcap.DEFAULT_CAP_MIB << 20
+PUMP_JOIN_S = 5.0  # how long kill() waits for a log's pipe to end once the group is dead
 MAX_LINE_BYTES = 1 << 20  # a record is a short line; a longer one is cut here
 
 
@@ -343,9 +344,14 @@ class Process:
         except subprocess.TimeoutExpired:  # pragma: no cover - a process in D state
             pass
         for pump in self._pumps:  # the group is dead: its pipes end
-            pump.join(5)
+            pump.join(PUMP_JOIN_S)
+        # A pipe whose pump still reads is held open by a process outside the group (a
+        # container's init that outlived a runc cut short, which the kind's teardown ends
+        # next): closing it here would wait for that read forever (a buffered reader's
+        # close takes the lock its read holds). Its pump closes it when the read ends.
+        reading = {pump.source for pump in self._pumps if pump.is_alive()}
         for pipe in (self._child.stdin, self._child.stdout, self._child.stderr):
-            if pipe is not None:
+            if pipe is not None and pipe not in reading:
                 try:
                     pipe.close()
                 except OSError:  # stdin: the reader went first, with bytes unflushed

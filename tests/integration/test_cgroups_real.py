@@ -1,8 +1,9 @@
 """Containers cut short by the run timeout leave no cgroup: 20 runc and runsc starts killed
 at 20 ms, then no empty `guestbench-*` cgroup folder in any hierarchy of this host (runc's
 create, cut short before runc had recorded the container, left 8 in 20 before the
-teardown removed them, 2026-11-29). The layouts this host lacks (cgroup v1 hybrid or v2)
-are rebuilt in tests/unit/environments/test_oci_cgroups.py."""
+teardown removed them, 2026-11-29), and no `runc init` (one left holding the run's stderr
+hung guestbench for good). The layouts this host lacks (cgroup v1 hybrid or v2) are rebuilt
+in tests/unit/environments/test_oci_cgroups.py."""
 
 from __future__ import annotations
 

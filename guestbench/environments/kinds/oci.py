@@ -134,7 +134,7 @@ class Oci(Environment):
                 for argv in self._cleanup_argv(bundle):
                     _quiet_run(argv)
                 if runtime != "runsc":
-                    oci_leftovers.remove_cgroups(bundle.container_id)
+                    oci_leftovers.end(bundle.container_id, bundle.directory)
             bundle.remove()
         if result.returncode != 0 and ROOT_NETNS_CHECK in result.stderr:
             return Availability.no(self._old_runsc())
@@ -235,14 +235,15 @@ class Oci(Environment):
         return ProcessGuest(argv, logdir, deadline_ns, **teardown)
 
     def _cgroup_sweep(self, bundle: "_Bundle") -> dict[str, Any]:
-        """The empty cgroups of a container whose create the run timeout cut short, which
-        `delete` does not know: removed after the timed delete (a finalizer), or by the
-        reaper if guestbench is killed first. runsc is run with --ignore-cgroups."""
+        """What a container whose create the run timeout cut short leaves, which `delete`
+        does not know (its cgroups, its `runc init`): ended after the timed delete (a
+        finalizer), or by the reaper if guestbench is killed first (oci_leftovers.py).
+        runsc is run with --ignore-cgroups."""
         if self.spec.runtime == "runsc":
             return {}
-        container_id = bundle.container_id
-        return {"finalizers": [lambda: oci_leftovers.remove_cgroups(container_id)],
-                "reaped": [oci_leftovers.cgroup_sweep_argv(container_id)]}
+        container_id, folder = bundle.container_id, bundle.directory
+        return {"finalizers": [lambda: oci_leftovers.end(container_id, folder)],
+                "reaped": [oci_leftovers.command(container_id, folder)]}
 
     def snapshots(self, job: Job, folder: Path) -> OciSnapshots:
         """The runtime's checkpoint and restore (environments/oci_snapshots.py)."""

@@ -4,7 +4,6 @@ hierarchies and the v2 tree alike (each rebuilt in a folder: only one is this ho
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -54,14 +53,17 @@ def test_the_teardown_removes_the_container_s_empty_cgroups_and_nothing_else(tmp
 
 
 @pytest.mark.parametrize("layout", [v1_hybrid, v2_tree])
-def test_the_reaper_s_command_removes_what_the_teardown_would(tmp_path, layout):
-    by_teardown, by_reaper = layout(tmp_path / "a"), layout(tmp_path / "b")
-    oci_leftovers.remove_cgroups(ID, by_teardown)
-    subprocess.run(oci_leftovers.cgroup_sweep_argv(ID, by_reaper), capture_output=True,
-                   check=False)  # find says so of the folder it could not remove
-    assert left(by_reaper) == left(by_teardown)
-    assert {p.relative_to(by_reaper) for p in by_reaper.rglob("*")} == {
-        p.relative_to(by_teardown) for p in by_teardown.rglob("*")}
+def test_the_teardown_s_end_removes_them_and_its_command_is_the_reaper_s(tmp_path, layout):
+    """end() (the teardown's, after the timed delete; and, as command(), the reaper's)
+    removes what remove_cgroups() does where no process of the container is left."""
+    by_remove, by_end = layout(tmp_path / "a"), layout(tmp_path / "b")
+    oci_leftovers.remove_cgroups(ID, by_remove)
+    oci_leftovers.end(ID, tmp_path / "bundle", by_end)
+    assert {p.relative_to(by_end) for p in by_end.rglob("*")} == {
+        p.relative_to(by_remove) for p in by_remove.rglob("*")}
+    assert oci_leftovers.command(ID, tmp_path / "bundle") == [
+        sys.executable, "-m", "guestbench.environments.oci_leftovers", ID,
+        str(tmp_path / "bundle")]
 
 
 def test_reaped_commands_are_journaled_for_the_reaper_alone_and_forgotten_after_teardown(

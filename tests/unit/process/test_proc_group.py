@@ -65,3 +65,27 @@ def test_a_version_argv_s_background_child_is_gone_after_the_probe(
     assert answer.available, answer.reason
     assert environment.facts()["vmm_version"] == "v1"
     assert _gone(sleep_pid_file)
+
+
+def test_kill_returns_while_a_process_outside_the_group_holds_a_log_s_pipe(
+        tmp_path, sleep_pid_file, monkeypatch):
+    """A container's `runc init` that outlived a runc cut short by the run timeout kept the
+    run's stderr open, out of reach of the group kill; closing that pipe under the thread
+    that read it waited forever, and guestbench hung (2026-11-29). kill() now leaves such a
+    pipe to its reader, which closes it when the holder has gone."""
+    monkeypatch.setattr(proc, "PUMP_JOIN_S", 0.2)
+    process = proc.Process(["sh", "-c", f"setsid sleep 300 >/dev/null & echo $! > {sleep_pid_file}; "
+                                        "echo started"],
+                           tmp_path / "stdout.log", tmp_path / "stderr.log")
+    assert [line for _, line in process.lines(proc.now_ns() + int(10e9))] == [b"started"]
+    holder = int(sleep_pid_file.read_text())
+    deadline = time.monotonic() + 5  # out of the group once setsid has run
+    while os.getpgid(holder) != holder and time.monotonic() < deadline:
+        time.sleep(0.01)
+    began = time.monotonic()
+    process.kill()
+    assert time.monotonic() - began < 5 and running(holder)  # it returned; the holder lives
+    pump, = [pump for pump in process._pumps if pump.is_alive()]  # stderr's, still reading
+    os.kill(holder, signal.SIGKILL)
+    pump.join(5)
+    assert not pump.is_alive() and pump.source.closed
