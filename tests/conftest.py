@@ -52,17 +52,33 @@ def _alone(item) -> bool:
     return item.nodeid.split("::")[0] in ALONE
 
 
-def _order(item) -> int:
-    """The faults suite, then the integration suite, then the unit tests, then the tests that
-    must be alone on the machine; last the tests that leave a dead guestbench's journal for
-    their next run to sweep (sweeps_journals)."""
+# The machine's modules that took longest (summed durations, 2026-11-29, the suite on two
+# workers of a 2-CPU host: the nested campaign 336 s, instance 195 s, full system 170 s,
+# kill -9 133 s, command 103 s, upload 101 s, kernel build 95 s, disk 81 s), first: a long
+# module started last kept one worker busy while the other had nothing left.
+LONGEST_FIRST = ("tests/integration/test_nested_real.py",
+                 "tests/integration/test_instance_real.py",
+                 "tests/integration/test_full_system.py", "tests/faults/test_kill9.py",
+                 "tests/integration/test_command_real.py", "tests/integration/test_upload.py",
+                 "tests/integration/test_kernel_build_real.py",
+                 "tests/integration/test_disk_real.py")
+
+
+def _order(item) -> tuple[int, int]:
+    """The machine's tests, the longest modules first, then the faults suite and the
+    integration suite; then the unit tests, then the tests that must be alone on the
+    machine; last the tests that leave a dead guestbench's journal for their next run to
+    sweep (sweeps_journals)."""
     if item.get_closest_marker("sweeps_journals") is not None:
-        return 4
+        return 5, 0
     if _alone(item):
-        return 3
+        return 4, 0
     if not _on_the_machine(item.nodeid):
-        return 2
-    return 0 if item.nodeid.split("/")[1] == "faults" else 1
+        return 3, 0
+    module = item.nodeid.split("::")[0]
+    if module in LONGEST_FIRST:
+        return 0, LONGEST_FIRST.index(module)
+    return (1 if item.nodeid.split("/")[1] == "faults" else 2), 0
 
 
 # Every test holds this lock, shared, while it runs (its fixtures' setup and teardown too);
@@ -112,8 +128,8 @@ def pytest_unconfigure(config) -> None:
 
 
 def pytest_collection_modifyitems(items) -> None:
-    """The machine's tests first, the faults suite at their head, then the unit tests, then
-    the tests that must be alone (_order). Under xdist each module of the machine's tests is
+    """The machine's tests first, the longest modules at their head, then the unit tests,
+    then the tests that must be alone (_order). Under xdist each module of the machine's tests is
     one unit of work, which the workers take in that order as they come free: two boots or
     a boot and a campaign side by side use the machine's CPUs where one worker alone left
     half of them idle (the suite took 32 min so, 2026-11-29), and the unit tests fill the
