@@ -116,8 +116,7 @@ def _ip(*args: str) -> str:
     except proc.DeadlineExceeded:
         raise PathError(f"ip {' '.join(args)} did not finish within {IP_TIMEOUT_S} s") from None
     if result.returncode != 0:
-        said = (result.stderr.strip().splitlines() or ["no message"])[-1]
-        raise PathError(f"ip {' '.join(args)}: {said}")
+        raise PathError(f"ip {' '.join(args)}: {result.said(500)}")
     return result.stdout
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -38,6 +39,26 @@ class Completed:
     stdout: str
     stderr: str
     seconds: float
+
+    def said(self, limit: int = 200) -> str:
+        """The line of stderr that says what went wrong (decisive())."""
+        return decisive(self.stderr, limit)
+
+
+# Words of a line that says what went wrong, as programs print it before their usage text
+# or after their log's prefix ("flag provided but not defined: -bogus-flag", then runsc's
+# usage, which ends 'Use "runsc flags" for a list of top-level flags').
+_DECISIVE = re.compile(r"error|fatal|fail|not defined|not supported|cannot|can't|invalid|"
+                       r"unknown|denied|no such|not permitted|refus", re.IGNORECASE)
+
+
+def decisive(text: str, limit: int = 200) -> str:
+    """The first line of a program's message that says what went wrong, else its last line;
+    at most limit characters."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no message"
+    return next((line for line in lines if _DECISIVE.search(line)), lines[-1])[:limit]
 
 
 # Every process group started through this module and not yet reaped, so that

@@ -139,8 +139,7 @@ class Oci(Environment):
         if result.returncode != 0 and ROOT_NETNS_CHECK in result.stderr:
             return Availability.no(self._old_runsc())
         if result.returncode != 0:
-            said = (result.stderr.strip().splitlines() or ["no message"])[-1][:200]
-            return Availability.no(f"{runtime} cannot run a container here: {said}")
+            return Availability.no(f"{runtime} cannot run a container here: {result.said()}")
         return Availability.yes(f"{runtime}: {result.stdout.strip()}")
 
     def prepare(self, host: Host) -> Availability:
@@ -298,9 +297,8 @@ class OciGuest(ProcessGuest):
             except (proc.ProcessError, proc.DeadlineExceeded) as error:
                 raise StartFailed(f"{self.argv[0]} start: {error}") from None
             if result.returncode != 0:
-                said = (result.stderr.strip().splitlines() or ["no message"])[-1][:200]
                 raise StartFailed(f"{self.argv[0]} start exited with status "
-                                  f"{result.returncode}: {said}")
+                                  f"{result.returncode}: {result.said()}")
             self._phases["start"] = (proc.now_ns() - began_ns) / 1e6
         yield from super()._lines()
 
