@@ -17,6 +17,8 @@ from guestbench.analysis.cells import (CellStats, Interval, Cell, Results,
 
 THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
 MAX_FAILURE_RATE = 0.0  # the share of runs B may lose beyond A's before its cell is flaky
+DRIFT = "spec differs"  # a Broken outcome: B's environment or workload is not A's
+ANY = "*"  # a Broken's environment or workload: every one
 ALPHA = 0.01  # and one with a p-value above this is not shown to be real
 
 FASTER, SLOWER, SAME = "faster", "slower", "same"
@@ -176,6 +178,7 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
     labels = {item.label for item in broken}
     unpaired = [(what, why) for what, why in unpaired
                 if why != "no successful run in B"
+                and not why.startswith(("spec differs in ", "parameters differ in "))
                 and not (why == "only in A" and what in gone)
                 and not (why == "measured only in A" and what.rsplit(" ", 1)[0] in labels)]
     a_stats = [x.stats for x, _ in pairs]
@@ -276,14 +279,25 @@ def broken_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = (),
     environment whose spec differs between the sides is another environment, not broken."""
     broken = []
     labels_b = {label for label, _m, _u in b.results.rows}
+    for label in dict.fromkeys(label for label, _m, _u in a.results.rows):
+        differing = _differences(a.params.get(label, {}), b.params.get(label, {}), ignore_spec)
+        if label in labels_b and differing:
+            broken.append(Broken(ANY, label, DRIFT, _drift("parameters", differing)))
+    drifted = {item.label for item in broken}
     for env in a.results.environments:
-        if env in b.specs and _differences(a.specs[env], b.specs[env], ("name", *ignore_spec)):
+        ok_in_env = [cell for row in a.results.cells.values() if env in row for cell in [row[env]]
+                     if cell.values and cell.is_performance]
+        differing = _differences(a.specs[env], b.specs[env], ("name", *ignore_spec)) \
+            if env in b.specs else []
+        if differing:
+            if ok_in_env:
+                broken.append(Broken(env, ANY, DRIFT, _drift("spec", differing)))
             continue
         for label in dict.fromkeys(label for label, _m, _u in a.results.rows):
             ok_in_a = [cell for (lab, _metric), row in a.results.cells.items()
                        if lab == label and env in row for cell in [row[env]]
                        if cell.values and cell.is_performance]
-            if not ok_in_a:
+            if not ok_in_a or label in drifted:
                 continue
             if env not in b.specs:
                 broken.append(Broken(env, label, "missing", "the environment is not in B"))
@@ -303,6 +317,13 @@ def broken_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = (),
                 status, reason = problems[0] if problems else ("missing", "no run in B")
                 broken.append(Broken(env, label, status, reason))
     return broken
+
+
+def _drift(what: str, keys: list[str]) -> str:
+    """Why a spec or parameters that differ are a regression, and the flag that pairs them."""
+    flags = " ".join(f"--ignore-spec {key}" for key in keys)
+    return (f"{what} differs in {', '.join(keys)}: not the same environment or workload, and "
+            f"not judged (fix: {flags} if that difference is the point)")
 
 
 def flaky_cell(a: Cell, b: Cell, max_failure_rate: float = MAX_FAILURE_RATE) -> Broken | None:
@@ -438,7 +459,7 @@ def pair_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = ()
     unpaired: list[tuple[str, str]] = []
     environments = _without_results(a, b, _paired_environments(a, b, ignore_spec, unpaired),
                                     unpaired)
-    labels = _paired_labels(a, b, unpaired)
+    labels = _paired_labels(a, b, unpaired, ignore_spec)
     pairs = []
     without: dict[tuple[str, str, str], list[str]] = {}  # (env, label, sides) -> metrics
     for label in labels:
@@ -505,7 +526,8 @@ def _paired_environments(a: Side, b: Side, ignore: tuple[str, ...],
     return paired
 
 
-def _paired_labels(a: Side, b: Side, unpaired: list[tuple[str, str]]) -> list[str]:
+def _paired_labels(a: Side, b: Side, unpaired: list[tuple[str, str]],
+                   ignore: tuple[str, ...] = ()) -> list[str]:
     labels_a = list(dict.fromkeys(label for label, _m, _u in a.results.rows))
     labels_b = set(label for label, _m, _u in b.results.rows)
     paired = []
@@ -513,7 +535,7 @@ def _paired_labels(a: Side, b: Side, unpaired: list[tuple[str, str]]) -> list[st
         if label not in labels_b:
             unpaired.append((f"workload {label}", "only in A"))
             continue
-        differing = _differences(a.params.get(label, {}), b.params.get(label, {}), ())
+        differing = _differences(a.params.get(label, {}), b.params.get(label, {}), ignore)
         if differing:
             unpaired.append((f"workload {label}", "parameters differ in " + ", ".join(differing)))
         else:

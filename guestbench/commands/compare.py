@@ -22,7 +22,8 @@ from guestbench.report import formats
               type=click.FloatRange(0, min_open=True),
               help="a memory figure (footprint, density PSS) changes only beyond this many MiB")
 @click.option("--ignore-spec", "ignore_spec", multiple=True, metavar="KEY",
-              help="pair environments even if their specs differ in KEY (repeatable)")
+              help="pair environments whose specs, or workloads whose parameters, differ "
+                   "in KEY (repeatable); else such a difference is broken in B")
 @format_option("compare")
 @click.option("--fail-on-regression", is_flag=True,
               help="exit 1 if any cell is slower in B, or a workload ok in A is not in B "

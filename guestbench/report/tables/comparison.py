@@ -66,13 +66,15 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
 
 def broken_table(comparison: Comparison) -> Table:
     """What ran in A and not in B: regressions whatever the ratios say, listed above them."""
-    table = Table("Broken in B: ok in A, not in B or not always", ["environment", "workload",
-                                                                    "in B", "why"],
+    table = Table("Broken in B: ok in A, not in B, not always, or not the same",
+                  ["environment", "workload", "in B", "why"],
                   [], label_columns=4, name="broken",
                   note=f"{len(comparison.broken)} workload(s) that gave ok runs in A gave none "
-                       "in B, or lost a larger share of their runs there (flaky). "
-                       "--fail-on-regression counts each as a regression (unless "
-                       "--allow-missing; --max-failure-rate allows flaky runs).")
+                       "in B, lost a larger share of their runs there (flaky), or ran with "
+                       "another spec or parameters (* is every one). --fail-on-regression "
+                       "counts each as a regression (unless --allow-missing; "
+                       "--max-failure-rate allows flaky runs, --ignore-spec KEY pairs a "
+                       "difference).")
     for broken in comparison.broken:
         table.add([broken.environment, broken.label, broken.outcome, broken.reason or "-"])
     return table

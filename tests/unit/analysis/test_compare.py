@@ -277,6 +277,28 @@ def test_a_cell_whose_b_lost_some_runs_is_flaky_not_same_and_fails_the_gate(run_
                    "0.2", *same).exit_code == 1
 
 
+def test_a_spec_or_parameter_that_differs_in_b_fails_the_gate_without_any_flag(run_campaign):
+    """B's environment is not A's (its spec differs: a bogus runtime argument would) or its
+    workload is not A's: not judged, listed as broken, and the gate counts it; the hint's
+    --ignore-spec pairs them, for an environment's key and a workload's parameter alike."""
+    run_campaign("before"), run_campaign("after", scale=1.2)
+    result = compare(run_campaign, "before", "after", "--fail-on-regression")
+    assert result.exit_code == 1, result.output
+    assert "1 workload(s) ok in A and spec differs in B (--fail-on-regression)" in result.output
+    document = json.loads(compare(run_campaign, "before", "after", "--format", "json").output)
+    drift, = document["broken"]
+    assert (drift["environment"], drift["workload"], drift["outcome"]) == ("vm", "*",
+                                                                         "spec differs")
+    assert "spec differs in scale" in drift["reason"] and "--ignore-spec scale" in drift["reason"]
+    run_campaign("longer", extra="min_time_s = 0.2\n")
+    told = compare(run_campaign, "before", "longer", "--fail-on-regression")
+    assert told.exit_code == 1 and "--ignore-spec min_time_s" in told.output, told.output
+    paired = compare(run_campaign, "before", "longer", "--fail-on-regression", "--ignore-spec",
+                     "min_time_s", "--format", "json")
+    assert paired.exit_code == 0, paired.output
+    assert json.loads(paired.output)["broken"] == []
+
+
 @pytest.mark.parametrize("rate", ["-0.1", "1.5", "most"])
 def test_a_max_failure_rate_outside_0_to_1_is_bad_input(run_campaign, rate):
     run_campaign("a1"), run_campaign("a2")
