@@ -275,8 +275,9 @@ def failed_gate(comparison: Comparison, allow_missing: bool = False, strict: boo
 
 def broken_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = (),
                  max_failure_rate: float = MAX_FAILURE_RATE) -> list[Broken]:
-    """Every workload and environment with ok runs in A and none in B, and why; an
-    environment whose spec differs between the sides is another environment, not broken."""
+    """Every workload and environment with ok runs in A and none in B, or fewer (flaky),
+    and why; an environment whose spec, or a workload whose parameters, differ between
+    the sides (beyond ignore_spec) is not the same one: broken too, as DRIFT, once."""
     broken = []
     labels_b = {label for label, _m, _u in b.results.rows}
     for label in dict.fromkeys(label for label, _m, _u in a.results.rows):
