@@ -99,7 +99,11 @@ def leftovers(scratch_root: Path) -> set:
 
 def agent_processes(agent_path: Path) -> list[int]:
     """Live processes a run may leave behind: the agent, or anything (a runtime's sandbox,
-    gofer or shim, qemu-user) whose command line names the agent or an OCI bundle."""
+    gofer or shim, qemu-user) whose command line names the agent or an OCI bundle; only
+    this test process's own (tests/support/leaks.py tells them): another worker's agents
+    run beside it."""
+    from tests.support import leaks
+    ours = leaks.Ownership(leaks.temporary_folder()) if leaks._claimed is not None else None
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -113,7 +117,8 @@ def agent_processes(agent_path: Path) -> list[int]:
         if state in ("Z", "X"):
             continue
         if (exe == str(agent_path) or exe.endswith("/gbagent") or b"gbagent" in cmdline
-                or b"guestbench-oci-" in cmdline):
+                or b"guestbench-oci-" in cmdline) and (ours is None
+                                                       or ours.counts(int(entry.name))):
             pids.append(int(entry.name))
     return pids
 
