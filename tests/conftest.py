@@ -168,10 +168,12 @@ def no_signal_received():
     stopping.received = None
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def nested_machines_end():
-    """Every L1 machine a nested environment started in this process ends with the session
-    (tests share them, as a campaign's environments do: nested.acquire)."""
+    """Every L1 machine a nested environment started in this process ends with its test
+    module (the module's tests share them, as a campaign's environments do:
+    nested.acquire): an idle L1 machine under TCG still takes CPU, and must not outlive
+    its module into the tests that judge timings, which run alone."""
     yield
     nested = sys.modules.get("guestbench.environments.fullsystem.nested")  # not the unit suite's
     if nested is not None:
