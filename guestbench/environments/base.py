@@ -203,6 +203,12 @@ class Guest(ABC):
         """What the environment found wrong with the run itself (a placement that drifted)."""
         return []
 
+    def agent_ended_in_guest(self) -> bool:
+        """Whether the guest itself said its agent ended with status 0 (a full-system
+        guest's /init): then the VMM's own exit status comes after the measurement, not
+        from it. False where the process that exits is the agent's."""
+        return False
+
     def start_phases(self) -> dict[str, float]:
         """Milliseconds each of the kind's own start or stop steps took, where it has separate
         ones (an OCI runtime's delete), after stop(); {} where it has none."""

@@ -58,6 +58,9 @@ FLAG_MEANINGS = {
     "placement-drift": "a VMM thread was not on the host CPU it was pinned to when the "
                        "agent ended (the run's placement.json has what moved): the run did "
                        "not keep the placement its environment is named after",
+    "vmm-exit": "the VMM exited with an error (a signal, or a status other than 0) after the "
+                "agent had ended and the guest's /init had said so: the figures are whole, "
+                "and the VMM's failure at its end is in the run's stderr.log",
     "unstable": "its runs vary far more than the campaign's other cells: a coefficient of "
                 f"variation above {UNSTABLE_CV:.0%} and above {SPREAD_FACTOR:g} times "
                 "the campaign's typical one (standard deviation over mean, of each run's "

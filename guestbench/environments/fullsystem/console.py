@@ -148,6 +148,7 @@ class ConsoleGuest(ProcessGuest):
     faults: Faults = field(default_factory=Faults)
     text: list = field(default_factory=list)
     resumed: bool = False  # restored from a snapshot: no boot, its agent goes on
+    init_said_status: int | None = None  # the agent's exit status, as the image's /init said it
     last_words_until_ns: int | None = None  # set once the guest is gone (_last_words)
 
     def __post_init__(self) -> None:
@@ -204,8 +205,10 @@ class ConsoleGuest(ProcessGuest):
                 self.text.append(line.decode("utf-8", "replace"))
             if self.userspace_ns is None and self._booted(line):
                 self.userspace_ns = arrival_ns
-            exited = AGENT_EXITED.search(line) if self.agent_ready_ns is None else None
-            if exited and self.agent:
+            exited = AGENT_EXITED.search(line)
+            if exited:
+                self.init_said_status = int(exited.group(1))
+            if exited and self.agent and self.agent_ready_ns is None:
                 raise AgentNotStarted(
                     f"the agent could not start in the guest (its /init says: exit status "
                     f"{int(exited.group(1))}); console: {self.console_tail()}")
@@ -244,6 +247,9 @@ class ConsoleGuest(ProcessGuest):
                 return
         self.exited_ns = proc.now_ns()
         yield from ()
+
+    def agent_ended_in_guest(self) -> bool:
+        return self.agent and self.agent_ready_ns is not None and self.init_said_status == 0
 
     def console_text(self) -> str:
         """What a guest running its own program printed (agent=False)."""

@@ -23,11 +23,13 @@ from guestbench.report.model import (FLAG_MEANINGS, STATUS_MARKS, Footnotes, Tab
                                      too_fast_text)
 
 # One character per flag; flags of one meaning share their mark.
-FLAG_MARKS = {"unstable": "!", "multimodal": "~", "clock-drift": "c", "console-latency": "c"}
+FLAG_MARKS = {"unstable": "!", "multimodal": "~", "clock-drift": "c", "console-latency": "c",
+              "vmm-exit": "v"}
 MARK_MEANINGS = {
     "!": "runs vary far more than the campaign's typical cell",
     "~": "runs form two clusters",
     "c": "clock suspect (clock-drift or console-latency)",
+    "v": "the VMM exited with an error after the guest's agent had ended",
 }
 # A ratio's tone, for colour where the terminal has it: (upper bound, tone), first that holds.
 TONES = ((0.95, "better"), (1.05, "same"), (2.0, "worse"), (10.0, "much-worse"),

@@ -147,6 +147,30 @@ def test_an_agent_that_cannot_start_in_the_guest_is_infra_at_once(tmp_path):
     assert "exit status 126" in outcome.reason and "Permission denied" in outcome.reason
 
 
+def test_a_vmm_that_aborts_after_the_guest_said_its_agent_ended_ok_flags_the_run(tmp_path):
+    # UML inside an L1 machine has aborted at power-off, after a whole measurement
+    script = records(end_t_ns=1_000, sleep_s=0) + """
+        print("guestbench-init: agent exited with status 0", flush=True)
+        print("reboot: System halted", flush=True)
+        import os, signal; os.kill(os.getpid(), signal.SIGABRT)
+    """
+    with console(tmp_path, script) as guest:
+        outcome = watch(guest, 30, "getpid")
+    assert outcome.status == Status.OK, outcome.reason
+    assert "vmm-exit" in outcome.flags
+    assert [v for m, _, v in outcome.samples if m == "time_per_op"] == [50.0]
+
+
+def test_a_vmm_that_fails_before_the_guest_said_its_agent_ended_fails_the_run(tmp_path):
+    script = records(end_t_ns=1_000, sleep_s=0) + """
+        import os, signal; os.kill(os.getpid(), signal.SIGABRT)
+    """
+    with console(tmp_path, script) as guest:
+        outcome = watch(guest, 30, "getpid")
+    assert outcome.status == Status.FAILED
+    assert "agent exited with status -6" in outcome.reason
+
+
 def marked(agent_step_ns: int, host_sleep_s: float, late_mark: int | None = None) -> str:
     """A console script: the hello, three clock marks agent_step_ns apart on the agent's
     clock, host_sleep_s apart on the host's (one mark late if asked), then a short run."""
