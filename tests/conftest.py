@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import leaks, postgres
+from tests.support import leaks, postgres, quiet
 
 _databases = itertools.count(1)
 _SHARED = "guestbench_tests"  # the database that holds each test's schema
@@ -100,8 +100,16 @@ def _machine_share(alone: bool):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Runs the test holding the machine: shared, or alone if its module is in ALONE."""
-    with _machine_share(_alone(item)):
+    """Runs the test holding the machine: shared, or alone if its module is in ALONE, and
+    then only once the host is quiet (what another test started may still be ending); if
+    it does not become quiet, the test's report names what was busy."""
+    alone = _alone(item)
+    with _machine_share(alone):
+        if alone:
+            busy = quiet.wait()
+            if busy:
+                item.user_properties.append(("host busy before the test", busy))
+                item.add_report_section("setup", "host", f"the host was not quiet: {busy}")
         return (yield)
 
 

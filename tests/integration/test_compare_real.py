@@ -55,7 +55,7 @@ def test_a_campaign_beside_cpu_hogs_is_slower(tmp_path, available):
     cells = {(cell["workload"], cell["metric"]): cell for cell in json.loads(result.stdout)["cells"]}
     # each sched_yield hands the CPU to a hog for its time slice: every batch takes longer
     yields = cells[("sched_yield", "time_per_op")]
-    assert yields["verdict"] == "slower", yields
+    assert yields["verdict"] == "slower", json.dumps(yields)
     assert yields["ratio"] > 1.05 and yields["pvalue"] < 0.01
     # getpid keeps the CPU until the scheduler takes it: a batch shorter than a time slice
     # may run whole, and its median can stay put (`same` on a 6.18 kernel, 2026-11-29), but
