@@ -18,22 +18,54 @@ pytestmark = pytest.mark.integration
 
 PRESETS = ["native", "namespace", "runc", "crun", "runsc", "qemu-user", "qemu-tcg", "uml"]
 
+# The four instance workloads, in one campaign per preset: each campaign's start, probe and
+# report cost 2-3 s, once instead of four times (32 campaigns took 189 s of the suite).
+WORKLOADS = """
+[[workload]]
+name = "start"
+repeat = 2
 
-def _workload_runs(preset: str, repeat: int, workload: str, tmp_path, host_facts,
-                   cases: int = 1) -> list[dict]:
-    """A plan of the preset and one workload (its TOML lines, sweeping `cases` values), run
-    `repeat` times: its runs, every one ok."""
+# the tree at rest, then STREAM's 240 MiB of arrays run: the peak holds them
+[[workload]]
+name = "footprint"
+load = "stream"
+settle_s = 0.2
+
+[[workload]]
+name = "density"
+instances = 3
+settle_s = 0.2
+
+# three instances at once, then three staggered 100 ms apart
+[[workload]]
+name = "burst"
+instances = 3
+mode = ["together", "staggered"]
+stagger_ms = 100
+"""
+RUNS = {"start": 2, "footprint": 1, "density": 1, "burst": 2}
+
+
+@pytest.fixture(scope="module", params=PRESETS)
+def runs(request, tmp_path_factory, host_facts) -> dict[str, list[dict]]:
+    """The preset's campaign of the four workloads: its runs by workload, every one ok."""
+    preset = request.param
     prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip: why
-    plan = tmp_path / "plan.toml"
+    folder = tmp_path_factory.mktemp(f"instance-{preset}")
+    plan = folder / "plan.toml"
     kernel = f'kernel = "{tcg_kernel()}"\n' if preset == "qemu-tcg" else ""
-    plan.write_text(f'[campaign]\nrepeat = {repeat}\n\n[[environment]]\npreset = "{preset}"\n'
-                    f'{kernel}\n[[workload]]\n{workload}\n')
-    return ok_runs(tmp_path, repeat * cases, str(plan))
+    plan.write_text(f'[campaign]\nrepeat = 1\n\n[[environment]]\npreset = "{preset}"\n'
+                    f"{kernel}\n{WORKLOADS}")
+    by_workload: dict[str, list[dict]] = {}
+    for entry in ok_runs(folder, sum(RUNS.values()), str(plan)):
+        by_workload.setdefault(entry["workload"], []).append(entry)
+    assert {name: len(entries) for name, entries in by_workload.items()} == RUNS
+    return {"preset": preset, **by_workload}
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-def test_start_times_the_instance_to_its_agent_and_its_teardown(preset, tmp_path, host_facts):
-    for entry in _workload_runs(preset, 2, 'name = "start"', tmp_path, host_facts):
+def test_start_times_the_instance_to_its_agent_and_its_teardown(runs):
+    preset = runs["preset"]
+    for entry in runs["start"]:
         ms = {sample["metric"]: sample["value"] for sample in entry["samples"]
               if sample["unit"] == "ms"}
         expected = {"start_ready", "start_teardown"} | (
@@ -48,13 +80,11 @@ def test_start_times_the_instance_to_its_agent_and_its_teardown(preset, tmp_path
             assert 0 < ms["start_create"] + ms["start_start"] < ms["start_ready"]
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-def test_footprint_reads_the_whole_tree_at_rest_then_at_a_load_s_peak(preset, tmp_path,
-                                                                      host_facts):
+def test_footprint_reads_the_whole_tree_at_rest_then_at_a_load_s_peak(runs):
     """The tree at rest, then STREAM's 240 MiB of arrays run: the peak holds them."""
+    preset = runs["preset"]
     full_system = environments.KINDS[environments.preset_spec(preset).kind].full_system
-    for entry in _workload_runs(preset, 1, 'name = "footprint"\nload = "stream"\nsettle_s = 0.2',
-                                tmp_path, host_facts):
+    for entry in runs["footprint"]:
         got = {sample["metric"]: sample["value"] for sample in entry["samples"]}
         assert 0 < got["footprint_uss"] <= got["footprint_pss"] <= got["footprint_rss"], got
         assert got["footprint_processes"] >= 1
@@ -68,10 +98,8 @@ def test_footprint_reads_the_whole_tree_at_rest_then_at_a_load_s_peak(preset, tm
         assert not any(metric.endswith("bandwidth") for metric in got), got
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-def test_density_starts_instances_together_and_leaves_none(preset, tmp_path, host_facts):
-    for entry in _workload_runs(preset, 1, 'name = "density"\ninstances = 3\nsettle_s = 0.2',
-                                tmp_path, host_facts):
+def test_density_starts_instances_together_and_leaves_none(runs):
+    for entry in runs["density"]:
         starts = [s["value"] for s in entry["samples"] if s["metric"] == "density_start"]
         got = {s["metric"]: s["value"] for s in entry["samples"]}
         assert len(starts) == 3 and all(0 < ms < entry["host_seconds"] * 1000 for ms in starts)
@@ -81,14 +109,10 @@ def test_density_starts_instances_together_and_leaves_none(preset, tmp_path, hos
             "instance1", "instance2", "instance3"}
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-def test_a_burst_times_each_instance_to_its_hello_and_all_become_ready(preset, tmp_path,
-                                                                       host_facts):
+def test_a_burst_times_each_instance_to_its_hello_and_all_become_ready(runs):
     """Three instances at once, then three staggered 100 ms apart: every one ready, each
     timed on the host's clock, the last no sooner than the first."""
-    for entry in _workload_runs(preset, 1, 'name = "burst"\ninstances = 3\n'
-                                'mode = ["together", "staggered"]\nstagger_ms = 100',
-                                tmp_path, host_facts, cases=2):
+    for entry in runs["burst"]:
         got: dict[str, list[float]] = {}
         for sample in entry["samples"]:
             got.setdefault(sample["metric"], []).append(sample["value"])
