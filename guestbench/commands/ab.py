@@ -6,17 +6,22 @@ from pathlib import Path
 
 import click
 
-from guestbench.commands.arguments import BadInput, db_option, emit, max_failure_rate_option, say
+from guestbench.commands.arguments import (BadInput, db_option, emit, format_option,
+                                          max_failure_rate_option, names, say)
 from guestbench.report import formats
 
 
 @click.command()
 @click.argument("plan_file", type=click.Path(path_type=Path))
-@click.option("--a", "a_options", multiple=True, metavar="KEY=VALUE",
-              help="option of every environment on side A (repeatable)")
-@click.option("--b", "b_options", multiple=True, metavar="KEY=VALUE",
-              help="option of every environment on side B (repeatable)")
+@click.option("--a", "a_options", multiple=True, metavar="[ENV.]KEY=VALUE",
+              help="option of every environment on side A, or of ENV alone (repeatable)")
+@click.option("--b", "b_options", multiple=True, metavar="[ENV.]KEY=VALUE",
+              help="option of every environment on side B, or of ENV alone (repeatable; "
+                   "e.g. --b runsc.platform=systrap)")
+@click.option("--env", "env_names", help="the plan's environments to run, comma-separated")
+@click.option("--workload", "workload_names", help="the plan's workloads to run, comma-separated")
 @click.option("--repeat", help="runs of every cell, or auto  [default: the plan's]")
+@click.option("--timeout", "timeout_s", type=float, help="per-run timeout, seconds")
 @db_option
 @click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(0, 10),
               help="changes smaller than this share are noise")
@@ -37,10 +42,13 @@ from guestbench.report import formats
                    "different classes (never so here: both run on this host), as compare's")
 @click.option("--all", "every", is_flag=True, help="list every cell, not only those slower "
                                                     "or faster")
+@format_option("compare", "the verdicts' format (json: the document on stdout, the A/B "
+                          "line on stderr)")
 def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
-       repeat: str | None, db: str, threshold: float, alpha: float, memory_threshold_mib: float,
-       fail_on_regression: bool, allow_missing: bool, max_failure_rate: float,
-       across_hosts: bool, every: bool) -> None:
+       env_names: str | None, workload_names: str | None, repeat: str | None,
+       timeout_s: float | None, db: str, threshold: float, alpha: float,
+       memory_threshold_mib: float, fail_on_regression: bool, allow_missing: bool,
+       max_failure_rate: float, across_hosts: bool, every: bool, output_format: str) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
     run interleaved (A B, B A, ...), then compared cell by cell."""
     # deferred, each, for --help and the other commands: what a campaign needs
@@ -51,7 +59,9 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
     from guestbench.runner import lifecycle  # deferred: the runner, kinds, workloads, 350 ms
 
     facts = host.collect()
-    loaded = plan_build.load(plan_file, facts, schema.Overrides(repeat=schema.repeat_flag(repeat)))
+    loaded = plan_build.load(plan_file, facts, schema.Overrides(
+        names(env_names, "--env"), names(workload_names, "--workload"),
+        schema.repeat_flag(repeat), timeout_s))
     a_set, b_set = ab_plans.assignments(a_options, "--a"), ab_plans.assignments(b_options, "--b")
     plan = ab_plans.ab_plan(loaded, a_set, b_set)
     refused = _side_that_cannot_run(plan, facts)
@@ -63,14 +73,14 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
     if apart and fail_on_regression and not across_hosts:
         raise BadInput(comparing.across_hosts_refusal("ab", apart))
     result = comparing.compare(*sides, threshold=threshold,
-                               alpha=alpha, ignore_spec=tuple(dict.fromkeys([*a_set, *b_set])),
+                               alpha=alpha, ignore_spec=ab_plans.option_keys({**a_set, **b_set}),
                                correction="holm", memory_threshold_mib=memory_threshold_mib,
                                max_failure_rate=max_failure_rate)
-    emit(formats.render("compare", formats.DEFAULT, result, formats.Request(every=every)), None)
+    emit(formats.render("compare", output_format, result, formats.Request(every=every)), None)
     click.echo(f"A/B: {result.count(comparing.SLOWER)} slower, {result.count(comparing.FASTER)} "
                f"faster, {result.count(comparing.SAME)} same of {len(result.cells)} cells "
                f"(Holm-adjusted p < {alpha:g} and beyond ±{threshold:.0%}); campaign "
-               f"{campaign_id} in {db}")
+               f"{campaign_id} in {db}", err=output_format != formats.DEFAULT)
     failed = comparing.failed_gate(result, allow_missing)
     if fail_on_regression and failed:
         say(f"guestbench: {failed} (--fail-on-regression)")

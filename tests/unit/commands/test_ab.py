@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from guestbench.analysis.compare import holm
@@ -32,8 +34,10 @@ environments = ["f"]
 def test_assignments_read_toml_values_else_text():
     assert assignments(("vcpus=2", "platform=systrap", "on=true", "xs=[1, 2]"), "--a") == {
         "vcpus": 2, "platform": "systrap", "on": True, "xs": [1, 2]}
+    assert assignments(("runsc.platform=systrap",), "--b") == {"runsc.platform": "systrap"}
     for bad, words in (("vcpus", "not KEY=VALUE"), ("=2", "not KEY=VALUE"),
-                       ("name=x", "cannot differ")):
+                       ("name=x", "cannot differ"), ("runsc.=2", "not KEY=VALUE"),
+                       ("f.kind=qemu", "kind cannot differ")):
         with pytest.raises(PlanError, match=words):
             assignments((bad,), "--b")
 
@@ -95,3 +99,33 @@ def test_a_side_that_cannot_run_at_all_is_refused_before_anything_runs(tmp_path,
     assert result.exit_code == 2, result.output
     assert "ab: side B cannot run here" in result.output and "f.b:" in result.output
     assert not database.exists()  # no campaign was started
+
+
+TWO = PLAN.replace('[[workload]]\nname = "getpid"', '[[environment]]\nname = "g"\nkind = "fake"\n\n'
+                   '[[workload]]\nname = "getpid"', 1)
+
+
+def test_an_option_scoped_to_one_environment_changes_that_one_alone(write_plan, host):
+    """--b runsc.platform=systrap in a plan of runc and runsc: runc has no platform."""
+    plan = ab_plan(load(write_plan(TWO), host), {}, {"f.scale": 2.0})
+    assert [(spec.name, spec.scale) for spec in plan.environments] == [
+        ("f.a", 1.0), ("f.b", 2.0), ("g.a", 1.0), ("g.b", 1.0)]
+    with pytest.raises(PlanError, match=r"--b h.scale: the plan has no environment h "
+                                        r"\(it has: f, g\)"):
+        ab_plan(load(write_plan(TWO), host), {}, {"h.scale": 2.0})
+
+
+def test_ab_takes_run_s_narrowing_flags_and_a_format(tmp_path, fake_agent):
+    plan_file = tmp_path / "ab.toml"
+    plan_file.write_text(TWO)
+    url = f"sqlite:///{tmp_path / 'ab.sqlite'}"
+    result = invoke(["ab", str(plan_file), "--b", "g.scale=3.0", "--env", "g",
+                     "--workload", "getpid", "--timeout", "30", "--format", "json",
+                     "--db", url], fake_agent)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)  # the document alone on stdout
+    assert {(cell["environment"], cell["workload"]) for cell in document["cells"]} == {
+        ("g", "getpid")}
+    assert {cell["verdict"] for cell in document["cells"]
+            if cell["metric"] == "time_per_op"} == {"slower"}
+    assert "A/B: " in result.stderr
