@@ -80,7 +80,11 @@ def report(campaigns: tuple[str, ...], baseline: str | None, output_format: str,
         found = reading.group_reports(store.open(db, create=False), group)
         emit(text.draw(grouped.tables(*found), output), output)
     elif list_campaigns:
-        click.echo(listings.campaigns(store.open(db, create=False)), nl=False)
+        if output_format not in (formats.DEFAULT, "json"):
+            raise BadInput(f"--list: the campaigns are listed as lines or as JSON, not as "
+                           f"{output_format} (fix: --format json, or no --format)")
+        click.echo(listings.campaigns(store.open(db, create=False),
+                                      as_json=output_format == "json"), nl=False)
     else:
         from guestbench.report.model import units  # deferred: 17 ms that --help never pays
         from guestbench.report import restyle  # deferred: with the model, above

@@ -3,6 +3,8 @@ nothing written. And one happy path on the fake environment."""
 
 from __future__ import annotations
 
+import json
+
 import signal
 from pathlib import Path
 
@@ -132,6 +134,14 @@ def test_run_then_report_on_the_fake_environment(tmp_path, fake_agent):
     listing = invoke(["report", "--db", url, "--list"], fake_agent)
     assert listing.exit_code == 0
     assert "cli-fake" in listing.stdout and "finished" in listing.stdout
+    as_json = invoke(["report", "--db", url, "--list", "--format", "json"], fake_agent)
+    assert as_json.exit_code == 0, as_json.output
+    [listed] = json.loads(as_json.stdout)
+    assert (listed["id"], listed["name"], listed["status"]) == (1, "cli-fake", "finished")
+    assert listed["created_at"].endswith("+00:00")
+    as_csv = invoke(["report", "--db", url, "--list", "--format", "csv"], fake_agent)
+    assert as_csv.exit_code == 2 and "--list: the campaigns are listed as lines or as JSON" \
+        in as_csv.stderr
 
 
 def test_report_of_a_missing_campaign_exits_2(tmp_path, fake_agent):
