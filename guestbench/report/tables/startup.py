@@ -31,8 +31,10 @@ def _table(report: CampaignResults, label: str, position: int) -> Table | None:
     rows = [metric for row_label, metric, _unit in results.rows
             if row_label == label and metric in METRICS]
     names = [f"p{quantile * 100:g}" for quantile in QUANTILES]
-    table = Table(f"Start-up of {titles.label_title(report, label)}: time per instance, "
-                  "with its percentiles",
+    title = titles.label_title(report, label)
+    # the start workload's own title is "start-up": not "Start-up of start-up"
+    head = ("S" + title[1:] if title.startswith("start-up") else f"Start-up of {title}")
+    table = Table(f"{head}: time per instance, with its percentiles",
                   ["metric", "environment", "runs", *names], [], label_columns=2,
                   name="startup" if position == 0 else f"startup-{position + 1}",
                   note=f"Each percentile is a value measured (the sample's order statistic) "

@@ -40,7 +40,7 @@ def test_thirty_runs_give_the_tail_with_intervals(tmp_path: Path) -> None:
     report = reading.load(opened)
     (table,) = select.chosen_tables(report, [select.Choice("startup", plain=False)])
     assert table.header == ["metric", "environment", "runs", "p50", "p90", "p95", "p99"]
-    assert table.title.startswith("Start-up of start-up: time per instance")
+    assert table.title.startswith("Start-up: time per instance")
     rows = {(row[0], row[1]): row for row in table.rows}
     assert set(rows) == {("to the agent (ms)", "runc"), ("to the agent (ms)", "runsc"),
                          ("teardown (ms)", "runc"), ("teardown (ms)", "runsc")}
