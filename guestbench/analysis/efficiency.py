@@ -14,6 +14,8 @@ Shares of the wall time (the command's, or the campaign's start to its end):
 
 Runs of workloads that time no region of their own (a boot, a build, a program run by
 exec) report no `timed` sample; they are counted apart, so that a share never guesses.
+Runs whose spans the host times on its own clock (a start's time to the agent and its
+teardown, a save, a restore: Workload.host_timed) count those spans as timed.
 A store written before `in_agent` existed gives its runs' untimed time unsplit.
 This is the figure to drive down, as a profiler's would be (docs/results.md, "Where the
 time went").
@@ -89,30 +91,54 @@ class Efficiency:
         return "Time: " + "; ".join(parts) + "."
 
 
-def of(wall_s: float, runs: list[dict[str, Any]], samples: Iterable[dict[str, Any]],
-       preparing_s: float = 0.0) -> Efficiency:
-    """The efficiency of wall_s seconds (the command's, or the campaign's start to its end)
-    spent on these runs; samples: their `timed` and `in_agent` samples (others are ignored);
-    preparing_s: the part of wall_s before the campaign's first run."""
-    timed_by_run: dict[int, float] = {}
-    agent_by_run: dict[int, float] = {}
+def metrics(host_timed: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The sample metrics that of() reads."""
+    return tuple(dict.fromkeys([TIMED, IN_AGENT, *(m for ms in host_timed.values() for m in ms)]))
+
+
+def timed_by_run(runs: list[Any], samples: Iterable[Any],
+                 host_timed: dict[str, tuple[str, ...]] | None = None
+                 ) -> tuple[dict[int, float], dict[int, float], set[int]]:
+    """(each run's timed seconds, each run's agent span, the runs the host timed): from the
+    `timed` samples, or, for a workload in host_timed, the samples of its host-timed metrics
+    (in ms or s), of these runs only (not another command's runs of a resumed campaign)."""
+    host_timed = host_timed or {}
+    by_host = {run.id: host_timed[run.workload] for run in runs if run.workload in host_timed}
     ids = {run.id for run in runs}
+    timed: dict[int, float] = {}
+    agent: dict[int, float] = {}
     for sample in samples:
-        if sample.run_id not in ids:  # another command's run (a resumed campaign's)
+        if sample.run_id not in ids:
             continue
-        if sample.metric == TIMED:
-            timed_by_run[sample.run_id] = timed_by_run.get(sample.run_id, 0.0) + sample.value
+        if sample.metric == TIMED and sample.run_id not in by_host:
+            timed[sample.run_id] = timed.get(sample.run_id, 0.0) + sample.value
         elif sample.metric == IN_AGENT:
-            agent_by_run[sample.run_id] = sample.value
+            agent[sample.run_id] = sample.value
+        elif sample.metric in by_host.get(sample.run_id, ()):
+            seconds = sample.value / 1000 if sample.unit == "ms" else sample.value
+            timed[sample.run_id] = timed.get(sample.run_id, 0.0) + seconds
+    return timed, agent, set(by_host)
+
+
+def of(wall_s: float, runs: list[dict[str, Any]], samples: Iterable[dict[str, Any]],
+       preparing_s: float = 0.0,
+       host_timed: dict[str, tuple[str, ...]] | None = None) -> Efficiency:
+    """The efficiency of wall_s seconds (the command's, or the campaign's start to its end)
+    spent on these runs; samples: their `timed` and `in_agent` samples, and those of the
+    metrics host_timed gives per workload (others are ignored); preparing_s: the part of
+    wall_s before the campaign's first run."""
+    timed, agent_by_run, by_host = timed_by_run(runs, samples, host_timed)
     runs_s = sum(run.host_seconds or 0.0 for run in runs)
-    untimed = [run for run in runs if run.id not in timed_by_run and run.status == "ok"]
-    split = [run for run in runs if run.id in timed_by_run and run.id in agent_by_run]
-    return Efficiency(wall_s, runs_s, sum(timed_by_run.values()), len(runs), len(untimed),
+    untimed = [run for run in runs if run.id not in timed and run.status == "ok"]
+    # a host-timed run's spans are its start and stop: not split again as starting
+    split = [run for run in runs if run.id in timed and run.id in agent_by_run
+             and run.id not in by_host]
+    return Efficiency(wall_s, runs_s, sum(timed.values()), len(runs), len(untimed),
                       sum(run.host_seconds or 0.0 for run in untimed),
                       agent_s=sum(agent_by_run[run.id] for run in split),
                       split_runs_s=sum(run.host_seconds or 0.0 for run in split),
                       preparing_s=preparing_s,
-                      split_timed_s=sum(timed_by_run[run.id] for run in split))
+                      split_timed_s=sum(timed[run.id] for run in split))
 
 
 def campaign_wall(campaign: dict[str, Any]) -> float | None:

@@ -189,8 +189,8 @@ def time_spent(opened, campaign_id: int, wall_s: float,
         if first is not None:
             preparing_s = min(max((first - started_at).total_seconds(), 0.0), wall_s)
     spent = efficiency.of(wall_s, runs,
-                          opened.samples(campaign_id).of_metrics(efficiency.TIMED,
-                                                                 efficiency.IN_AGENT),
-                          preparing_s)
+                          opened.samples(campaign_id).of_metrics(
+                              *efficiency.metrics(workloads.HOST_TIMED)),
+                          preparing_s, workloads.HOST_TIMED)
     campaign_s = efficiency.campaign_wall(opened.campaign(str(campaign_id)))
     return textwrap.fill(spent.line(campaign_s), width=80, break_on_hyphens=False)

@@ -123,6 +123,11 @@ class Workload:
     # environment that cannot give it is known to refuse the cell before it runs; None: none
     memory_mib: Callable[[Params], int] | None = field(default=None, kw_only=True)
 
+    # the metrics of its spans that the host times on its own clock, one after another in
+    # a run (a start's time to the agent and its teardown): the run's timed share, where
+    # the agent times no region (analysis/efficiency.py)
+    host_timed: tuple[str, ...] = field(default=(), kw_only=True)
+
     # the name tables show for it ("malloc 1 MiB"); "" shows the name
     title: str = field(default="", kw_only=True)
     # tables' names for its own metrics ({"out_char": "output per chr"}); METRIC_TITLES

@@ -86,6 +86,7 @@ WORKLOADS = [
              StartParams, lambda params: [], quick=False, produces_samples=False,
              job_needs=lambda params, inputs: JobNeeds(start_steps=params.steps == "separate"),
              host_part="start", primary_metric="start_ready", title="start-up",
+             host_timed=("start_ready", "start_teardown"),
              metric_titles={"start_ready": "to the agent", "start_teardown": "teardown",
                             "start_create": "runtime create", "start_start": "runtime start",
                             "start_delete": "runtime delete"}),

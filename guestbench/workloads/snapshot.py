@@ -41,7 +41,7 @@ _COMMON = dict(capabilities=frozenset({Capability.SNAPSHOT}), quick=False,
 WORKLOADS = [
     Workload("snapshot_create", "instance", "a running instance saved: the time to save it "
              "and the image's size", SnapshotParams, _agent_args, **_COMMON,
-             primary_metric="snapshot_create", title="snapshot",
+             primary_metric="snapshot_create", title="snapshot", host_timed=("snapshot_create",),
              metric_titles={"snapshot_create": "save", "snapshot_size": "image size",
                             "snapshot_create_stop": "guest stopped",
                             "snapshot_create_migrate": "migration",
@@ -49,6 +49,7 @@ WORKLOADS = [
     Workload("restore", "instance", "a saved instance restored: from asking for it to its "
              "agent's next record, the same process with its memory", RestoreParams,
              _agent_args, **_COMMON, primary_metric="restore", title="restore",
+             host_timed=("restore",),
              metric_titles={"restore": "to the agent", "restore_spawn": "VMM started",
                             "restore_load": "state loaded", "restore_resume": "resumed"}),
     Workload("restore_first_touch", "instance", "after a restore, the first write to each "

@@ -8,15 +8,15 @@ from collections import defaultdict
 from guestbench.analysis import efficiency
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.model import Footnotes, Table
+from guestbench.workloads import HOST_TIMED
 
 
 def efficiency_table(report: CampaignResults, footnotes: Footnotes | None = None) -> Table | None:
     wall = efficiency.campaign_wall(report.campaign)
     if wall is None or report.samples is None:
         return None
-    samples = list(report.samples.of_metrics(efficiency.TIMED, efficiency.IN_AGENT))
-    timed = [sample for sample in samples if sample.metric == efficiency.TIMED]
-    spent = efficiency.of(wall, report.runs, samples)
+    samples = list(report.samples.of_metrics(*efficiency.metrics(HOST_TIMED)))
+    spent = efficiency.of(wall, report.runs, samples, host_timed=HOST_TIMED)
     table = Table(f"Time: where the campaign's {efficiency.duration(wall)} went",
                   ["part", "runs", "host s", "timed s", "timed share"], [], label_columns=1,
                   name="efficiency",
@@ -24,7 +24,8 @@ def efficiency_table(report: CampaignResults, footnotes: Footnotes | None = None
                        "timed: its warm-up and calibration, STREAM's set-up and check, a "
                        "guest's clock check; starting and stopping environments: the rest of "
                        "a run's host time; outside runs: the store between runs, from the "
-                       "campaign's start to its end. A workload that times no region of its "
+                       "campaign's start to its end. A start, a save and a restore are timed on "
+                       "the host's clock (their spans); a workload that times no region of its "
                        "own (boot, build, exec) has no timed share. The first thing to drive "
                        "down is the largest host time with the smallest timed share.")
     table.add(["campaign", str(spent.runs), _seconds(wall), _seconds(spent.timed_s),
@@ -35,7 +36,7 @@ def efficiency_table(report: CampaignResults, footnotes: Footnotes | None = None
         table.add(["starting and stopping environments", "-", _seconds(spent.starting_s),
                    "-", "-"])
     table.add(["outside runs", "-", _seconds(spent.between_s), "-", "-"])
-    by_run = {sample.run_id: sample.value for sample in timed}
+    by_run, _agent, _by_host = efficiency.timed_by_run(report.runs, samples, HOST_TIMED)
     per_workload: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0])
     for run in report.runs:
         row = per_workload[run.workload]

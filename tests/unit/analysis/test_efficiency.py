@@ -123,3 +123,21 @@ def test_the_command_s_time_names_the_campaign_s_as_report_gives_it() -> None:
     line = efficiency.of(630.0, [], []).line(622.0)
     assert line.startswith("Time: timed 0% of this command's 10 min 30 s (the campaign itself, "
                            "start to end: 10 min 22 s);")
+
+
+def test_a_campaign_of_starts_is_timed_on_the_host_s_clock() -> None:
+    """A campaign of start runs said "timed 0%": the host times a start, not the agent."""
+    from guestbench.workloads import HOST_TIMED
+    runs = [Run(id=1, workload="start", status="ok", host_seconds=0.5),
+            Run(id=2, workload="start", status="ok", host_seconds=0.5)]
+    samples = [StoredSample(run_id=run, metric=metric, unit="ms", value=value)
+               for run in (1, 2) for metric, value in (("start_ready", 300.0),
+                                                       ("start_teardown", 100.0))]
+    samples += [StoredSample(run_id=run, metric="in_agent", unit="s", value=0.01)
+                for run in (1, 2)]
+    spent = efficiency.of(2.0, runs, samples, host_timed=HOST_TIMED)
+    assert round(spent.timed_s, 9) == 0.8 and spent.untimed_runs == 0
+    line = " ".join(spent.line().split())
+    assert line.startswith("Time: timed 40% of this command's 2.0 s")
+    assert "start" in HOST_TIMED and "getpid" not in HOST_TIMED
+    assert efficiency.of(2.0, runs, samples).timed_s == 0  # without the workloads' rule
