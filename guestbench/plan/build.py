@@ -124,13 +124,14 @@ def validated(raw: dict[str, Any], source: str, host: Host, overrides: Overrides
     tables = _tables(top.table, specs, cases, source, problems)
     if problems:
         raise gathered(problems)
+    planned = [spec.name for spec in specs]
     specs = select(specs, overrides.environments, source, "--env", lambda s: s.name)
     cases = select(cases, overrides.workloads, source, "--workload", lambda c: c.name)
     if not overrides.environments:
         check_environment_patterns(cases, specs, source)
     cases = follow(cases, specs, host, source)
     check_shared_labels(cases, specs, source)
-    campaign = _apply(top.campaign, overrides, specs, source)
+    campaign = _apply(top.campaign, overrides, specs, source, planned)
     cases = [dataclasses.replace(case, repeat=_resolved_repeat(case, campaign, overrides, source))
              for case in cases]
     return Plan(campaign, tuple(specs), tuple(cases), source, tables=tuple(tables))
@@ -185,7 +186,10 @@ def _resolved_repeat(case: WorkloadCase, campaign: CampaignSection, overrides: O
 
 
 def _apply(campaign: CampaignSection, overrides: Overrides, specs: list[EnvironmentSpec],
-           source: str) -> CampaignSection:
+           source: str, planned: list[str] | None = None) -> CampaignSection:
+    """The campaign section with the flags' changes; its baseline checked: an environment of
+    the plan that --env leaves out is no baseline of this run (dropped, as the implicit native
+    is), one the plan lacks an error. planned: the plan's environments before --env."""
     changes = {key: value for key, value in (("repeat", overrides.repeat),
                                              ("timeout_s", overrides.timeout_s),
                                              ("name", overrides.name)) if value is not None}
@@ -200,6 +204,8 @@ def _apply(campaign: CampaignSection, overrides: Overrides, specs: list[Environm
     names = [spec.name for spec in specs]
     if campaign.baseline is None:
         return campaign.model_copy(update={"baseline": "native" if "native" in names else None})
+    if campaign.baseline not in names and campaign.baseline in (planned or ()):
+        return campaign.model_copy(update={"baseline": None})  # --env left it out
     if campaign.baseline not in names:
         raise PlanError(f"{source}: campaign.baseline: {campaign.baseline!r} is not an environment "
                         f"of this plan (fix: use one of {', '.join(names)})")

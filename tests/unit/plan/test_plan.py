@@ -270,6 +270,14 @@ def test_duplicate_and_baseline_messages_say_what(write_plan, host: Host) -> Non
         load(write_plan(campaign('baseline = "qemu"')), host)
 
 
+def test_a_baseline_that_env_leaves_out_is_no_baseline_of_the_run(write_plan, host: Host) -> None:
+    """--env runsc on a plan of runc and runsc whose baseline is runc exited 2."""
+    path = write_plan('[campaign]\nbaseline = "runc"\n[[environment]]\npreset = "runc"\n'
+                      '[[environment]]\npreset = "runsc"\n' + WORKLOAD)
+    assert load(path, host).campaign.baseline == "runc"
+    assert load(path, host, Overrides(environments=("runsc",))).campaign.baseline is None
+
+
 # -- valid plans -------------------------------------------------------------------
 
 def test_minimal_plan_gets_the_defaults(write_plan, host: Host) -> None:
@@ -504,12 +512,6 @@ def test_bad_value_in_the_file_still_names_the_file_with_a_flag_given(write_plan
     path = write_plan(campaign("timeout_s = 0"))
     with pytest.raises(PlanError, match=f"^{re.escape(str(path))}: campaign.timeout_s: .*fix:"):
         load(path, host, Overrides(repeat=2))
-
-
-def test_override_cannot_drop_the_baseline(write_plan, host: Host) -> None:
-    path = write_plan(campaign('baseline = "native"') + '[[environment]]\npreset = "runc"\n')
-    with pytest.raises(PlanError, match="campaign.baseline"):
-        load(path, host, Overrides(environments=("runc",)))
 
 
 def test_from_flags_defaults(host: Host) -> None:
