@@ -361,6 +361,17 @@ MEMORY_METRICS = frozenset({
     "footprint_peak_uss", "footprint_peak_overhead", "density_pss"})
 
 
+# Success rates (%, higher is better): metric -> the workload parameter that counts each
+# run's tries (a burst's instances launched). compare judges them as proportions of those
+# tries (compare.lower_success), and the dashboards export them.
+SUCCESS_RATES = {"burst_success": "instances"}
+SUCCESS_METRICS = frozenset(SUCCESS_RATES)
+
+
+def is_success(cell: Cell) -> bool:
+    return cell.unit == "%" and cell.metric in SUCCESS_METRICS
+
+
 def is_memory(cell: Cell) -> bool:
     """Whether compare and history judge this cell as memory (MiB, smaller is better)."""
     return cell.unit == "MiB" and cell.metric in MEMORY_METRICS

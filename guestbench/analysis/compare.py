@@ -13,7 +13,7 @@ from guestbench import host
 from guestbench.analysis import host_noise, stats
 from guestbench.analysis.summary import analyse, summarise
 from guestbench.analysis.cells import (CellStats, Interval, Cell, Results,
-                                       higher_is_better, is_memory)
+                                       SUCCESS_RATES, higher_is_better, is_memory)
 
 THRESHOLD = 0.05  # a change smaller than this is noise whatever its p-value
 MAX_FAILURE_RATE = 0.0  # the share of runs B may lose beyond A's before its cell is flaky
@@ -313,7 +313,8 @@ def broken_cells(a: Side, b: Side, ignore_spec: tuple[str, ...] = (),
                 cells_b = [row[env] for (lab, _metric), row in b.results.cells.items()
                            if lab == label and env in row]
                 if any(cell.values for cell in cells_b):
-                    flaky = flaky_cell(ok_in_a[0], cells_b[0], max_failure_rate)
+                    flaky = flaky_cell(ok_in_a[0], cells_b[0], max_failure_rate) \
+                        or lower_success(a, b, env, label, max_failure_rate)
                     if flaky is not None:
                         broken.append(flaky)
                     continue
@@ -351,6 +352,35 @@ def flaky_cell(a: Cell, b: Cell, max_failure_rate: float = MAX_FAILURE_RATE) -> 
               f"success {100 * (1 - rate_b):.0f}% against {100 * (1 - rate_a):.0f}% "
               f"(Fisher's exact p = {pvalue:.2g}); first: {b.problems[0][1]}")
     return Broken(b.environment, b.label, "flaky", reason[:400])
+
+
+def lower_success(a: Side, b: Side, env: str, label: str,
+                  max_failure_rate: float = MAX_FAILURE_RATE) -> Broken | None:
+    """B's cell as flaky where a smaller share of its tries succeeded than of A's, by more
+    than max_failure_rate (a burst whose instances became ready 47 of 50 times against 50
+    of 50): the runs themselves all ended ok, and their times alone said `same`."""
+    for metric, tries_key in SUCCESS_RATES.items():
+        x = a.results.cells.get((label, metric), {}).get(env)
+        y = b.results.cells.get((label, metric), {}).get(env)
+        tries_a = a.params.get(label, {}).get(tries_key)
+        tries_b = b.params.get(label, {}).get(tries_key)
+        if not (x and y and x.values and y.values and isinstance(tries_a, int)
+                and isinstance(tries_b, int) and tries_a > 0 and tries_b > 0):
+            continue
+        ok_a = sum(round(value * tries_a / 100) for value in x.values)
+        ok_b = sum(round(value * tries_b / 100) for value in y.values)
+        all_a, all_b = tries_a * len(x.values), tries_b * len(y.values)
+        rate_a, rate_b = ok_a / all_a, ok_b / all_b
+        if rate_b >= rate_a or rate_a - rate_b <= max_failure_rate:
+            continue
+        from scipy.stats import fisher_exact  # only here: scipy.stats is slow to import
+        pvalue = fisher_exact([[all_b - ok_b, ok_b], [all_a - ok_a, ok_a]],
+                              alternative="greater").pvalue
+        return Broken(env, label, "flaky",
+                      f"{ok_b} of {all_b} {tries_key} succeeded in B ({metric}), {ok_a} of "
+                      f"{all_a} in A; success {100 * rate_b:.0f}% against {100 * rate_a:.0f}% "
+                      f"(Fisher's exact p = {pvalue:.2g})")
+    return None
 
 
 def run_units(cell: Cell) -> list[float]:

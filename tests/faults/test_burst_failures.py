@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -16,23 +17,28 @@ from tests.support.leaks import guest_folders, guest_processes, left_since
 from tests.support.real_environments import uml_kernel
 
 LAUNCHER = """#!/bin/sh
-# every fifth launch of this VMM is a bad binary; the count is shared by concurrent launches
+# every Nth launch of this VMM is a bad binary (N in the file {every}; 0: none); the count is
+# shared by concurrent launches
 exec 9>>{count}.lock
 flock 9
 n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 ))
 echo $n > {count}
 flock -u 9
-if [ $((n % 5)) -eq 0 ]; then exec /nonexistent/linux.uml "$@"; fi
+every=$(cat {every})
+if [ "$every" -gt 0 ] && [ $((n % every)) -eq 0 ]; then exec /nonexistent/linux.uml "$@"; fi
 exec linux.uml "$@"
 """
 
 
 def test_one_bad_binary_in_five_gives_80_percent_ready_and_every_reason(tmp_path):
+    """The same burst with every launch good (A), then with one bad in five (B): B's rate is
+    80%, each failure has its reason, and compare's gate fails on the rate, though every run
+    of B ended ok and its ready instances' times are A's."""
     uml = uml_kernel()
     if shutil.which("flock") is None:
         pytest.skip("flock not installed (apt-get install util-linux)")
-    launcher = tmp_path / "vmm.sh"
-    launcher.write_text(LAUNCHER.format(count=tmp_path / "launches"))
+    launcher, every = tmp_path / "vmm.sh", tmp_path / "every"
+    launcher.write_text(LAUNCHER.format(count=tmp_path / "launches", every=every))
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
     argv = ", ".join(json.dumps(word) for word in [
         str(launcher), "mem={memory_mib}M", "initrd={initrd}", "uml_dir={workdir}", "umid=gb",
@@ -43,7 +49,12 @@ def test_one_bad_binary_in_five_gives_80_percent_ready_and_every_reason(tmp_path
                     f'kernel_args = ["console=tty0"]\nport_io = false\nargv = [{argv}]\n\n'
                     '[[workload]]\nname = "burst"\ninstances = 10\n')
     processes, folders = guest_processes(), guest_folders()
-    runs = ok_runs(tmp_path, 2, str(plan))
+    every.write_text("0")
+    good = guestbench("run", str(plan), "--name", "good", "--quiet", cwd=tmp_path)
+    assert good.returncode == 0, good.stderr
+    (tmp_path / "launches").unlink()
+    every.write_text("5")
+    runs = ok_runs(tmp_path, 2, str(plan), "--name", "bad")
     rates = [sample["value"] for entry in runs for sample in entry["samples"]
              if sample["metric"] == "burst_success"]
     assert sum(rates) / len(rates) == pytest.approx(80, abs=5), rates
@@ -54,11 +65,18 @@ def test_one_bad_binary_in_five_gives_80_percent_ready_and_every_reason(tmp_path
         assert entry["reason"].count("/nonexistent/linux.uml: not found") == 2
         ready = [s for s in entry["samples"] if s["metric"] == "burst_ready"]
         assert len(ready) == 8 and all(s["value"] > 0 for s in ready)
-    kept = [json.loads(path.read_text()) for path in tmp_path.glob("**/burst.json")]
+    kept = [json.loads((Path(entry["log_path"]) / "burst.json").read_text()) for entry in runs]
     failures = [i["failure"] for burst in kept for i in burst["instances"] if i["failure"]]
     assert len(kept) == 2 and len(failures) == 4
     assert all("it ended before its agent's hello" in failure
                and "/nonexistent/linux.uml: not found" in failure for failure in failures)
     shown = guestbench("report", "--table", "burst", "--format", "markdown", cwd=tmp_path)
     assert "| ready | uml-cmd | 80% (16/20) |" in shown.stdout, shown.stdout
+    gate = guestbench("compare", "good", "bad", "--fail-on-regression", "--format", "json",
+                      cwd=tmp_path)
+    assert gate.returncode == 1, gate.stderr
+    [flaky] = json.loads(gate.stdout)["broken"]
+    assert (flaky["environment"], flaky["outcome"]) == ("uml-cmd", "flaky"), flaky
+    assert flaky["reason"].startswith("16 of 20 instances succeeded in B (burst_success), "
+                                      "20 of 20 in A; success 80% against 100%"), flaky
     assert not left_since(processes, folders, wait_s=5.0)

@@ -1,12 +1,13 @@
 """What the CI dashboards' formats (bmf.py, github_action_benchmark.py) export: one entry per
 measured cell (environment, workload, metric), the cells a dashboard alerts on: performance
-figures, and footprint and density memory (cells.is_memory: smaller is better)."""
+figures, footprint and density memory (cells.is_memory: smaller is better), and success
+rates (cells.is_success: a burst's share of instances ready, bigger is better)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from guestbench.analysis.cells import CONTEXT_METRICS, Cell, is_memory
+from guestbench.analysis.cells import CONTEXT_METRICS, Cell, is_memory, is_success
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import functional
 
@@ -16,8 +17,10 @@ def measured(report: CampaignResults) -> Iterator[Cell]:
         if not metric or metric in CONTEXT_METRICS:
             continue
         for cell in row.values():
-            # dashboards alert on these: performance figures, and the memory an instance holds
-            if cell.stats is not None and (cell.is_performance or is_memory(cell)):
+            # dashboards alert on these: performance figures, the memory an instance holds,
+            # and how many of a burst's instances became ready
+            if cell.stats is not None and (cell.is_performance or is_memory(cell)
+                                           or is_success(cell)):
                 yield cell
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from guestbench.analysis.cells import is_success
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.formats.request import Request
 from guestbench.report import functional
@@ -31,7 +32,7 @@ def github_action_benchmark(report: CampaignResults) -> dict[str, list[dict[str,
             ran = functional.what_ran(report, cell.environment)
             flags += (f"; {functional.MARK} functional figures only"
                       f"{f' ({ran})' if ran else ''}: {said[cell.environment]}")
-        (bigger if cell.higher_is_better else smaller).append({
+        (bigger if cell.higher_is_better or is_success(cell) else smaller).append({
             "name": f"{benchmark(report, cell)} {cell.metric}",
             "value": stats.median, "unit": cell.unit,
             **({"range": f"[{stats.ci_low:.6g}, {stats.ci_high:.6g}] (95% CI)"} if known else {}),

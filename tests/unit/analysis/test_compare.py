@@ -352,3 +352,25 @@ def test_memory_is_judged_against_a_threshold_in_mib(b_overhead, verdict) -> Non
     wider = comparing.compare(_memory_side(5.0, 1), _memory_side(b_overhead, 2),
                               memory_threshold_mib=3.0)
     assert {cell.verdict for cell in wider.cells} == {SAME}  # 2 MiB is within 3 MiB
+
+
+def test_a_burst_whose_b_readied_fewer_instances_is_flaky_by_its_success_rate():
+    """47 of 50 instances ready in B against 50 of 50 in A: every run ended ok and the times
+    said `same`; the success rate is judged as a proportion, as lost runs are."""
+    from types import SimpleNamespace
+
+    from guestbench.analysis.compare import lower_success
+
+    def side(*success: float, instances: int = 50):
+        cell = SimpleNamespace(values=list(success))
+        return SimpleNamespace(results=SimpleNamespace(cells={("b50", "burst_success"): {
+            "runc": cell}}), params={"b50": {"instances": instances}})
+
+    flaky = lower_success(side(100.0, 100.0), side(94.0, 100.0), "runc", "b50")
+    assert (flaky.environment, flaky.label, flaky.outcome) == ("runc", "b50", "flaky")
+    assert flaky.reason.startswith("97 of 100 instances succeeded in B (burst_success), 100 "
+                                   "of 100 in A; success 97% against 100% (Fisher's exact p =")
+    assert lower_success(side(100.0), side(100.0), "runc", "b50") is None
+    assert lower_success(side(94.0), side(100.0), "runc", "b50") is None  # B better
+    assert lower_success(side(100.0), side(94.0), "runc", "b50", max_failure_rate=0.1) is None
+    assert lower_success(side(100.0), side(94.0), "runsc", "b50") is None  # no such cell

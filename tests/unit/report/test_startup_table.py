@@ -96,3 +96,23 @@ def test_the_dashboards_export_the_memory_an_instance_holds(tmp_path: Path) -> N
     smaller = github_action_benchmark.github_action_benchmark(report)["customSmallerIsBetter"]
     assert {entry["name"] for entry in smaller} == {"vm/footprint footprint_pss",
                                                     "vm/footprint footprint_overhead"}
+
+
+def test_the_dashboards_export_a_burst_s_success_rate_bigger_is_better(tmp_path: Path) -> None:
+    """A burst's success fell from 100% to 94% and neither export carried the rate."""
+    from guestbench.report.formats import bmf, github_action_benchmark
+    opened = gb_store.open(f"sqlite:///{tmp_path / 'b.sqlite'}")
+    campaign = opened.create_campaign("b", {"campaign": {"repeat": 3}}, {"cpu": "t"}, "fp",
+                                      None, "logs", "test")
+    env = opened.add_environment(campaign, "runc", "oci", {"kind": "oci"}, True, "yes", 0)
+    for repetition, success in enumerate((100.0, 94.0, 98.0)):
+        opened.add_run(campaign, RunRecord(
+            env, "burst", "burst", {"instances": 50}, repetition, "ok", "", STARTED, 1.0, None,
+            (("burst_p50", "ms", 40.0 + repetition), ("burst_success", "%", success))))
+    opened.finish_campaign(campaign, "finished")
+    report = reading.load(opened)
+    assert bmf.bmf(report)["runc/burst"]["burst_success (%)"]["value"] == 98.0
+    exported = github_action_benchmark.github_action_benchmark(report)
+    assert [entry["name"] for entry in exported["customBiggerIsBetter"]] == [
+        "runc/burst burst_success"]
+    assert "runc/burst burst_p50" in {entry["name"] for entry in exported["customSmallerIsBetter"]}
