@@ -4,8 +4,8 @@ for the integration and faults suites, the built agent, this host's facts and th
 probes (each asked once per session, only by a test that names it: the unit suite never
 imports the environments here).
 
-The suite runs on as many workers as the machine has CPUs (pytest-xdist, `-n auto` in
-pyproject.toml). The integration and faults tests start real machines: each of their
+The suite runs on one worker more than the machine has CPUs (pytest-xdist, `-n auto` in
+pyproject.toml, pytest_xdist_auto_num_workers). The integration and faults tests start real machines: each of their
 modules is one unit of work, run in order by one worker, and the workers take the modules
 side by side, then the unit tests. The few tests that judge timings (ALONE) come
 last, and each runs with nothing else of the suite beside it (pytest_runtest_protocol, a
@@ -156,6 +156,15 @@ def pytest_collection_modifyitems(items) -> None:
     journal left (sweeps_journals) come last within their module: each worker has journals
     of its own, in its private TMPDIR, and within a worker one test runs at a time."""
     items.sort(key=_order)  # stable: the order within
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: one worker more than the machine has CPUs. The machine's tests wait as
+    well as compute (a guest booting under emulation waits on its console, a hung guest on
+    its timeout, a store on fsync): with a worker per CPU the 2 CPUs here were busy 80% of
+    the suite's time, and a third worker took it from 18 min 59 s to 18 min 01 s
+    (docs/measurements.md). The deadlines of the tests that wait on a boot allow for it."""
+    return (len(os.sched_getaffinity(0)) or 1) + 1
 
 
 def pytest_xdist_make_scheduler(config, log):
