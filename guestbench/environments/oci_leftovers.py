@@ -13,7 +13,9 @@
   and its `runc init` if it had started, waiting in them for a start that never comes and
   holding the run's output pipes open: `runc delete` knows none of them. Each runc run's
   teardown ends them (end(), after the timed delete); the reaper runs command() if
-  guestbench was killed first.
+  guestbench was killed first. A killed `runc init` is a zombie until its parent (pid 1,
+  once runc is killed) reaps it: /proc/PID/cgroup still names its v2 cgroup, but it holds
+  nothing and rmdir removes that cgroup, so end() does not wait for it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,27 @@ def _members(container_id: str, root: Path = CGROUPS) -> dict[int, list[Path]]:
     return found
 
 
+def _exited(pid: int) -> bool:
+    """Every thread of the process has exited (a zombie, or gone): a zombie leader whose
+    other threads still run is not, as they are still in the cgroup."""
+    try:
+        return all(_state(task) in ("Z", "X") for task in Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return True
+
+
+def _state(task: Path) -> str:
+    try:
+        return (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "X"
+
+
+def _live_members(container_id: str, root: Path) -> list[int]:
+    # a zombie is not waited for: its reaper may be slow (pid 1 took up to 2 s on a host)
+    return [pid for pid in _members(container_id, root) if not _exited(pid)]
+
+
 def _named(container_id: str, root: Path) -> list[Path]:
     """The cgroup folders named after the container: in a v1 hierarchy, or the v2 tree."""
     return [*root.glob(f"*/{container_id}"), *root.glob(container_id)]
@@ -85,7 +108,7 @@ def end(container_id: str, bundle: Path, root: Path = CGROUPS) -> None:
         except ProcessLookupError:
             pass
     until = time.monotonic() + GONE_S
-    while members and _members(container_id, root) and time.monotonic() < until:
+    while members and _live_members(container_id, root) and time.monotonic() < until:
         time.sleep(0.05)
     for folder in sorted({folder for paths in members.values() for folder in paths},
                          key=lambda path: -len(path.parts)):

@@ -1,10 +1,13 @@
 """A container's empty cgroups, which `runc delete` does not know when the run timeout cut its
 create short: removed at the teardown, or by the reaper's command, under cgroup v1 hybrid
-hierarchies and the v2 tree alike (each rebuilt in a folder: only one is this host's)."""
+hierarchies and the v2 tree alike (each rebuilt in a folder: only one is this host's); the
+teardown does not wait for the zombie a killed `runc init` is until its parent reaps it."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -64,6 +67,35 @@ def test_the_teardown_s_end_removes_them_and_its_command_is_the_reaper_s(tmp_pat
     assert oci_leftovers.command(ID, tmp_path / "bundle") == [
         sys.executable, "-m", "guestbench.environments.oci_leftovers", ID,
         str(tmp_path / "bundle")]
+
+
+def test_the_teardown_does_not_wait_for_a_killed_member_s_zombie(tmp_path, monkeypatch):
+    """A killed `runc init` stays a zombie until pid 1 reaps it (up to 2 s on one host),
+    its v2 cgroup still named in /proc/PID/cgroup, though rmdir removes that cgroup: end()
+    waited for the reaping, up to GONE_S, at each run's teardown."""
+    root = v2_tree(tmp_path / "cgroup")
+    member = subprocess.Popen(["sleep", "60"])  # the test's child: a zombie until it waits
+    try:
+        monkeypatch.setattr(oci_leftovers, "_members", lambda container_id, _root: (
+            {member.pid: [root / ID]} if Path(f"/proc/{member.pid}").exists() else {}))
+        started = time.monotonic()
+        oci_leftovers.end(ID, tmp_path / "bundle", root)
+        assert time.monotonic() - started < oci_leftovers.GONE_S / 2
+        assert oci_leftovers._exited(member.pid) and Path(f"/proc/{member.pid}").exists()
+        assert left(root) == set()
+    finally:
+        member.kill()
+        member.wait()
+
+
+def test_a_running_process_has_not_exited_and_a_reaped_one_has():
+    member = subprocess.Popen(["sleep", "60"])
+    try:
+        assert not oci_leftovers._exited(member.pid)
+    finally:
+        member.kill()
+        member.wait()
+    assert oci_leftovers._exited(member.pid)  # reaped: gone
 
 
 def test_reaped_commands_are_journaled_for_the_reaper_alone_and_forgotten_after_teardown(
