@@ -14,6 +14,7 @@ from guestbench.commands.report import show_report
 from guestbench.report import formats
 
 EXIT_RUNS_NOT_OK = 1  # the campaign ended, stored whole, and some run did not end ok
+PLAN_TABLES = "plan"  # report --table plan: the plan's [[table]] entries (report/select.py)
 
 
 @click.command()
@@ -70,7 +71,7 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
     results, logs_root, campaign_id = lifecycle.run(the_plan, facts, db, logs_dir, say, quiet,
                                                     resumed, pool)
     if not quiet:
-        show_report(db, str(campaign_id), None, formats.DEFAULT, False, None, detail, results)
+        show_summary(db, campaign_id, results, detail, bool(the_plan.tables))
     spent = lifecycle.time_spent(results, campaign_id, time.monotonic() - started, started_at)
     if spent:
         say(spent)
@@ -83,6 +84,16 @@ def run(plan_file: Path | None, env_names: str | None, workload_names: str | Non
     if verdict:
         say(verdict)
         raise click.exceptions.Exit(EXIT_RUNS_NOT_OK)
+
+
+def show_summary(db: str, campaign_id: int, results, detail: bool, planned: bool) -> None:
+    """The campaign's summary (with --detail, every table), then the plan's [[table]]
+    entries: the tables its author asked for, which the summary alone leaves out (a startup
+    table's percentiles, a plan's labels and units); as `report --table plan` draws them."""
+    show_report(db, str(campaign_id), None, formats.DEFAULT, False, None, detail, results)
+    if planned and not detail:  # --detail has drawn every table already
+        show_report(db, str(campaign_id), None, formats.DEFAULT, False, None, False, results,
+                    chosen=((PLAN_TABLES,), False, False))
 
 
 def not_ok_line(runs) -> str | None:
