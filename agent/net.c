@@ -641,14 +641,6 @@ static int compare_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The nearest-rank percentile of sorted[0..n): the smallest value with pct% at or below it. */
-static uint64_t percentile(const uint64_t *sorted, uint64_t n, unsigned pct)
-{
-	uint64_t rank = (n * pct + 99) / 100;
-
-	return sorted[rank > 0 ? rank - 1 : 0];
-}
-
 /* One value: round trips until they have lasted min_ns (or `cap` were kept), each kept;
  * its count in *n and its time in *ns. A value ends by time, not by a calibrated count,
  * because round trips can get many times faster after the warm-up (a guest's NIC whose
@@ -699,8 +691,8 @@ static int rr_measure(const char *name, struct rr *rr, const struct options *opt
 		total += n;
 		qsort(rr->trips, n, sizeof *rr->trips, compare_u64);
 		proto_sample(name, "time_per_op", "ns", (double)ns / (double)n);
-		proto_sample(name, "rr_p50", "us", (double)percentile(rr->trips, n, 50) / 1e3);
-		proto_sample(name, "rr_p99", "us", (double)percentile(rr->trips, n, 99) / 1e3);
+		proto_sample(name, "rr_p50", "us", sorted_quantile(rr->trips, n, 0.50) / 1e3);
+		proto_sample(name, "rr_p99", "us", sorted_quantile(rr->trips, n, 0.99) / 1e3);
 	}
 	/* operations per value, on average: values end by time, so their counts differ */
 	proto_sample(name, "iterations", "count", (double)total / opt->values);

@@ -85,16 +85,6 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The nearest-rank percentile of sorted values: x(ceil(n q)). */
-static uint64_t rank(const uint64_t *sorted, size_t n, double q)
-{
-	size_t k = (size_t)((double)n * q);
-
-	if ((double)k < (double)n * q)
-		k++;
-	return sorted[k ? k - 1 : 0];
-}
-
 /* One write to the first byte of each page, each timed (took[p]); the bytes read are kept
  * in seen[p], to be checked after the timed loop. */
 static void touch(volatile unsigned char *memory, size_t pages, uint64_t *took, unsigned char *seen)
@@ -129,7 +119,8 @@ static int run_snapshot(const char *name, const struct options *opt)
 		PARAM_NUM("pid", (double)getpid()),
 	};
 	unsigned char *memory, *seen;
-	uint64_t *took, first_ns, total_ns, warm_p50;
+	uint64_t *took, first_ns, total_ns;
+	double warm_p50;
 	size_t wrong = 0;
 
 	proto_workload(name, params, sizeof params / sizeof params[0]);
@@ -152,16 +143,16 @@ static int run_snapshot(const char *name, const struct options *opt)
 	total_ns = monotonic_ns() - first_ns;
 	wrong += unexpected(seen, pages, token, 0);
 	qsort(took, pages, sizeof *took, by_value);
-	proto_sample(name, "touch_p50", "ns", (double)rank(took, pages, 0.50));
-	proto_sample(name, "touch_p90", "ns", (double)rank(took, pages, 0.90));
-	proto_sample(name, "touch_p99", "ns", (double)rank(took, pages, 0.99));
+	proto_sample(name, "touch_p50", "ns", sorted_quantile(took, pages, 0.50));
+	proto_sample(name, "touch_p90", "ns", sorted_quantile(took, pages, 0.90));
+	proto_sample(name, "touch_p99", "ns", sorted_quantile(took, pages, 0.99));
 	proto_sample(name, "touch_max", "ns", (double)took[pages - 1]);
 	proto_sample(name, "touch_total", "ms", (double)total_ns / 1e6);
 	touch(memory, pages, took, seen);
 	wrong += unexpected(seen, pages, token, 1);
 	qsort(took, pages, sizeof *took, by_value);
-	warm_p50 = rank(took, pages, 0.50);
-	proto_sample(name, "touch_again_p50", "ns", (double)warm_p50);
+	warm_p50 = sorted_quantile(took, pages, 0.50);
+	proto_sample(name, "touch_again_p50", "ns", warm_p50);
 	proto_sample(name, "touch_pages", "count", (double)pages);
 	for (size_t p = 0; p < pages; p++) {
 		uint64_t words[PAGE / sizeof(uint64_t)];

@@ -60,4 +60,18 @@ static inline struct stamp stamp_end(void)
 	return s;
 }
 
+/* The quantile q of sorted[0..n), n > 0: linear interpolation between the order statistics
+ * around position (n - 1) q, counted from 0 (Hyndman and Fan's type 7, numpy's default):
+ * the one definition guestbench uses for every percentile, so that a p50 the agent
+ * reports is a median as the host computes it. */
+static inline double sorted_quantile(const uint64_t *sorted, size_t n, double q)
+{
+	double position = (double)(n - 1) * q;
+	size_t below = (size_t)position;
+	size_t above = below + 1 < n ? below + 1 : below;
+
+	return (double)sorted[below] + (position - (double)below) *
+		((double)sorted[above] - (double)sorted[below]);
+}
+
 #endif

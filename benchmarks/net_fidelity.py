@@ -14,7 +14,7 @@ spacing, and a figure of one window spread over more time is less often caught b
   warm-up (a stream's directions alternate, so values of one direction lie one value
   apart);
 - sockperf: its every round trip, from its full log, cut into the same VALUES windows from
-  its first after its own warm-up; each window's p50 and p99 (nearest rank, as the agent);
+  its first after its own warm-up; each window's p50 and p99 (one definition, as the agent);
   their medians. It times full round trips of 14-byte messages at least (its header),
   guestbench 1-byte ones;
 - iperf3: intervals of SECONDS / VALUES after a first second it omits; the first interval
@@ -73,6 +73,7 @@ import numpy as np  # noqa: E402
 from scipy.stats import wilcoxon  # noqa: E402
 
 from guestbench.analysis.stats import median_ci  # noqa: E402
+from guestbench.analysis.tails import quantile  # noqa: E402
 
 GUESTBENCH = str(ROOT / ".venv/bin/guestbench")
 SECONDS = 2.0  # each side's test, per figure and direction
@@ -120,9 +121,9 @@ class Server:
 
 
 def percentile(ordered: list[float], pct: int) -> float:
-    """The nearest-rank percentile of sorted values, as the agent computes its own."""
-    rank = (len(ordered) * pct + 99) // 100
-    return ordered[max(rank, 1) - 1]
+    """The percentile of sorted values by guestbench's one definition, as the agent computes
+    its own (guestbench/analysis/tails.py)."""
+    return quantile(ordered, pct / 100)
 
 
 def sockperf_us(cpus: tuple[int, int] | None, folder: Path) -> dict[str, float]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guestbench import host
-from guestbench.analysis import host_noise, stats
+from guestbench.analysis import host_noise, stats, tail_compare
 from guestbench.analysis.summary import analyse, summarise
 from guestbench.analysis.cells import (CellStats, Interval, Cell, Results,
                                        SUCCESS_RATES, higher_is_better, is_memory)
@@ -96,6 +96,18 @@ class CellComparison:
     a_cell: Cell | None = None
     b_cell: Cell | None = None
     host_explained: str = ""  # why the hosts' noise may explain the verdict (host_noise.py)
+    statistic: str = "p50"  # what was judged: the median, or a percentile (--gate p99)
+    # a percentile's value on each side with its interval (None for p50: the medians)
+    a_value: Interval | None = None
+    b_value: Interval | None = None
+
+    def value(self, side: str) -> Interval:
+        """The figure judged on side "a" or "b", with its interval."""
+        shown = self.a_value if side == "a" else self.b_value
+        if shown is not None:
+            return shown
+        described = self.a if side == "a" else self.b
+        return Interval(described.median, described.ci_low, described.ci_high)
 
     @property
     def change(self) -> float:
@@ -143,6 +155,8 @@ class Comparison:
     noise: tuple[host_noise.HostNoise, host_noise.HostNoise] | None = None  # A's, B's
     explanation: host_noise.Explanation | None = None  # one host noisier than the other
     host_classes: tuple[host.HostClass, host.HostClass] | None = None  # A's, B's
+    gate: tuple[str, ...] = tail_compare.DEFAULT_GATE  # the statistics judged (--gate)
+    paired: int = 0  # pairs of cells, whatever the gate judged of them
 
     @property
     def across_hosts(self) -> str:
@@ -160,16 +174,23 @@ class Comparison:
     def host_explained(self) -> list[CellComparison]:
         return [cell for cell in self.cells if cell.host_explained]
 
+    def judged(self, statistic: str) -> int:
+        """How many cells were judged on that statistic (p50, p99, ...)."""
+        return sum(cell.statistic == statistic for cell in self.cells)
+
 
 def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA,
             ignore_spec: tuple[str, ...] = (), correction: str = "none",
             memory_threshold_mib: float = MEMORY_THRESHOLD_MIB,
-            max_failure_rate: float = MAX_FAILURE_RATE) -> Comparison:
+            max_failure_rate: float = MAX_FAILURE_RATE,
+            gate: tuple[str, ...] = tail_compare.DEFAULT_GATE) -> Comparison:
     """Pair cells whose environment spec and workload parameters match; judge each pair.
 
-    correction "holm": the p-values are Holm-adjusted over the pairs, so that the chance of
-    any false verdict among them stays below alpha (docs/statistics.md). max_failure_rate:
-    the share of runs not ok that B may have beyond A's before its cell is flaky.
+    correction "holm": the p-values are Holm-adjusted over every judgement, so that the
+    chance of any false verdict among them stays below alpha (docs/statistics.md).
+    max_failure_rate: the share of runs not ok that B may have beyond A's before its cell is
+    flaky. gate: the statistics judged, p50 (the medians) and higher percentiles
+    (tail_compare.py); a percentile a pair has too few values for is listed unpaired.
     """
     pairs, unpaired = pair_cells(a, b, ignore_spec)
     broken = broken_cells(a, b, ignore_spec, max_failure_rate)
@@ -181,18 +202,22 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
                 and not why.startswith(("spec differs in ", "parameters differ in "))
                 and not (why == "only in A" and what in gone)
                 and not (why == "measured only in A" and what.rsplit(" ", 1)[0] in labels)]
-    a_stats = [x.stats for x, _ in pairs]
-    b_stats = [y.stats for _, y in pairs]
+    medians = pairs if "p50" in gate else []
+    tails = _tail_judgements(pairs, gate, unpaired, correction, alpha)
+    a_stats = [x.stats for x, _ in medians]
+    b_stats = [y.stats for _, y in medians]
     permutations = None
-    if correction == "holm":  # the smallest p-value must be able to pass alpha / pairs
-        permutations = max(stats.PERMUTATIONS, math.ceil(4 * max(len(pairs), 1) / alpha))
-    pvalues = stats.permutation_pvalues([(run_units(x), run_units(y)) for x, y in pairs],
+    if correction == "holm":  # the smallest p-value must be able to pass alpha / judgements
+        permutations = max(stats.PERMUTATIONS,
+                           math.ceil(4 * max(len(medians) + len(tails), 1) / alpha))
+    pvalues = stats.permutation_pvalues([(run_units(x), run_units(y)) for x, y in medians],
                                         permutations)
-    ratios = [stats.ratio_interval(sa, sb) for sa, sb in zip(a_stats, b_stats)]
+    pvalues += [found.pvalue for _x, _y, _name, found in tails]
     if correction == "holm":
         pvalues = holm(pvalues)
+    ratios = [stats.ratio_interval(sa, sb) for sa, sb in zip(a_stats, b_stats)]
     cells = []
-    for (x, y), sa, sb, ratio, pvalue in zip(pairs, a_stats, b_stats, ratios, pvalues):
+    for (x, y), sa, sb, ratio, pvalue in zip(medians, a_stats, b_stats, ratios, pvalues):
         ratio = ratio or Interval(float("nan"))
         if is_memory(x):
             verdict = judge_memory(ratio, pvalue, sa.median, memory_threshold_mib, alpha)
@@ -204,11 +229,47 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
                 + _notes(x, y, sa, sb, alpha)
         cells.append(CellComparison(x.environment, x.label, x.metric, x.unit, sa, sb, ratio,
                                     pvalue, verdict, notes, x, y))
+    for (x, y, name, found), pvalue in zip(tails, pvalues[len(medians):]):
+        verdict = judge(found.ratio, pvalue, x.unit, threshold, alpha, x.declared_higher)
+        notes = _threshold_note(found.ratio, pvalue, verdict, threshold, alpha) \
+            + _notes(x, y, x.stats, y.stats, alpha, permutation=False)
+        cells.append(CellComparison(
+            x.environment, x.label, x.metric, x.unit, x.stats, y.stats, found.ratio, pvalue,
+            verdict, notes, x, y, statistic=name,
+            a_value=Interval(found.a.value, found.a.low, found.a.high),
+            b_value=Interval(found.b.value, found.b.low, found.b.high)))
     result = Comparison(a, b, cells, unpaired, threshold, alpha,
-                        min(a.resamples, b.resamples), broken, host_classes=host_classes(a, b))
+                        min(a.resamples, b.resamples), broken, host_classes=host_classes(a, b),
+                        gate=gate, paired=len(pairs))
     if a.campaign.id != b.campaign.id or a.campaign.host_checks != b.campaign.host_checks:
         mark_host_noise(result)  # the two sides of one campaign (ab) share one host
     return result
+
+
+def _tail_judgements(pairs: list[tuple[Cell, Cell]], gate: tuple[str, ...],
+                     unpaired: list[tuple[str, str]], correction: str, alpha: float
+                     ) -> list[tuple[Cell, Cell, str, tail_compare.TailComparison]]:
+    """Each percentile of the gate above p50, compared in every pair of performance cells
+    with the values it needs; one unpaired line per percentile for the pairs without."""
+    found = []
+    for name in gate:
+        q = tail_compare.GATES[name]
+        if q == 0.5:
+            continue
+        timed = [(x, y) for x, y in pairs if x.is_performance and not is_memory(x)]
+        short = [(x, y) for x, y in timed if not tail_compare.comparable(x, y, q)]
+        found += [(x, y, name) for x, y in timed if tail_compare.comparable(x, y, q)]
+        if short:
+            most = max(min(len(x.values), len(y.values)) for x, y in short)
+            unpaired.append((f"{name} of {len(short)} cell(s)",
+                             f"a {name} needs {tail_compare.least_values(q)} values on each "
+                             f"side; the most any of them has is {most} (fix: --repeat, or "
+                             "more values per run)"))
+    resamples = tail_compare.RESAMPLES
+    if correction == "holm":  # as the permutations: alpha / judgements must be reachable
+        resamples = max(resamples, math.ceil(4 * max(len(pairs) + len(found), 1) / alpha))
+    return [(x, y, name, tail_compare.compare_tail(x, y, tail_compare.GATES[name], resamples))
+            for x, y, name in found]
 
 
 def mark_host_noise(comparison: Comparison) -> None:
@@ -256,6 +317,30 @@ def across_hosts_refusal(command: str, apart: str) -> str:
     return (f"{command}: A and B ran on different hosts ({apart}), and --fail-on-regression "
             "would count the hosts' difference as the change's (fix: compare campaigns of "
             "one host class, or add --across-hosts to gate across them)")
+
+
+def unjudged(comparison: Comparison) -> str:
+    """What --gate asked for that no cell could give (a p99 where no pair has 100 values a
+    side), or "": a gate on a percentile that judged nothing must not pass as if it had."""
+    missing = [name for name in comparison.gate
+               if not comparison.judged(name) and name != "p50"]
+    if not missing or not comparison.paired:
+        return ""
+    needs = ", ".join(f"{name} {tail_compare.least_values(tail_compare.GATES[name])}"
+                      for name in missing)
+    return (f"--gate {','.join(missing)} judged no cell: each needs that many values on both "
+            f"sides ({needs}) and no pair had them (fix: --repeat in the plan or on the "
+            f"command line, or leave {','.join(missing)} out of --gate)")
+
+
+def ab_option_keys(a: Side, b: Side) -> tuple[str, ...]:
+    """The spec keys in which an ab campaign's NAME.a and NAME.b differ: its options, which
+    are the point of the comparison, not a drift."""
+    keys = []
+    for name, spec in a.specs.items():
+        if name in b.specs:
+            keys += _differences(spec, b.specs[name], ("name",))
+    return tuple(dict.fromkeys(keys))
 
 
 def failed_gate(comparison: Comparison, allow_missing: bool = False,
@@ -472,9 +557,10 @@ def _threshold_note(ratio: Interval, pvalue: float | None, verdict: str, thresho
             f"{ratio.low:.3f}-{ratio.high:.3f} reaches inside the {threshold:.0%} threshold"]
 
 
-def _notes(x: Cell, y: Cell, sa: CellStats, sb: CellStats, alpha: float) -> list[str]:
+def _notes(x: Cell, y: Cell, sa: CellStats, sb: CellStats, alpha: float,
+           permutation: bool = True) -> list[str]:
     notes = []
-    if stats.smallest_pvalue(x.n_runs, y.n_runs) >= alpha:
+    if permutation and stats.smallest_pvalue(x.n_runs, y.n_runs) >= alpha:
         notes.append(f"too few runs to show a change ({x.n_runs} and {y.n_runs}; at least 5 "
                      f"each are needed for p < {alpha:g})")
     for name, described, cell in (("A", sa, x), ("B", sb, y)):

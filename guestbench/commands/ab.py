@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from guestbench.commands.arguments import (BadInput, db_option, emit, format_option,
-                                          max_failure_rate_option, names, say)
+                                          gate_option, max_failure_rate_option, names, say)
 from guestbench.report import formats
+from guestbench.store import DEFAULT_URL
 
 
 @click.command()
@@ -37,6 +38,7 @@ from guestbench.report import formats
               help="with --fail-on-regression: a workload ok in A and failed or unavailable "
                    "in B is listed, not a regression")
 @max_failure_rate_option
+@gate_option
 @click.option("--across-hosts", is_flag=True,
               help="with --fail-on-regression: gate even where A and B ran on hosts of "
                    "different classes (never so here: both run on this host), as compare's")
@@ -48,9 +50,11 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
        env_names: str | None, workload_names: str | None, repeat: str | None,
        timeout_s: float | None, db: str, threshold: float, alpha: float,
        memory_threshold_mib: float, fail_on_regression: bool, allow_missing: bool,
-       max_failure_rate: float, across_hosts: bool, every: bool, output_format: str) -> None:
+       max_failure_rate: float, gate: tuple[str, ...], across_hosts: bool, every: bool,
+       output_format: str) -> None:
     """A against B in one campaign: every environment of PLAN_FILE twice (NAME.a, NAME.b),
-    run interleaved (A B, B A, ...), then compared cell by cell."""
+    run interleaved (A B, B A, ...), then compared cell by cell. 'compare --ab CAMPAIGN'
+    gives the verdict again later."""
     # deferred, each, for --help and the other commands: what a campaign needs
     from guestbench import host  # deferred: 13 ms
     from guestbench.plan import ab as ab_plans, build as plan_build, schema  # deferred: 160 ms
@@ -75,12 +79,19 @@ def ab(plan_file: Path, a_options: tuple[str, ...], b_options: tuple[str, ...],
     result = comparing.compare(*sides, threshold=threshold,
                                alpha=alpha, ignore_spec=ab_plans.option_keys({**a_set, **b_set}),
                                correction="holm", memory_threshold_mib=memory_threshold_mib,
-                               max_failure_rate=max_failure_rate)
+                               max_failure_rate=max_failure_rate, gate=gate)
     emit(formats.render("compare", output_format, result, formats.Request(every=every)), None)
     click.echo(f"A/B: {result.count(comparing.SLOWER)} slower, {result.count(comparing.FASTER)} "
                f"faster, {result.count(comparing.SAME)} same of {len(result.cells)} cells "
                f"(Holm-adjusted p < {alpha:g} and beyond ±{threshold:.0%}); campaign "
-               f"{campaign_id} in {db}", err=output_format != formats.DEFAULT)
+               f"{campaign_id} in {db} (again: guestbench compare --ab {campaign_id}"
+               f"{'' if db == DEFAULT_URL else ' --db ' + db})",
+               err=output_format != formats.DEFAULT)
+    unjudged = comparing.unjudged(result)
+    if unjudged and fail_on_regression:  # a gate that judged nothing would pass anything
+        raise BadInput(f"ab: {unjudged}")
+    if unjudged:
+        say(f"guestbench: {unjudged}")
     failed = comparing.failed_gate(result, allow_missing)
     if fail_on_regression and failed:
         say(f"guestbench: {failed} (--fail-on-regression)")

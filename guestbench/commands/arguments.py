@@ -45,6 +45,23 @@ max_failure_rate_option = click.option(
          "regression: 0.1 lets 1 run in 10 fail")
 
 
+def _gate(_context, _parameter, value: str) -> tuple[str, ...]:
+    from guestbench.analysis.tail_compare import GateError, parse_gate  # deferred: numpy
+    try:
+        return parse_gate(value)
+    except GateError as error:
+        raise BadInput(str(error)) from None
+
+
+# compare's and ab's: the statistics judged (analysis/tail_compare.py)
+gate_option = click.option(
+    "--gate", "gate", default="p50", show_default=True, metavar="p50,p95,p99",
+    callback=_gate,
+    help="the percentiles judged, comma-separated (p50, p90, p95, p99): p50 is the median; "
+         "a higher one is judged where both sides have the values it needs (p95: 20, p99: "
+         "100)")
+
+
 def format_option(command: str, help_text: str | None = None):
     """--format: the formats that command offers (report/formats/), the table by default."""
     return click.option("--format", "output_format", default=formats.DEFAULT, show_default=True,

@@ -124,6 +124,22 @@ def with_itself(urls: tuple[str, str], sides_read) -> str:
             "shows them)")
 
 
+def stored_ab(url: str, selector: str):
+    """The A and B halves of a campaign `ab` stored (compare --ab): its environments are
+    NAME.a and NAME.b, each NAME on both sides; StoreError for any other campaign."""
+    opened = store.open(url, create=False)
+    campaign = opened.campaign(selector)
+    names = [env.name for env in opened.environments(campaign.id)]
+    halves = [{name[:-2] for name in names if name.endswith(suffix)} for suffix in (".a", ".b")]
+    if not halves[0] or halves[0] != halves[1] or len(names) != 2 * len(halves[0]):
+        raise StoreError(f"compare --ab {selector}: campaign {campaign.id} ({campaign.name!r}) "
+                         "was not run by 'guestbench ab': its environments are "
+                         f"{', '.join(names[:6]) or 'none'}, not NAME.a and NAME.b pairs "
+                         "(fix: compare --ab with a campaign of 'guestbench ab', or compare "
+                         "two campaigns: compare A B)")
+    return ab_sides(opened, campaign.id)
+
+
 def ab_sides(opened: Store, campaign_id: int):
     """The A and B halves of an ab campaign, each with its environments' plain names."""
     from guestbench.analysis import compare as comparing  # deferred: numpy (0.11 s)

@@ -35,10 +35,31 @@ class Table:
     lead: str = ""  # a line said before the table (the campaign's typical spread)
     # what a title a [[table]] entry gives keeps after it (the setup's host)
     keep_in_title: str = ""
+    # per row, per value column: the figure its text shows, as numbers in the cell's own
+    # unit (figure()), for the JSON document; None where the text is no figure
+    numbers: list[list[dict[str, Any] | None]] = field(default_factory=list)
 
-    def add(self, row: list[str], sources: list[tuple[str, str] | None] | None = None) -> None:
+    def add(self, row: list[str], sources: list[tuple[str, str] | None] | None = None,
+            numbers: list[dict[str, Any] | None] | None = None) -> None:
         self.rows.append(row)
         self.sources.append(sources or [None] * (len(row) - self.label_columns))
+        self.numbers.append(numbers or [None] * (len(row) - self.label_columns))
+
+
+def figure(value: float, low: float | None, high: float | None, unit: str,
+           statistic: str = "p50") -> dict[str, Any]:
+    """A table cell's figure as numbers: what the JSON document gives beside the text
+    ("50.03 [43.25-64.34]" is {"statistic": "p50", "value": 50.03, "low": 43.25, ...}); an
+    end the values do not bound is None."""
+    return {"statistic": statistic, "value": value, "low": low, "high": high, "unit": unit}
+
+
+def median_figure(cell: Cell | None) -> dict[str, Any] | None:
+    """A cell's median and its interval as numbers (median_text's), or None without one."""
+    if cell is None or cell.stats is None:
+        return None
+    stats = cell.stats
+    return figure(stats.median, stats.ci_low, stats.ci_high, cell.unit)
 
 
 # One mark per status (single-width characters, so terminal columns line up).

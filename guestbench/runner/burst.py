@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from guestbench.analysis.tails import QUANTILES, least_values, nearest_rank
+from guestbench.analysis.tails import QUANTILES, least_values, quantile
 from guestbench.environments.base import Environment, Guest, GuestCrashed, GuestStartError, Job
 from guestbench.process import proc
 from guestbench.protocol import ProtocolError
@@ -159,8 +159,8 @@ def _outcome(instances: list[_Instance], started_ns: int) -> Outcome:
         return Outcome(Status.FAILED, f"none of {count} instances became ready: {named}{more}")
     values = sorted(instance.ready_ms() for instance in ready)
     samples = [("burst_ready", "ms", value) for value in values]
-    samples += [(f"burst_p{quantile * 100:g}", "ms", nearest_rank(values, quantile))
-                for quantile in QUANTILES if len(values) >= least_values(quantile)]
+    samples += [(f"burst_p{q * 100:g}", "ms", quantile(values, q))
+                for q in QUANTILES if len(values) >= least_values(q)]
     samples += [("burst_max", "ms", values[-1]),
                 ("burst_success", "%", 100.0 * len(ready) / count),
                 ("burst_first", "ms", (min(i.ready_ns for i in ready) - started_ns) / 1e6),

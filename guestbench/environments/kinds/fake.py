@@ -28,6 +28,9 @@ class FakeSpec(EnvironmentSpec):
     scale: float = Field(1.0, gt=0, description="multiplies every value it reports")
     fail_every: int = Field(0, ge=0, description="every Nth run fails as behaviour = "
                                                  "\"error\" does (0: none): a flaky guest")
+    slow_every: int = Field(0, ge=0, description="every Nth run reports its values times "
+                                                 "slow_factor (0: none): a slow tail")
+    slow_factor: float = Field(2.0, gt=0, description="how much slower a slow_every run is")
     capabilities: tuple[Capability, ...] = Field(
         tuple(Capability), description="capabilities the fake environment claims")
     full_system: bool = Field(False, description="behave as a full-system kind (one guest "
@@ -68,6 +71,8 @@ class FakeGuest(Guest):
 
     def _lines(self) -> Iterator[bytes]:
         jitter = 1 + 0.01 * (self.ordinal % 5)
+        if self.spec.slow_every > 0 and self.ordinal % self.spec.slow_every == 0:
+            jitter *= self.spec.slow_factor
         bodies = [{"type": "hello", "t_ns": 0, "agent": "fake", "version": "0", "protocol": 1,
                    "tsc": True, "argv": list(self.job.agent_args)}]
         for workload in self.job.workload.split("+"):  # a guest shared by several workloads

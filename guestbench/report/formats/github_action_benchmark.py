@@ -12,7 +12,7 @@ from guestbench.analysis.cells import is_success
 from guestbench.analysis.results import CampaignResults
 from guestbench.report.formats.request import Request
 from guestbench.report import functional
-from guestbench.report.formats.dashboards import benchmark, measured
+from guestbench.report.formats.dashboards import benchmark, measured, tails_of
 
 
 def report(results: CampaignResults, request: Request) -> str:
@@ -38,4 +38,13 @@ def github_action_benchmark(report: CampaignResults) -> dict[str, list[dict[str,
             **({"range": f"[{stats.ci_low:.6g}, {stats.ci_high:.6g}] (95% CI)"} if known else {}),
             "extra": (f"campaign {report.campaign.id}; runs x values "
                       f"{stats.count_text}{spread}{flags}")})
+        for told in tails_of(cell):  # a tail: as the median, in its own series
+            bounds = ", ".join("?" if end is None else f"{end:.6g}"
+                               for end in (told.low, told.high))
+            (bigger if cell.higher_is_better else smaller).append({
+                "name": f"{benchmark(report, cell)} {cell.metric} {told.name}",
+                "value": told.value, "unit": cell.unit,
+                "range": f"[{bounds}] (95% CI, order statistics; ?: not bounded)",
+                "extra": (f"campaign {report.campaign.id}; {told.name} of "
+                          f"{len(cell.values)} values{flags}")})
     return {"customSmallerIsBetter": smaller, "customBiggerIsBetter": bigger}

@@ -82,9 +82,12 @@ def document(report: CampaignResults) -> dict[str, Any]:
                               for env, mean in means.items()}}
             for group, means in report.geomeans.items()],
         "repetition_stops": [_plain(dataclasses.asdict(stop)) for stop in report.cell_stops],
-        # the start-up, footprint, density and network tables as published (their text)
+        # the start-up, footprint, density, burst, snapshot and network tables as published:
+        # their text, and beside it, per row and value column, the figure as numbers
+        # ({statistic, value, low, high, unit}; null where the text is no figure)
         "tables": [{"name": table.name, "title": table.title, "header": table.header,
-                    "rows": table.rows, "note": table.note}
+                    "label_columns": table.label_columns, "rows": table.rows,
+                    "figures": table.numbers, "note": table.note}
                    for table in select.with_data(report, catalogue.VMM_TABLES)],
     }
 

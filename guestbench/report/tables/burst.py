@@ -12,8 +12,8 @@ from guestbench.analysis.results import CampaignResults
 from guestbench.analysis.tails import QUANTILES, least_values
 from guestbench.workloads.instance import BURST_MODES as MODES
 from guestbench.report import functional
-from guestbench.report.model import (Footnotes, Table, format_value, median_text, problem_text,
-                                     row_scale)
+from guestbench.report.model import (Footnotes, Table, format_value, median_figure,
+                                     median_text, problem_text, row_scale)
 
 PERCENTILES = tuple(f"burst_p{quantile * 100:g}" for quantile in QUANTILES)
 TIMES = ("burst_first", *PERCENTILES, "burst_max", "burst_last")
@@ -56,8 +56,11 @@ def burst_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
                                  any(run.status == "ok" for run in runs[label])))
                      if runs[label] else "-" for label in labels]
             title = "ready" if metric == "burst_success" else f"{FIGURES[metric]} ({unit})"
+            # a time is the median over the bursts of that figure (a p99 of each burst)
+            numbers = [None if metric == "burst_success"
+                       else median_figure(_cell(results, label, metric, env)) for label in labels]
             table.add([title, functional.named(report, env), *texts],
-                      [(env, label) for label in labels])
+                      [(env, label) for label in labels], numbers)
             if metric == "burst_success":
                 failures += [said for label in labels
                              if (said := _failures(env, shape[label], runs[label]))]

@@ -27,8 +27,10 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
     lists only the cells judged slower or faster: a campaign of thousands of cells is
     otherwise thousands of lines of "same"; the note counts them all."""
     a, b = comparison.a, comparison.b
+    tails = comparison.gate != ("p50",)  # a percentile judged: each row says which
     table = Table(f"Compare: A = {_name(a)}, B = {_name(b)}",
-                  ["environment", "workload", "metric", "A median", "B median",
+                  ["environment", "workload", "metric", *(("A", "B") if tails else
+                                                          ("A median", "B median")),
                    f"B x A [{CONFIDENCE:.0%} CI]", "p", "verdict", "notes"], [], label_columns=3,
                   name="compare", note=_note(comparison))
     shown = comparison.cells if every else [cell for cell in comparison.cells
@@ -37,11 +39,12 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
         table.note += (f" Listed: the {len(shown)} cells judged slower or faster; every cell "
                        "with --all, or --format markdown|json.")
     for cell in shown:
-        unit, divisor = value_scale(cell.unit, [side.median for side in (cell.a, cell.b)
-                                                if side.median is not None])
-        table.add([cell.environment, cell.label, f"{cell.metric} ({unit})",
-                   f"{format_value(cell.a.median / divisor)} n={cell.a.count_text}",
-                   f"{format_value(cell.b.median / divisor)} n={cell.b.count_text}", _ratio(cell),
+        a_value, b_value = cell.value("a").value, cell.value("b").value
+        unit, divisor = value_scale(cell.unit, [a_value, b_value])
+        statistic = f" {cell.statistic}" if tails else ""
+        table.add([cell.environment, cell.label, f"{cell.metric}{statistic} ({unit})",
+                   f"{format_value(a_value / divisor)} n={cell.a.count_text}",
+                   f"{format_value(b_value / divisor)} n={cell.b.count_text}", _ratio(cell),
                    "-" if cell.pvalue is None else f"{cell.pvalue:.3g}",
                    verdict_text(cell),
                    "; ".join(cell.notes) or "-"],
@@ -157,7 +160,20 @@ def _note(comparison: Comparison) -> str:
             f"change beyond {format_percent(comparison.threshold)} (the ratio's whole interval, "
             "not only its point estimate); slower means a larger time or a smaller throughput "
             "in B. B x A: " + RATIO_RULE.replace("baseline", "A") + "; the % in brackets is the "
-            "change of B's number itself.")
+            "change of B's number itself." + _gate_note(comparison))
+
+
+def _gate_note(comparison: Comparison) -> str:
+    """What --gate judged beyond the medians, and how."""
+    higher = [name for name in comparison.gate if name != "p50"]
+    if not higher:
+        return ""
+    counts = ", ".join(f"{name} {comparison.judged(name)}" for name in comparison.gate)
+    return (f" Judged (--gate): {counts} cells. A percentile above p50 is judged by a "
+            "bootstrap of its ratio instead (runs, then values within runs, resampled; p: "
+            "twice the share of replicates beyond 1), with the same threshold; A and B show "
+            "that percentile, and a pair with fewer values than it needs is not compared "
+            "(listed below).")
 
 
 def document(comparison: Comparison) -> dict[str, Any]:
@@ -167,6 +183,7 @@ def document(comparison: Comparison) -> dict[str, Any]:
         "generated_by": f"guestbench {__version__}",
         "a": _campaign(comparison.a), "b": _campaign(comparison.b),
         "threshold": comparison.threshold, "alpha": comparison.alpha,
+        "gate": list(comparison.gate),
         "bootstrap_resamples": comparison.resamples,
         "summary": {verdict: comparison.count(verdict) for verdict in ("slower", "faster", "same")},
         "broken": [{"environment": broken.environment, "workload": broken.label,
@@ -194,13 +211,16 @@ def _campaign(side: Side) -> dict[str, Any]:
 
 
 def _cell(cell: CellComparison) -> dict[str, Any]:
-    def described(stats) -> dict[str, Any]:
+    def described(stats, judged) -> dict[str, Any]:
+        # value: the statistic judged (the median for p50), with its interval
         return {"n": stats.n, "median": stats.median, "ci": [stats.ci_low, stats.ci_high],
-                "cv": stats.cv, "flags": stats.flags}
+                "cv": stats.cv, "flags": stats.flags,
+                "value": judged.value, "value_ci": [judged.low, judged.high]}
 
     ratio = cell.worse_ratio
     return {"environment": cell.environment, "workload": cell.label, "metric": cell.metric,
-            "unit": cell.unit, "a": described(cell.a), "b": described(cell.b),
+            "unit": cell.unit, "statistic": cell.statistic,
+            "a": described(cell.a, cell.value("a")), "b": described(cell.b, cell.value("b")),
             "ratio": None if math.isnan(ratio.value) else ratio.value,
             "ratio_ci": [ratio.low, ratio.high], "ratio_rule": RATIO_RULE.replace("baseline", "A"),
             "change": None if math.isnan(cell.ratio.value) else cell.change, "pvalue": cell.pvalue, "verdict": cell.verdict,

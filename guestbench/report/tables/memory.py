@@ -8,7 +8,8 @@ from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.process.memory import PROCESS_METRIC
 from guestbench.report import functional, titles
-from guestbench.report.model import Footnotes, Table, format_value, median_text, row_scale
+from guestbench.report.model import (Footnotes, Table, format_value, median_figure,
+                                     median_text, row_scale)
 
 # the footprint's columns, in the order the write-ups give them (at rest, then at a load's peak)
 FOOTPRINT = ("footprint_pss", "footprint_uss", "footprint_rss", "footprint_overhead",
@@ -55,7 +56,9 @@ def _footprint(report: CampaignResults, label: str, suffix: str) -> Table:
             continue
         runs = max((cell.runs or cell.n) for cell in cells if cell is not None and cell.values)
         table.add([functional.named(report, env), str(runs),
-                   *(_value(cell) for cell in cells)], [(env, label)] * (len(metrics) + 1))
+                   *(_value(cell) for cell in cells)], [(env, label)] * (len(metrics) + 1),
+                  [None, *(None if cell is not None and cell.unit == "count"
+                           else median_figure(cell) for cell in cells)])
     return table
 
 
@@ -79,7 +82,7 @@ def _processes(report: CampaignResults, label: str, suffix: str) -> Table | None
             share = (f"{cell.median / total.median:.0%}" if total is not None and total.values
                      and total.median else "-")
             table.add([functional.named(report, env), name, median_text(cell), share],
-                      [(env, label), (env, label)])
+                      [(env, label), (env, label)], [median_figure(cell), None])
     return table if table.rows else None
 
 
@@ -130,7 +133,8 @@ def density_table(report: CampaignResults, footnotes: Footnotes) -> Table | None
             table.add([title, functional.named(report, env),
                        *("-" if cell is None or not cell.values else shown(cell)
                          for cell in cells)],
-                      [(env, label) for label in labels])
+                      [(env, label) for label in labels],
+                      [median_figure(cell) if shown is median_text else None for cell in cells])
     return table if table.rows else None
 
 

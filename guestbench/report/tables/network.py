@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from guestbench.analysis.results import CampaignResults
 from guestbench.report import functional, titles
-from guestbench.report.model import Footnotes, Table, median_text, row_scale
+from guestbench.report.model import Footnotes, Table, median_figure, median_text, row_scale
 
 # each network workload's figures, in the order the write-ups give them
 FIGURES = {"net_rr": ("rr_p50", "rr_p99"), "net_stream": ("to_guest", "to_host")}
@@ -39,5 +39,6 @@ def network_table(report: CampaignResults, footnotes: Footnotes) -> Table | None
         table.add([functional.named(report, env),
                    *("-" if cell is None or not cell.values else median_text(cell, divisor)
                      for cell, divisor in zip(cells, divisors))],
-                  [(env, label) for label, _metric in columns])
+                  [(env, label) for label, _metric in columns],
+                  [median_figure(cell) for cell in cells])
     return table if table.rows else None

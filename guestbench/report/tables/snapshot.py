@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
-from guestbench.analysis.tails import least_values, nearest_rank
+from guestbench.analysis.tails import least_values, quantile, tail
 from guestbench.report import functional
-from guestbench.report.model import (Footnotes, Table, decorate, format_value, median_text,
-                                     problem_text, too_fast_text, value_scale)
+from guestbench.report.model import (Footnotes, Table, decorate, figure, format_value,
+                                     median_figure, median_text, problem_text, too_fast_text,
+                                     value_scale)
 
 P99 = 0.99
 # (figure, workload, metric, what the cell shows): the rows, in the order a reader compares
@@ -57,7 +58,8 @@ def snapshot_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
             cell.median for cell in row.values() if cell.median is not None])
         table.add([f"{header} ({unit})",
                    *(_text(row.get(env), shown, divisor, footnotes) for env in envs)],
-                  [(env, labels[workload]) for env in envs])
+                  [(env, labels[workload]) for env in envs],
+                  [_number(row.get(env), shown) for env in envs])
     return table if table.rows else None
 
 
@@ -70,6 +72,17 @@ def first_labels(report: CampaignResults) -> dict[str, str]:
     return found
 
 
+def _number(cell: Cell | None, shown: str) -> dict | None:
+    """The figure _text() shows, as numbers: a p99 where the values tell one, with its
+    interval from order statistics; else the median's."""
+    if shown != "p99":
+        return median_figure(cell)
+    if cell is None or len(cell.values) < least_values(P99):
+        return None
+    told = tail(sorted(cell.values), P99)
+    return figure(told.value, told.low, told.high, cell.unit, told.name)
+
+
 def _text(cell: Cell | None, shown: str, divisor: float, footnotes: Footnotes) -> str:
     if cell is None:
         return "-"
@@ -78,7 +91,7 @@ def _text(cell: Cell | None, shown: str, divisor: float, footnotes: Footnotes) -
     if shown == "p99":
         if len(cell.values) < least_values(P99):
             return f"needs {least_values(P99)}"
-        return format_value(nearest_rank(sorted(cell.values), P99) / divisor)
+        return format_value(quantile(sorted(cell.values), P99) / divisor)
     if cell.too_fast:  # the clock's own step (30 ns, every run): no figure to give
         return decorate(too_fast_text(cell, divisor), cell, footnotes)
     return decorate(median_text(cell, divisor), cell, footnotes)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from guestbench.analysis.results import CampaignResults
 from guestbench.analysis.tails import QUANTILES, TAIL_RUNS, Tail, least_values, tails
 from guestbench.report import functional, titles
-from guestbench.report.model import STYLE, Footnotes, Table, format_value, median_text, value_scale
+from guestbench.report.model import (STYLE, Footnotes, Table, figure, format_value,
+                                     median_figure, median_text, value_scale)
 
 # the start-up metrics, in the order a start goes (workloads/instance.py)
 METRICS = ("start_ready", "start_create", "start_start", "start_teardown", "start_delete",
@@ -37,8 +38,9 @@ def _table(report: CampaignResults, label: str, position: int) -> Table | None:
     table = Table(f"{head}: time per instance, with its percentiles",
                   ["metric", "environment", "runs", *names], [], label_columns=2,
                   name="startup" if position == 0 else f"startup-{position + 1}",
-                  note=f"Each percentile is a value measured (the sample's order statistic) "
-                       f"with its 95% interval from order statistics (docs/statistics.md); a "
+                  note=f"p50 is the median with its 95% interval, as in every table; p90, p95 "
+                       f"and p99 are the values' percentiles (one definition for all, "
+                       f"docs/statistics.md) with 95% intervals from order statistics; a "
                        f"cell with fewer than {TAIL_RUNS} runs gives its median and interval "
                        f"alone, and a percentile needs that many runs (p99: 100): 'needs "
                        f"100' where a cell has fewer. '{NO_END}': the runs do not bound that "
@@ -52,17 +54,22 @@ def _table(report: CampaignResults, label: str, position: int) -> Table | None:
             if not cell.values:
                 continue
             found = tails(cell.values)
+            numbers = [median_figure(cell)] + [None] * (len(names) - 1)
             if found is None:
                 texts = [median_text(cell, divisor)] + ["-"] * (len(names) - 1)
             else:  # a percentile its count cannot be (p99 of 30 runs: their largest) is not told
                 told = [tail for tail in found if len(cell.values) >= least_values(tail.quantile)]
-                texts = [_tail(tail, divisor) if tail in told
+                # p50 is the cell's median with its interval, as in every other table
+                texts = [median_text(cell, divisor) if tail.quantile == 0.5
+                         else _tail(tail, divisor) if tail in told
                          else f"needs {least_values(tail.quantile)}" for tail in found]
+                numbers[1:] = [figure(tail.value, tail.low, tail.high, cell.unit, tail.name)
+                               if tail in told else None for tail in found[1:]]
                 unbounded |= any(tail.high is None or tail.low is None for tail in told)
             table.add([f"{titles.metric_title(report, label, metric)} ({unit})",
                        functional.named(report, env),
                        str(cell.runs or len(cell.values)), *texts],
-                      [None] + [(env, label)] * len(names))
+                      [None] + [(env, label)] * len(names), [None, *numbers])
     if not table.rows:
         return None
     if not unbounded:

@@ -7,6 +7,8 @@ import datetime as dt
 import random
 from pathlib import Path
 
+import pytest
+
 from guestbench import store as gb_store
 from guestbench.analysis.tails import tails
 from guestbench.commands import reading
@@ -116,3 +118,52 @@ def test_the_dashboards_export_a_burst_s_success_rate_bigger_is_better(tmp_path:
     assert [entry["name"] for entry in exported["customBiggerIsBetter"]] == [
         "runc/burst burst_success"]
     assert "runc/burst burst_p50" in {entry["name"] for entry in exported["customSmallerIsBetter"]}
+
+
+def test_one_cell_has_one_p50_in_every_table_and_export(tmp_path: Path) -> None:
+    """The summary and BMF said 50.82 where the startup table said 50.03 for one cell (the
+    tails took the nearest rank, the summary numpy's median): now one definition. An even
+    count of runs, so that the two definitions differ."""
+    from guestbench.report.formats import bmf, json as json_format
+    opened = _campaign(tmp_path / "s.sqlite", {"runc": 40, "runsc": 30})
+    report = reading.load(opened)
+    cell = report.results.cells[("start", "start_ready")]["runc"]
+    ordered = sorted(cell.values)
+    assert ordered[19] != ordered[20]  # the nearest rank and the median differ here
+    (table,) = select.chosen_tables(report, [select.Choice("startup", plain=False)])
+    row = table.rows.index(next(row for row in table.rows
+                                if row[0:2] == ["to the agent (ms)", "runc"]))
+    p50 = table.numbers[row][1]
+    assert p50["statistic"] == "p50" and p50["value"] == cell.stats.median
+    assert table.rows[row][3].startswith(f"{float(f'{cell.stats.median:.4g}'):.4g}")
+    assert bmf.bmf(report)["runc/start"]["start_ready (ms)"]["value"] == cell.stats.median
+    assert tails(cell.values)[0].value == pytest.approx(cell.stats.median)
+    # the JSON document's tables: the text, and beside it the figures as numbers
+    document = json_format.document(report)
+    startup = next(table for table in document["tables"] if table["name"] == "startup")
+    assert startup["label_columns"] == 2
+    figures = startup["figures"][row]
+    assert figures[0] is None  # the runs column is a count, no figure
+    assert figures[1]["value"] == cell.stats.median
+    p95 = figures[3]
+    assert p95["statistic"] == "p95" and p95["unit"] == "ms"
+    assert p95["low"] <= p95["value"] and p95["high"] is None  # 72 runs would bound it above
+    assert figures[4] is None  # 40 runs give no p99: 'needs 100', no number
+
+
+def test_the_dashboards_export_p95_and_p99_where_a_cell_has_the_values(tmp_path: Path) -> None:
+    from guestbench.report.formats import bmf, github_action_benchmark
+    opened = _campaign(tmp_path / "s.sqlite", {"runc": 100, "runsc": 30})
+    report = reading.load(opened)
+    runc = bmf.bmf(report)["runc/start"]
+    cell = report.results.cells[("start", "start_ready")]["runc"]
+    expected = tails(cell.values)
+    assert runc["start_ready p95 (ms)"]["value"] == expected[2].value
+    assert runc["start_ready p99 (ms)"]["value"] == expected[3].value
+    assert "upper_value" not in runc["start_ready p99 (ms)"]  # 100 runs bound no p99 above
+    runsc = bmf.bmf(report)["runsc/start"]
+    assert "start_ready p95 (ms)" in runsc and "start_ready p99 (ms)" not in runsc  # 30 runs
+    names = {entry["name"] for entry in
+             github_action_benchmark.github_action_benchmark(report)["customSmallerIsBetter"]}
+    assert {"runc/start start_ready p99", "runsc/start start_ready p95"} <= names
+    assert "runsc/start start_ready p99" not in names
