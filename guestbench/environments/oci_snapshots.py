@@ -71,7 +71,7 @@ class OciSnapshots(Snapshots):
         self.oci, self.bundle = oci, bundle
         bundle.network = oci._network(job)
         reaper.KEEPER.folder(str(bundle.directory))
-        self.runtime = [oci.spec.runtime, *oci._global_args(bundle)]
+        self.runtime = [oci.program, *oci._global_args(bundle)]
         # CRIU's logs and working mounts (its cgroup yard) beside the bundle, so that the
         # image folder holds the image alone, and a restore cut short leaves its mounts
         # where oci_leftovers looks

@@ -38,6 +38,10 @@ class OciSpec(EnvironmentSpec):
 
     kind: Literal["oci"] = "oci"
     runtime: Literal["runc", "crun", "runsc"] = Field(description="the OCI runtime binary")
+    binary: str | None = Field(
+        None, description="the runtime's program, a path to a build of it (an A/B of two "
+                          "builds: --a runc.binary=base/runc --b runc.binary=head/runc); "
+                          "default: runtime, found on PATH")
     platform: Literal["ptrace", "systrap", "kvm"] | None = Field(
         None, description=f"runsc only: gVisor's platform (--platform, default {DEFAULT_PLATFORM})")
     network: Literal["none", "sandbox", "host"] | None = Field(
@@ -105,9 +109,17 @@ class Oci(Environment):
     def example_options(cls) -> dict:
         return {"runtime": "runc"}
 
+    @property
+    def program(self) -> str:
+        """The runtime's program: binary where the spec names a build, else runtime."""
+        return self.spec.binary or self.spec.runtime
+
     def probe(self, host: Host) -> Availability:
         runtime = self.spec.runtime
-        if which(runtime) is None:
+        if self.spec.binary and which(self.spec.binary) is None:
+            return Availability.no(f"{self.spec.binary} not found or not executable (fix: "
+                                   f"binary = the path of a {runtime} build)")
+        if which(self.program) is None:
             return Availability.no(f"{runtime} not found (apt-get install {runtime})")
         try:
             agent_path = agent.path()
@@ -144,7 +156,7 @@ class Oci(Environment):
 
     def prepare(self, host: Host) -> Availability:
         """Reads the runtime's version, so that results say which runc or runsc gave them."""
-        self.runtime_version = program_version.first_line([self.spec.runtime, "--version"])
+        self.runtime_version = program_version.first_line([self.program, "--version"])
         return Availability.yes()
 
     def facts(self) -> dict[str, Any]:
@@ -195,7 +207,7 @@ class Oci(Environment):
         return self._old_runsc()
 
     def _old_runsc(self) -> str:
-        version = self.runtime_version or program_version.first_line(["runsc", "--version"])
+        version = self.runtime_version or program_version.first_line([self.program, "--version"])
         return (f"this runsc ({version or 'its version unknown'}) refuses its own "
                 f"network stack on this kernel: \"{ROOT_NETNS_CHECK}\". Releases before "
                 "mid-2024 take /proc/sys/net/core/rmem_default as the sign of the host's "
@@ -229,7 +241,7 @@ class Oci(Environment):
                         **self._cgroup_sweep(bundle))
         if job.needs.start_steps:
             return OciGuest(argv, logdir, deadline_ns, **teardown,
-                            start_argv=[self.spec.runtime, *self._global_args(bundle),
+                            start_argv=[self.program, *self._global_args(bundle),
                                         "start", bundle.container_id])
         return ProcessGuest(argv, logdir, deadline_ns, **teardown)
 
@@ -261,11 +273,11 @@ class Oci(Environment):
 
     def _run_argv(self, bundle: "_Bundle", verb: str = "run") -> list[str]:
         """`run`, or `create` (which takes the same arguments) when the steps are timed apart."""
-        return [self.spec.runtime, *self._global_args(bundle),
+        return [self.program, *self._global_args(bundle),
                 verb, "--bundle", str(bundle.directory), bundle.container_id]
 
     def _cleanup_argv(self, bundle: "_Bundle") -> list[list[str]]:
-        return [[self.spec.runtime, *self._global_args(bundle), "delete", "--force",
+        return [[self.program, *self._global_args(bundle), "delete", "--force",
                  bundle.container_id]]
 
 
