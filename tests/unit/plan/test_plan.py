@@ -234,7 +234,7 @@ def test_unknown_key_lists_the_allowed_keys(write_plan, host: Host) -> None:
     path = write_plan(environment('preset = "runc"\nruntim = "runc"'))
     with pytest.raises(PlanError) as caught:
         load(path, host)
-    assert "allowed here: preset, name, kind, runtime, platform" in str(caught.value)
+    assert "allowed here: preset, name, kind, runtime, binary, platform" in str(caught.value)
     path = write_plan(workload('name = "getpid"\nmin_tim = 1.0'))
     with pytest.raises(PlanError, match="allowed here: name, repeat, best_of, environments, label, min_time_s"):
         load(path, host)
