@@ -233,7 +233,10 @@ class Footnotes:
                 f"{env}: {reader.said(status, self._shown[key] or '')}"
         shown = _marked(status)
         where = f"{env}: {shown}" if env else f"{shown} ({', '.join(self._flagged[key])})"
-        return f"{where}: {self._shown[key] or 'no reason given'}{also}"
+        reason = self._shown[key] or "no reason given"
+        if FOR_READERS.get() and env:  # a problem's reason, as a reader is told it
+            reason = reader.plain_words(reader.decisive_line(reason))
+        return f"{where}: {reason}{also}"
 
 
 def _marked(status: str) -> str:
@@ -279,6 +282,21 @@ class Style:
 
 
 STYLE: contextvars.ContextVar[Style] = contextvars.ContextVar("style", default=Style())
+
+
+# Tables a reader is given (Markdown, a write-up's format): their footnotes say a reason in
+# the reader's words (reader.said: one line, no instruction, no host path) in every style,
+# where the terminal keeps the operator's whole reason ("to test again: rm ...").
+FOR_READERS: contextvars.ContextVar[bool] = contextvars.ContextVar("for_readers", default=False)
+
+
+@contextlib.contextmanager
+def for_readers():
+    token = FOR_READERS.set(True)
+    try:
+        yield
+    finally:
+        FOR_READERS.reset(token)
 
 
 @contextlib.contextmanager
@@ -376,7 +394,10 @@ def format_value(value: float) -> str:
 
 def format_clock(seconds: float) -> str:
     """Minutes and seconds as `time` prints them: "1m53", "0m43", "12m05"; with a style's
-    decimals, of the seconds ("1m53.2")."""
+    decimals, of the seconds ("1m53.2"). Under a second, in seconds ("0.42 s"): "0m00" would
+    say nothing of a build that took 0.4 s."""
+    if abs(seconds) < 1 and STYLE.get().decimals is None:
+        return f"{float(f'{seconds:.2g}'):g} s"
     decimals = STYLE.get().decimals or 0
     scale = 10 ** decimals
     total = round(abs(seconds) * scale) / scale
@@ -434,6 +455,13 @@ def format_percent(fraction: float) -> str:
     if percent >= 10:
         return f"{percent:.0f}%"
     return f"{float(f'{percent:.2g}'):g}%"
+
+
+def format_share(percent: float) -> str:
+    """A "% of native" figure: three significant digits, never scientific (1090, not
+    1.09e+03), whole numbers from 100 up."""
+    rounded = float(f"{percent:.3g}")
+    return f"{rounded:.0f}" if abs(rounded) >= 100 else f"{rounded:g}"
 
 
 def format_interval(interval: Interval, formatter=format_ratio) -> str:
@@ -775,9 +803,9 @@ def geomean_text(report: CampaignResults, env: str, geomeans: dict[str, Geomean]
         return "-"
     interval = geomean.interval
     if as_percent:
-        text = f"{100 / interval.value:.3g}"
+        text = format_share(100 / interval.value)
         if interval.low and interval.high and not STYLE.get().plain:
-            text += f" [{100 / interval.high:.3g}-{100 / interval.low:.3g}]"
+            text += f" [{format_share(100 / interval.high)}-{format_share(100 / interval.low)}]"
     else:
         text = format_interval(interval)
     return text

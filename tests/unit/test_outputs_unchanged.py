@@ -102,8 +102,9 @@ def test_each_output_is_as_it_was(default_campaign_file, name, monkeypatch):
 def test_the_summary_derived_without_the_digest_is_the_same(default_campaign_file, tmp_path, monkeypatch):
     undigested = tmp_path / "undigested.sqlite"
     shutil.copy(default_campaign_file, undigested)
+    output_of(undigested, "summary.txt", monkeypatch)  # its digest, whichever tests ran before
     with sqlite3.connect(undigested) as connection:
-        assert connection.execute("DELETE FROM campaign_digest").rowcount == 2
+        assert connection.execute("DELETE FROM campaign_digest").rowcount >= 1
     expect("summary.txt", output_of(undigested, "summary.txt", monkeypatch))
 
 

@@ -12,7 +12,7 @@ from guestbench.analysis.results import CampaignResults
 from guestbench.report import links as links_of, restyle, select
 from guestbench.report.formats.request import Request
 from guestbench.report.tables import comparison as compared
-from guestbench.report.model import Style, Table, styled
+from guestbench.report.model import Style, Table, for_readers, styled
 
 
 def _escape(text: str) -> str:
@@ -27,6 +27,12 @@ def render(report: CampaignResults, base_dir: Path | None = None, asked: tuple[s
     """The published tables: the plan's [[table]] entries where it has some, else every
     table; asked: --table's names. With links, each value links to its cell's log folder,
     relative to base_dir (the output file's folder; the current one when printed)."""
+    with for_readers():  # a write-up's footnotes: in its readers' words
+        return _render(report, base_dir, asked, plain, links)
+
+
+def _render(report: CampaignResults, base_dir: Path | None, asked: tuple[str, ...],
+            plain: bool, links: bool) -> str:
     picked = select.choices(report, asked, plain, links, plan_default=True)
     if picked and not asked and not any(choice.table == "platform" for choice in picked):
         # the write-up's tables: the setup they state, once, before them (--table X: X alone),

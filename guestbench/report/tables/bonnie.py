@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
-from guestbench.report.model import (STYLE, Footnotes, Table, decorate, empty_text, format_value,
-                                     problem_text, too_fast_text)
+from guestbench.report.model import (STYLE, Footnotes, Table, decorate, empty_text, format_share,
+                                     format_value, problem_text, too_fast_text)
 from guestbench.report.tables.io import value_text
 from guestbench.workloads.bonnie import FIGURES
 
@@ -131,7 +131,9 @@ def _percent(report: CampaignResults, footnotes: Footnotes, label: str, only: bo
                   f"performance): {label}", ["environment", *PERCENT_TITLES], [],
                   label_columns=1, name="bonnie-percent" + ("" if only else f"-{label}"),
                   note=f"{baseline} = 100; higher is better (each environment's median over "
-                       f"{baseline}'s). +++++: too fast to time on either side.")
+                       f"{baseline}'s). n/a: bonnie++ printed +++++ for that figure on one "
+                       "side (too fast to time: the operations took less than its clock "
+                       "can tell), so no share of it can be taken.")
     for env in report.results.environments:
         if not any(run.label == label and run.environment == env for run in report.runs):
             continue
@@ -140,13 +142,15 @@ def _percent(report: CampaignResults, footnotes: Footnotes, label: str, only: bo
             cell, base = _cell(report, label, metric, env), bases[metric]
             fast = _too_fast_runs(report, label, env, metric) or \
                 _too_fast_runs(report, label, baseline, metric)
-            if fast or (cell is not None and cell.too_fast) or (base is not None and base.too_fast):
-                row.append("+++++")
+            if env == baseline and (fast or (cell is not None and cell.values)):
+                row.append("100")  # itself, even where bonnie++ could not time it
+            elif fast or (cell is not None and cell.too_fast) or (base is not None and base.too_fast):
+                row.append("n/a")  # +++++ is no number: no share of it
             elif cell is None or base is None or not cell.values or not base.values \
                     or not base.median:
                 row.append(problem_text(cell, footnotes) if cell is not None and cell.problems
                            else "-")
             else:
-                row.append(f"{cell.median / base.median * 100:.3g}")
+                row.append(format_share(cell.median / base.median * 100))
         table.add([env, *row], [(env, label)] * len(row))
     return table

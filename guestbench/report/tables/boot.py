@@ -29,6 +29,10 @@ PHASES_NOTE = ("Phases are cut on the host's clock where the console shows them 
 NEGATIVE_NOTE = ("{envs}: '-' for a phase that came out negative, the guest's clock zero lying "
                  "before its VMM started (a clock that did not start with this boot, as a "
                  "restored snapshot's); the total is on the host's clock and sound.")
+OVER_NOTE = ("{envs}: '-' in the row of the rest, where the phases' {statistic}s add to more "
+             "than the total's ({sums}): a {statistic} of parts is not the part of a "
+             "{statistic}, and no phase took negative time (each run's phases add to its "
+             "total exactly); a style's statistic = \"mean\" gives figures that add.")
 UNPAIRED_NOTE = ("{envs}: '-' in the clock-zero rows: runs recorded before the hello's own clock "
                  "was kept (sample boot_clock_zero), whose uptime, read after the clock check, "
                  "would put the zero about 300 ms late; run the boot workload again for them.")
@@ -50,6 +54,7 @@ def boot_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     sources = [(env, label) for env, (label, _cell) in columns.items()]
     table.add(["runs (n)", *(str(cell.n_runs) for _label, cell in columns.values())], sources)
     negative: list[str] = []
+    over = [(env, sums) for env in envs if (sums := _over_total(phases.get(env)))]
     for name in _phase_rows(phases, envs):
         if name == TOTAL_PHASE:
             rest = [_rest_text(phases.get(env)) for env in envs]
@@ -73,6 +78,10 @@ def boot_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     for envs_of, note in ((negative, NEGATIVE_NOTE), (unpaired, UNPAIRED_NOTE)):
         if envs_of:
             table.note += " " + note.format(envs=", ".join(envs_of))
+    if over:
+        table.note += " " + OVER_NOTE.format(
+            envs=", ".join(env for env, _sums in over), statistic=statistic,
+            sums="; ".join(f"{env} {sums}" for env, sums in over))
     return table
 
 
@@ -132,7 +141,20 @@ def _rest_text(env_phases: dict[str, PhaseCell] | None) -> str:
         return HIDDEN
     rest = _phase_value(env_phases[TOTAL_PHASE]) - sum(_phase_value(env_phases[name])
                                                        for name in CHAIN)
-    return whole_ms(rest)
+    return HIDDEN if round(rest) < 0 else whole_ms(rest)  # said in the note (_over_total)
+
+
+def _over_total(env_phases: dict[str, PhaseCell] | None) -> str:
+    """"12345 against 12316 ms" where the chain's figures add to more than the total's (in
+    the table's unit), else "": the rest would be negative, which no phase is."""
+    if not env_phases or not all(name in env_phases for name in CHAIN) \
+            or TOTAL_PHASE not in env_phases:
+        return ""
+    total = _phase_value(env_phases[TOTAL_PHASE])
+    chain = sum(_phase_value(env_phases[name]) for name in CHAIN)
+    if round(total - chain) >= 0:
+        return ""
+    return f"{whole_ms(chain)} against {whole_ms(total)} {boot_unit()}"
 
 
 def _phase_rows(phases: dict[str, dict[str, PhaseCell]], envs: list[str]) -> list[str]:

@@ -21,7 +21,8 @@ from guestbench.analysis.cells import CONTEXT, VERDICT, Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.workloads.disk import WORKLOADS as DISK
 from guestbench.report.model import (STYLE, Footnotes, Table, best_of_note, central, decorate,
-                                     empty_text, CLOCK, format_percent, format_value, own_divisor,
+                                     empty_text, CLOCK, format_percent, format_share, format_value,
+                                     own_divisor,
                                      own_unit_text, problem_text, spread_text, too_fast_text,
                                      unit_label, verdict_text)
 
@@ -90,7 +91,7 @@ def _share(cell: Cell | None, base: Cell | None) -> str:
             or base.too_fast:
         return ""
     share = cell.median / base.median if cell.higher_is_better else base.median / cell.median
-    return f" ({share * 100:.3g}%)"
+    return f" ({format_share(share * 100)}%)"
 
 
 # -- disk: fio, metadata, dbench with % of the baseline ----------------------------------
@@ -203,7 +204,7 @@ def _best_text(cell: Cell | None) -> str:
 def _best_share(cell: Cell | None, base: Cell | None) -> str:
     if cell is None or base is None or not cell.values or not base.values or not max(base.values):
         return "-"
-    return f"{max(cell.values) / max(base.values) * 100:.3g}"
+    return format_share(max(cell.values) / max(base.values) * 100)
 
 
 # -- upload: channel x (write, no_write, no_upload) -------------------------------------

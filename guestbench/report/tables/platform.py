@@ -123,7 +123,9 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
                   keep_in_title=f"host {host_line(report.host_facts)}",
                   note=f"{class_note(report.host_facts)} What ran: the runtime's, "
                        "translator's or VMM's version as the environment reported it, and "
-                       "the guest kernel's release; native runs on the host's kernel.")
+                       "the guest kernel's release" + ("; native runs on the host's kernel."
+                                                       if any(env.kind == "native" for env in
+                                                              report.environments) else "."))
     for env in report.environments:
         ran = shown_ran(env, host_kernel)
         told = f" {NOT_RECORDED}: a campaign stored before its kind recorded versions."
@@ -132,12 +134,24 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
         if not env.available:
             mark = problem_text(_unavailable(env, report), footnotes)
             ran = mark if ran == NOT_RECORDED else f"{ran} {mark}"
+        elif (failed := _never_ok(env, report)) is not None:  # it is set up, but never ran
+            ran = f"{ran} {problem_text(failed, footnotes)}"
         spec = env.spec or {}
         own = env.kind in GUEST_KINDS
         table.add([display_name(env), ran, accelerator(env),
                    *([f"{spec['memory_mib']} MiB" if own and spec.get("memory_mib") else "-",
                       str(spec.get("vcpus", 1)) if own else "-"] if guests else [])])
     return table
+
+
+def _never_ok(env, report: CampaignResults) -> Cell | None:
+    """A cell of the environment's runs where it had some and none ended ok (it crashed in
+    every one): its row would otherwise read as if it had run; None where one ran."""
+    runs = [run for run in report.runs if run.environment == env.name]
+    if not runs or any(run.status == "ok" for run in runs):
+        return None
+    return Cell(env.name, "", "", "", problems=[(run.status, run.reason or "no reason given")
+                                                for run in runs])
 
 
 def _unavailable(env: dict, report: CampaignResults) -> Cell:

@@ -212,3 +212,17 @@ def test_the_phases_and_the_rest_add_up_to_the_total(seed) -> None:
         total = shown[boot_tables.TOTAL_PHASE][column].split()[0]
         number = lambda text: int(text.replace(",", ""))  # noqa: E731
         assert abs(sum(map(number, parts)) - number(total)) <= len(parts), (parts, total)
+
+
+def test_phases_whose_medians_add_to_more_than_the_total_show_no_negative_rest() -> None:
+    """A residual of "-29" ms read as a phase that took negative time: each run's phases add
+    to its total exactly, only their medians do not. The rest reads '-', and the note says
+    what the medians add to against the total's."""
+    from guestbench.analysis.boot import PhaseCell
+    phases = {name: PhaseCell(value, 3, (value,) * 3)
+              for name, value in zip(boot_tables.CHAIN, (100.0, 900.0, 300.0, 29.0))}
+    phases[boot_tables.TOTAL_PHASE] = PhaseCell(1300.0, 3, (1300.0,) * 3)
+    assert boot_tables._rest_text(phases) == boot_tables.HIDDEN
+    assert boot_tables._over_total(phases) == "1329 against 1300 ms"
+    phases[boot_tables.TOTAL_PHASE] = PhaseCell(1340.0, 3, (1340.0,) * 3)
+    assert boot_tables._rest_text(phases) == "11" and boot_tables._over_total(phases) == ""

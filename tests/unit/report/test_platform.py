@@ -138,3 +138,28 @@ def test_the_disk_is_named_from_sysfs(tmp_path) -> None:
     (sysfs / "dev" / "block" / f"{os.major(device)}:{os.minor(device)}").symlink_to(
         disk / "sda1")
     assert disk_of(tmp_path, sysfs) == "sda: ST2000DM008-2FR1, HDD, 2048 GiB"
+
+
+def test_an_environment_that_crashed_in_every_run_is_marked_and_native_named_only_if_run(
+        store) -> None:
+    """A UML that crashed in every run was listed with its kernel, RAM and vCPUs and no mark,
+    as if it had run; the note spoke of native in a plan without one."""
+    campaign_id = store.create_campaign("crashed", {"source": "test"}, FACTS, "fp", None,
+                                        "/logs", "0.1.0")
+    for position, (name, status) in enumerate((("qemu", "ok"), ("uml", "crashed"))):
+        env_id = store.add_environment(campaign_id, name, "qemu", {"name": name, "kind": "qemu"},
+                                       True, "ok", position,
+                                       facts={"vmm_version": "6.1.176", "guest_kernel": "6.1"})
+        for repetition in range(2):
+            samples = (("time_per_op", "ns", 140.0),) if status == "ok" else ()
+            store.add_run(campaign_id, RunRecord(
+                env_id, "getpid", "getpid", {}, repetition, status,
+                "" if status == "ok" else "Kernel panic - not syncing: Attempted to kill init!",
+                STARTED, 0.5, None, samples))
+    footnotes = Footnotes()
+    table = platform_table(reading.load(store, str(campaign_id)), footnotes)
+    ran = {row[0]: row[1] for row in table.rows}
+    assert ran["qemu"] == "6.1.176; guest kernel 6.1"
+    assert ran["uml"].startswith("6.1.176") and ran["uml"].endswith("☠ crashed x2 [1]"), ran
+    assert "Kernel panic" in footnotes.lines()[0]
+    assert "native" not in table.note

@@ -95,21 +95,21 @@ def test_minutes_and_seconds_as_time_prints_a_build(store) -> None:
         tables = campaign.tables()
     runs = tables["build-runs"]
     elapsed = next(r for r in runs.rows if r[:3] == ["native", "build", "elapsed (m:ss)"])
-    assert elapsed[3:] == ["1m53", "1m53", "1m53", "1m53 (0m00)"]
+    assert elapsed[3:] == ["1m53", "1m53", "1m53", "1m53 (0.4 s)"]  # under 1 s: in s
     tcg = next(r for r in runs.rows if r[:3] == ["tcg", "build", "elapsed (m:ss)"])
     assert tcg[3:6] == ["1m03", "0m56", "-"]
     assert runs.note.startswith("Minutes and seconds per run")
     kernbench = tables["kernbench"]
     assert kernbench.header[1:4] == ["Elapsed Time (m:ss)", "System Time (m:ss)",
                                      "User Time (m:ss)"]
-    assert kernbench.rows[0][1:5] == ["1m53 (0m00)", "0m43 (0m00)", "1m06 (0m00)", "95 (0)"]
+    assert kernbench.rows[0][1:5] == ["1m53 (0.4 s)", "0m43 (0 s)", "1m06 (0 s)", "95 (0)"]
     build = tables["build"]
     assert build.header[2] == "elapsed (m:ss)" and build.header[5] == "CPU %"
     # without the style: seconds, as before
     assert next(r for r in campaign.tables()["build-runs"].rows
                 if r[0] == "native")[2:4] == ["elapsed (s)", "113"]
     assert [format_clock(value) for value in (0.4, 59.6, 3599.5, 725.0)] == [
-        "0m00", "1m00", "60m00", "12m05"]
+        "0.4 s", "1m00", "60m00", "12m05"]  # under a second: in s
     with styled(Style(plain=True, decimals=1)):
         assert format_clock(113.26) == "1m53.3"
 
