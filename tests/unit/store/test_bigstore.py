@@ -119,7 +119,7 @@ def test_the_campaigns_have_one_shape(generated, opened) -> None:
         environments = opened.environments(campaign_id)
         assert [env.name for env in environments] == names
         assert environments[3].spec == {"name": "runsc", "kind": "oci", "runtime": "runsc",
-                                           "platform": "ptrace", "network": None,
+                                           "binary": None, "platform": "ptrace", "network": None,
                                            "runtime_args": [], "cpu_quota": None, "cpus": None}
         assert list(dict.fromkeys(run.label for run in opened.runs(campaign_id))) == labels
     assert "getpid[min_time_s=0.2]" in labels
