@@ -149,7 +149,8 @@ def show_by_host(db: str, group: str, baseline: str | None, output_format: str,
     parts = []
     for host, loaded in hosts:
         if restyle.STYLE.get() is not None:
-            restyle.check_names(restyle.STYLE.get(), loaded.results.environments)
+            restyle.check_names(restyle.STYLE.get(), loaded.results.environments,
+                                list(loaded.workload_of.items()))
         heading = f"{host}: {host_line(loaded.host_facts)} (campaign {loaded.campaign.id})"
         parts.append((f"## {heading}\n\n" if output_format == "markdown" else
                       f"{heading}\n{'=' * min(len(heading), 80)}\n")
@@ -163,7 +164,8 @@ def show_by_host(db: str, group: str, baseline: str | None, output_format: str,
 def _render(loaded, output_format: str, output: Path | None, request) -> None:
     from guestbench.report import restyle  # deferred: with the model (report's own import)
     if restyle.STYLE.get() is not None:
-        restyle.check_names(restyle.STYLE.get(), loaded.results.environments)
+        restyle.check_names(restyle.STYLE.get(), loaded.results.environments,
+                            list(loaded.workload_of.items()))
     emit(formats.render("report", output_format, loaded, request), output)
 
 

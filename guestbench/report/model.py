@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import contextvars
 import re
 from dataclasses import dataclass, field
@@ -99,10 +100,16 @@ FLAG_MEANINGS = {
 def flag_meaning(cell: Cell, flag: str) -> str:
     """What a flag says of this cell: too-fast names its workload's own rule where its tool
     has one (fio's whole milliseconds), the same for every cell of it."""
+    plain = STYLE.get().plain  # +++++ alone (too_fast_text): no median shown
     if flag == TOO_FAST and cell.too_fast_rule:
+        shown = ("no figure is given" if plain else
+                 "the median is in brackets, with no interval")
         return (f"too fast to time, shown as +++++ like bonnie++: {cell.too_fast_rule} (so "
-                "said at least half of the cell's runs); the median is in brackets, with no "
-                "interval, and no ratio, % or geometric mean uses it")
+                f"said at least half of the cell's runs); {shown}, and no ratio, % or "
+                "geometric mean uses it")
+    if flag == TOO_FAST and plain:
+        return FLAG_MEANINGS[flag].replace("the median is in brackets, with no interval",
+                                           "no figure is given")
     return FLAG_MEANINGS.get(flag, flag)
 
 
@@ -382,7 +389,7 @@ def format_value(value: float) -> str:
     numbers from 1,000 up (1170000), four significant digits below."""
     decimals = STYLE.get().decimals
     if decimals is not None:
-        return f"{value:.{decimals}f}"
+        return with_decimals(value, decimals)
     if UNITS.get() == "plain":
         return f"{value:.0f}" if abs(value) >= 1000 else f"{float(f'{value:.4g}'):g}"
     rounded = float(f"{value:.4g}")  # 9999.96 shows as 10k, not 1e+04
@@ -390,6 +397,20 @@ def format_value(value: float) -> str:
         if abs(rounded) >= limit:
             return f"{rounded / magnitude:.4g}{suffix}"
     return f"{rounded:.4g}"
+
+
+def with_decimals(value: float, decimals: int) -> str:
+    """The value with that many digits after the point, or more where fewer would leave it
+    under two significant digits: with 1, 3.94 is "3.9" but 0.2666 is "0.27", not "0.3"."""
+    if value and math.isfinite(value) and abs(value) < 10:
+        decimals = max(decimals, 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
+
+
+def format_count(value: float) -> str:
+    """A count (processes, instances, clients): a whole number gets no decimals, whatever
+    a table's decimals say ("20", not "20.0")."""
+    return f"{value:.0f}" if float(value).is_integer() else format_value(value)
 
 
 def format_clock(seconds: float) -> str:
@@ -416,6 +437,8 @@ def in_clock(cell: Cell) -> bool:
 def value_formatter(cell: Cell):
     """How a value of this cell, over value_scale's divisor, is written: format_clock where
     the table is in m:ss (the divisor made it seconds), else format_value."""
+    if cell.unit == "count":
+        return format_count
     return format_clock if in_clock(cell) else format_value
 
 

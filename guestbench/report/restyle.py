@@ -1,7 +1,8 @@
-"""Names, column order, units and decimals chosen at report time, for a stored campaign: a
-table need not be run again to be relabelled (`report --label ENV=NAME`, `--style FILE`).
+"""Names, column order, units, decimals and whole tables chosen at report time, for a stored
+campaign: a table need not be run again to be reshaped (`report --label ENV=NAME`, `--style
+FILE`).
 
-A style file is TOML with one `[report]` table:
+A style file is TOML with a `[report]` table, `[[table]]` entries, or both:
 
     [report]
     labels = { "tcg-machinemicrovm" = "QEMU microvm (TCG)", native = "host" }
@@ -10,8 +11,15 @@ A style file is TOML with one `[report]` table:
                                          # m:ss writes 113 s as "1m53"
     decimals = 1                         # plain tables: digits after the point
 
-The style is active while a report renders (active()); report/select.py applies it to
-every table it builds, and the terminal's summary takes its labels and order.
+    [[table]]                            # as a plan's [[table]] (plan/tables.py): which
+    table = "boot-totals"                # table, its environments, workloads, metrics,
+    environments = ["uml", "qemu-*"]     # title, labels, unit and decimals
+    title = "Boot time (ms)"
+
+The latest word wins: a plan's [[table]] entries are the default; a style file's entries
+replace them, and its [report] keys beat what an entry says; --label beats both. The style
+is active while a report renders (active()); report/select.py applies it to every table it
+builds, and the terminal's summary takes its labels and order.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from guestbench.plan.errors import PlanError, did_you_mean
-from guestbench.plan.tables import matches, ordered
+from guestbench.plan.tables import TableSpec, matches, ordered, problem
 from guestbench.report import model
 
 Text = Annotated[str, Field(min_length=1)]
@@ -46,6 +54,8 @@ class ReportStyle(BaseModel):
         "table name (or '*') -> the time unit its values are written in"))
     decimals: int | None = Field(None, ge=0, le=9, description="plain tables: digits after "
                                                                "the point")
+    tables: list[TableSpec] = Field(default_factory=list, description=(
+        "the style file's [[table]] entries: the tables to give, instead of the plan's"))
 
     def unit_for(self, table: str) -> str | None:
         return self.units.get(table, self.units.get("*"))
@@ -67,10 +77,10 @@ def active(style: ReportStyle | None):
 
 @contextlib.contextmanager
 def time_unit(table: str, given: str | None = None):
-    """Inside, a time value is written in the unit given (a [[table]] entry's), else the one
-    the active style gives `table`, else each row's own."""
+    """Inside, a time value is written in the unit the active style gives `table` (the
+    latest word), else the one given (a [[table]] entry's), else each row's own."""
     style = STYLE.get()
-    token = model.TIME_UNIT.set(given or (style.unit_for(table) if style is not None else None))
+    token = model.TIME_UNIT.set((style.unit_for(table) if style is not None else None) or given)
     try:
         yield
     finally:
@@ -103,6 +113,18 @@ def decimals() -> int | None:
     return style.decimals if style is not None else None
 
 
+def unit(table: str) -> str | None:
+    """The time unit the style gives this table, or None."""
+    style = STYLE.get()
+    return style.unit_for(table) if style is not None else None
+
+
+def tables() -> list[TableSpec]:
+    """The style file's [[table]] entries ([] without a style or without entries)."""
+    style = STYLE.get()
+    return list(style.tables) if style is not None else []
+
+
 def load(path: Path | None, labels: tuple[str, ...] = ()) -> ReportStyle | None:
     """The style of --style FILE, with each --label ENV=NAME over its labels; None without
     either. Bad input is a PlanError naming the file, the key and the fix."""
@@ -116,12 +138,16 @@ def load(path: Path | None, labels: tuple[str, ...] = ()) -> ReportStyle | None:
         except tomllib.TOMLDecodeError as error:
             raise PlanError(f"--style {path}: not TOML: {error} (fix: correct the file; "
                             "docs/results.md has an example)") from None
-        unknown = sorted(set(document) - {"report"})
-        if unknown or not isinstance(document.get("report"), dict):
+        unknown = sorted(set(document) - {"report", "table"})
+        if unknown or not isinstance(document.get("report", {}), dict) \
+                or not ("report" in document or "table" in document):
             raise PlanError(f"--style {path}: " + (
                 f"unknown table {unknown[0]!r}" if unknown else "no [report] table")
-                + " (fix: put labels, order, units and decimals under [report])")
-        given = document["report"]
+                + " (fix: put labels, order, units and decimals under [report], and tables "
+                  "as [[table]] entries)")
+        given = dict(document.get("report", {}))
+        if "table" in document:
+            given["tables"] = _tables(path, document["table"])
     for item in labels:
         name, sep, shown = item.partition("=")
         if not sep or not name.strip() or not shown.strip():
@@ -140,8 +166,33 @@ def load(path: Path | None, labels: tuple[str, ...] = ()) -> ReportStyle | None:
                         "units = {TABLE = \"ns|us|ms|s|m:ss\"}, decimals = 0-9)") from None
 
 
-def check_names(style: ReportStyle, environments: list[str]) -> None:
-    """Every label and order entry names an environment of the campaign."""
+def _tables(path: Path, entries: object) -> list[TableSpec]:
+    """The style file's [[table]] entries, each checked as a plan's is: an unknown table or
+    key is a PlanError naming the file, the entry and the fix."""
+    from guestbench.plan.errors import explain  # deferred: only a style with tables needs it
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise PlanError(f"--style {path}: table: not a list of [[table]] entries (fix: write "
+                        "each as [[table]] with table = \"NAME\")")
+    specs = []
+    for index, entry in enumerate(entries):
+        try:
+            specs.append(TableSpec.model_validate(entry))
+        except ValidationError as error:
+            raise PlanError(explain(f"--style {path}", error, prefix=f"table[{index}]",
+                                    model=TableSpec)) from None
+    return specs
+
+
+def check_names(style: ReportStyle, environments: list[str],
+                workloads: list[tuple[str, str]] | None = None) -> None:
+    """Every label and order entry names an environment of the campaign; each [[table]]
+    entry's environments, labels and workloads fit it (workloads: (label, workload name))."""
+    for index, spec in enumerate(style.tables):
+        known = workloads if workloads is not None else \
+            [(pattern, pattern) for pattern in spec.workloads or ()]  # not checked: unknown
+        found = problem(spec, environments, known)
+        if found:
+            raise PlanError(f"--style: table[{index}].{found}")
     for name in style.labels:
         if name not in environments:
             raise PlanError(f"labels: {name!r} is not an environment of this campaign"

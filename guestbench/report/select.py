@@ -161,12 +161,14 @@ class Choice:
 
 
 def from_plan(report: CampaignResults) -> list[Choice]:
-    """The campaign's plan's [[table]] entries; none for a plan without (or stored before)."""
+    """The style file's [[table]] entries where it has some (report --style: reshaped at
+    report time), else the campaign's plan's; none for a plan without (or stored before)."""
+    styled_specs = restyle.tables()
     stored = report.campaign.plan or {}
-    if not stored.get("tables"):
+    if not styled_specs and not stored.get("tables"):
         return []  # most plans: nothing to read, and the plan's models need not load
     out = []
-    for spec in table_specs(stored):
+    for spec in styled_specs or table_specs(stored):
         given = {key: tuple(value) if isinstance(value, list) else value
                  for key, value in spec.model_dump().items()}
         out.append(Choice(**given))
@@ -194,9 +196,10 @@ def with_data(report: CampaignResults, names: tuple[str, ...]) -> list[Table]:
 
 
 def _built(report: CampaignResults, choice: Choice, say_nothing: bool = True) -> list[Table]:
-    choice = dataclasses.replace(  # the report's style under the entry's own
-        choice, labels={**restyle.labels(), **choice.labels},
-        decimals=choice.decimals if choice.decimals is not None else restyle.decimals())
+    style_decimals = restyle.decimals()
+    choice = dataclasses.replace(  # the entry's under the report's (--style, --label): the
+        choice, labels={**choice.labels, **restyle.labels()},  # latest word is the user's
+        decimals=style_decimals if style_decimals is not None else choice.decimals)
     shown = narrowed(report, choice)
     if choice.environments is None:
         shown = restyle.reordered(shown)
@@ -221,10 +224,13 @@ def _built(report: CampaignResults, choice: Choice, say_nothing: bool = True) ->
 
 
 def _nothing(choice: Choice) -> Table:
-    what = catalogue.ENTRIES[choice.table].what
-    return Table(choice.title or f"{choice.table}: {what}", ["table"],
-                 [[f"nothing to show: this campaign measured nothing the {choice.table} table "
-                   "shows"]], label_columns=1, name=choice.table)
+    entry = catalogue.ENTRIES[choice.table]
+    said = (f"nothing to show: this campaign has no figures of {entry.filled_by}, which the "
+            f"{choice.table} table shows (fix: run {entry.filled_by}: a [[workload]] of the "
+            "plan)" if entry.filled_by else
+            f"nothing to show: this campaign measured nothing the {choice.table} table shows")
+    return Table(choice.title or f"{choice.table}: {entry.what}", ["table"], [[said]],
+                 label_columns=1, name=choice.table)
 
 
 def narrowed(report: CampaignResults, choice: Choice) -> CampaignResults:

@@ -22,7 +22,11 @@ METRIC_TITLES = {
     "cpu_percent": "CPU", "context_switches": "context switches", "sleeps": "sleeps",
     "max_rss": "max RSS", "bandwidth": "bandwidth", "lat_p50": "latency p50",
     "lat_p99": "latency p99", "cpu_usr": "CPU user %", "cpu_sys": "CPU system %",
-    "max_latency": "max latency", "boot_powered_off": "boot to power-off",
+    "max_latency": "max latency", "boot_powered_off": "VMM start to power-off",
+    "boot_clock_zero": "VMM start to guest clock zero",
+    "boot_userspace": "VMM start to userspace", "boot_agent_ready": "VMM start to agent ready",
+    "boot_first_byte": "VMM start to first console byte", "guest_uptime": "guest uptime",
+    "throughput": "throughput", "fsync_honoured": "fsync honoured",
 }
 
 # A run flag scoped to one metric is written "flag:metric" (too-fast:create).

@@ -18,7 +18,7 @@ class BootParams(Params):
 WORKLOADS = [
     Workload("boot", "boot", "a fresh boot to the agent and power-off, by phase",
              BootParams, lambda params: [], frozenset({Capability.GUEST_KERNEL}),
-             quick=False, boot_phases=True, primary_metric="boot_powered_off"),
+             quick=False, boot_phases=True, primary_metric="boot_powered_off", title="boot"),
     Workload("boot_image", "boot", "the plan's own image booted to the console line its "
              "environment's `ready` names, by phase (image = \"none\")", BootParams,
              lambda params: [], frozenset({Capability.GUEST_PROGRAM}), quick=False,

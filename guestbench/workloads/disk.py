@@ -199,6 +199,13 @@ def _fio_needs(name: str):
     return needs
 
 
+# what a table calls each fio job (its name is the plan's and the store's)
+_FIO_TITLES = {"fio_seq_write": "fio sequential write", "fio_rewrite": "fio rewrite",
+               "fio_seq_read": "fio sequential read", "fio_rand_read": "fio random read",
+               "fio_rand_write": "fio random write", "fio_fsync": "fio fsync"}
+_FIO_METRIC_TITLES = {"iops": "I/O rate", "fsync_p50": "fsync p50", "fsync_p99": "fsync p99"}
+
+
 def _fio_workload(name: str) -> Workload:
     timed = "--time_based" in _FIO_JOBS[name][2]
     params_model = {"fio_fsync": FsyncParams, "fio_seq_read": SeqReadParams,
@@ -210,7 +217,7 @@ def _fio_workload(name: str) -> Workload:
                     lambda params: ["exec", *fio_command(name, params)],
                     frozenset({Capability.FILESYSTEM}), quick=False, primary_metric=primary,
                     agent_name="exec", job_needs=_fio_needs(name), derive=derive_fio(name),
-                    tools=("fio",))
+                    tools=("fio",), title=_FIO_TITLES[name], metric_titles=_FIO_METRIC_TITLES)
 
 
 # ---- metadata: fio's filecreate, filestat and filedelete engines ----
@@ -297,12 +304,13 @@ WORKLOADS = [
              lambda params: ["exec", *metadata_command(params)],
              frozenset({Capability.FILESYSTEM}), quick=False, primary_metric="create",
              agent_name="exec", job_needs=lambda params, inputs: JobNeeds(scratch=True),
-             derive=derive_metadata, tools=("fio",),
+             derive=derive_metadata, tools=("fio",), title="file metadata",
              too_fast_rule=f"fio counts a phase's runtime in whole milliseconds: a phase "
                            f"of under {FIO_SHORTEST_MS} ms is too fast to time to 5%"),
     Workload("dbench", "disk", "dbench's filesystem load (Samba's NetBench trace): MB/s with "
              "N clients", DbenchParams, lambda params: ["exec", *dbench_command(params)],
              frozenset({Capability.FILESYSTEM, Capability.PROCESSES}), quick=False,
              primary_metric="throughput", agent_name="exec",
-             job_needs=_dbench_needs, derive=derive_dbench, tools=("dbench",)),
+             job_needs=_dbench_needs, derive=derive_dbench, tools=("dbench",),
+             title="dbench"),
 ]

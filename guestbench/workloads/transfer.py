@@ -104,6 +104,6 @@ WORKLOADS = [
              "(serial, virtio-serial, 9p, hostfs), written to the guest's disk, discarded, "
              "or generated in the guest", UploadParams, to_agent_args,
              frozenset({Capability.BLOCK_DEVICE, Capability.UPLOAD}), quick=False,
-             primary_metric="bandwidth",
+             primary_metric="bandwidth", title="upload",
              job_needs=job_needs),
 ]

@@ -25,7 +25,10 @@ PHASES_NOTE = ("Phases are cut on the host's clock where the console shows them 
                "userspace' from /init, the agent's hello record, the VMM's exit) and where the "
                "guest's clock read zero: the hello's arrival minus the guest's own clock in that "
                "hello. The uptime row is the guest's own clock when the boot workload ran, after "
-               "the agent's 300 ms clock check.")
+               "the agent's 300 ms clock check. VMM start is the guest's own VMM process "
+               "starting; inside an L1 machine (inside = \"tcg\"), the host asking the L1 "
+               "machine, already booted, to start the inner VMM: the L1 machine's own boot "
+               "comes before it and is in no row.")
 NEGATIVE_NOTE = ("{envs}: '-' for a phase that came out negative, the guest's clock zero lying "
                  "before its VMM started (a clock that did not start with this boot, as a "
                  "restored snapshot's); the total is on the host's clock and sound.")

@@ -105,7 +105,9 @@ def disk_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
         return None
     envs = report.results.environments
     baseline = report.baseline
-    table = Table("Disk and filesystem: median [±95% CI]"
+    shows = STYLE.get().statistic if STYLE.get().plain and not STYLE.get().spread \
+        else "median [±95% CI]"  # a plain table shows no interval: its title says none
+    table = Table(f"Disk and filesystem: {shows}"
                   + (f" (% of {baseline}, higher is better)" if baseline else ""),
                   ["workload", "metric", *envs], [], name="disk",
                   note="fio (psync, one job), fio's filecreate/filestat/filedelete engines, "

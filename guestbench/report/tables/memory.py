@@ -8,7 +8,7 @@ from guestbench.analysis.cells import Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.process.memory import PROCESS_METRIC
 from guestbench.report import functional, titles
-from guestbench.report.model import (Footnotes, Table, format_value, median_figure,
+from guestbench.report.model import (Footnotes, Table, format_count, format_value, median_figure,
                                      median_text, row_scale)
 
 # the footprint's columns, in the order the write-ups give them (at rest, then at a load's peak)
@@ -97,7 +97,7 @@ def _value(cell: Cell | None) -> str:
         return "-"
     if cell.unit == "count":  # processes: the same in every run, or its range
         low, high = min(cell.values), max(cell.values)
-        return format_value(low) if low == high else f"{format_value(low)}-{format_value(high)}"
+        return format_count(low) if low == high else f"{format_count(low)}-{format_count(high)}"
     return median_text(cell)
 
 
@@ -124,7 +124,7 @@ def density_table(report: CampaignResults, footnotes: Footnotes) -> Table | None
     figures = (("memory per instance (MiB)", "density_pss", median_text),
                ("start p50 (ms)", "density_start", median_text),
                ("start, slowest (ms)", "density_start", lambda cell: format_value(max(cell.values))),
-               ("started", "density_started", lambda cell: format_value(min(cell.values))))
+               ("started", "density_started", lambda cell: format_count(min(cell.values))))
     for title, metric, shown in figures:
         for env in results.environments:
             cells = [results.cells.get((label, metric), {}).get(env) for label in labels]

@@ -21,7 +21,7 @@ from guestbench.analysis.compare import FASTER, SAME, SLOWER, THRESHOLD, beyond_
 from guestbench.analysis.cells import Interval, Cell
 from guestbench.analysis.results import CampaignResults
 from guestbench.store.records import Environment
-from guestbench.report.model import (Footnotes, Table, decorate, empty_text, format_value,
+from guestbench.report.model import (STYLE, Footnotes, Table, decorate, empty_text, format_value,
                                      problem_text, row_scale)
 
 # swept spec key -> the environment fact that names the version it ran; "campaign": the tag
@@ -120,8 +120,9 @@ def version_tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]
 def version_table(report: CampaignResults, group: VersionGroup, footnotes: Footnotes) -> Table | None:
     first = group.versions[0]
     what = WHAT[group.key]
+    interval = "" if STYLE.get().plain and not STYLE.get().spread else " [95% CI]"
     table = Table(f"Versions of {group.name} ({what}): median of the first, % change against "
-                  "it [95% CI]", ["workload", "metric", *group.versions], [],
+                  f"it{interval}", ["workload", "metric", *group.versions], [],
                   name=f"versions-{group.name}-{group.key}",
                   note=_note(group, first))
     for label, metric in rows(report):

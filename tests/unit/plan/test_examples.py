@@ -7,13 +7,29 @@ import pytest
 from guestbench.plan.build import load
 
 FOLDER = Path(__file__).resolve().parents[3] / "examples"
-EXAMPLES = sorted([*FOLDER.glob("*.toml"), *FOLDER.glob("ci/*.toml"), *FOLDER.glob("seeds/*.toml")])
+EXAMPLES = sorted(path for path in [*FOLDER.glob("*.toml"), *FOLDER.glob("ci/*.toml"),
+                                     *FOLDER.glob("seeds/*.toml")]
+                  if not path.name.endswith("-style.toml"))
+# report --style files beside the seed plans they shape (NNN-style.toml for NNN.toml)
+STYLES = sorted(FOLDER.glob("seeds/*-style.toml"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[path.name for path in EXAMPLES])
 def test_the_example_plan_loads(path, host):
     plan = load(path, host)
     assert plan.environments and plan.workloads
+
+
+@pytest.mark.parametrize("path", STYLES, ids=[path.name for path in STYLES])
+def test_the_example_style_fits_its_seed_plan(path, host):
+    """Each style file loads, and its labels, order and tables name the environments and
+    workloads of the plan it shapes, as `report --style` checks them against a campaign."""
+    from guestbench.report import restyle
+    style = restyle.load(path)
+    assert style is not None and style.tables
+    plan = load(path.with_name(path.name.replace("-style", "")), host)
+    restyle.check_names(style, [spec.name for spec in plan.environments],
+                        [(case.label, case.name) for case in plan.workloads])
 
 
 def test_the_ci_workflow_runs_the_commands_guestbench_has():

@@ -21,10 +21,10 @@ def test_disk_table_gives_each_figure_with_its_percent_of_native(store):
                                                 ("cpu_usr", "%", 3.0)])
     table = campaign.tables()["disk"]
     assert table.header == ["workload", "metric", "native", "tcg"]
-    native, tcg = row(table, "fio_rand_read", "iops (IOPS)")[2:]
+    native, tcg = row(table, "fio random read", "I/O rate (IOPS)")[2:]
     assert re.fullmatch(r"20k ±0\.\d+% \(100%\)", native), native
     assert re.fullmatch(r"5000 ±0\.\d+% \(25%\)", tcg), tcg
-    latency = row(table, "fio_rand_read", "latency p99 (us)")[3]
+    latency = row(table, "fio random read", "latency p99 (us)")[3]
     assert re.fullmatch(r"320 ±0\.\d+% \(25%\)", latency), latency  # latency: inverted
     assert not [r for r in table.rows if r[1].startswith("cpu_usr")]
 

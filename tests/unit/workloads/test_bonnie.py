@@ -118,5 +118,7 @@ def test_tables_have_the_seeds_rows_with_plus_signs(bonnie: Campaign) -> None:
     percent = tables["bonnie-percent"]
     assert percent.header == ["environment", "out per chr", "out block", "rewrite",
                               "in per chr", "in block", "seeks"]
-    assert row(percent, "native")[1:] == ["100", "100", "-", "-", "+++++", "100"]
-    assert row(percent, "tcg")[1:3] == ["25", "25"] and row(percent, "tcg")[5] == "+++++"
+    # the baseline is 100 of itself even where bonnie++ could not time it; a share of
+    # +++++ is no number: n/a (the note says why)
+    assert row(percent, "native")[1:] == ["100", "100", "-", "-", "100", "100"]
+    assert row(percent, "tcg")[1:3] == ["25", "25"] and row(percent, "tcg")[5] == "n/a"
