@@ -242,7 +242,9 @@ class Footnotes:
         where = f"{env}: {shown}" if env else f"{shown} ({', '.join(self._flagged[key])})"
         reason = self._shown[key] or "no reason given"
         if FOR_READERS.get() and env:  # a problem's reason, as a reader is told it
+            told = {reader.plain_words(reader.decisive_line(one)) for one in self._alike[key]}
             reason = reader.plain_words(reader.decisive_line(reason))
+            also = also if len(told) > 1 else ""  # alike as the reader reads them: one
         return f"{where}: {reason}{also}"
 
 

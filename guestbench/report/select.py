@@ -282,11 +282,13 @@ def own_footnotes(made: list[Table], footnotes: Footnotes) -> None:
                                       if re.search(rf"(?<![\w-]){re.escape(env)}(?![\w-])",
                                                    shown)])
         order: dict[int, int] = {}
+        numbered: dict[str, int] = {}  # a footnote's text -> its number: alike ones are one
         for row in table.rows:
             for text in row:
                 for number in map(int, _MARK.findall(text)):
-                    if number in said:
-                        order.setdefault(number, len(order) + 1)
+                    if number in said and number not in order:
+                        line = _of_table(said[number], shown)
+                        order[number] = numbered.setdefault(line, len(numbered) + 1)
         if not order:
             table.footnotes = clock
             continue
@@ -295,11 +297,41 @@ def own_footnotes(made: list[Table], footnotes: Footnotes) -> None:
             number = int(found.group(1))
             return f"[{order[number]}]" if number in order else found.group(0)
 
-        table.rows = [[_MARK.sub(renumbered, text) for text in row] for row in table.rows]
-        table.footnotes = [f"[{new}] {said[old]}" for old, new in order.items()] + clock
+        table.rows = [[_dedupe_marks(_MARK.sub(renumbered, text)) for text in row]
+                      for row in table.rows]
+        table.footnotes = [f"[{new}] {line}" for line, new in numbered.items()] + clock
         if marks_line and any(mark in line for line in table.footnotes
                               for mark in marks_line.split()[1::2]):
             table.footnotes.append(marks_line)
+
+
+_FLAGGED = re.compile(r"^(?P<what>[^(:]+) \((?P<envs>[^()]+)\): ")
+
+
+def _of_table(line: str, shown: str) -> str:
+    """A flag's footnote, "unstable (native, uml): ...", naming only the environments that
+    are in this table (shown: its header and first column); as it is where it names none."""
+    found = _FLAGGED.match(line)
+    if not found:
+        return line
+    names = [name.strip() for name in found.group("envs").split(",")]
+    kept = [name for name in names
+            if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", shown)]
+    if not kept or kept == names:
+        return line
+    return f"{found.group('what')} ({', '.join(kept)}): {line[found.end():]}"
+
+
+def _dedupe_marks(text: str) -> str:
+    """"12 [1][1]" -> "12 [1]": two footnotes of a cell that read alike are one."""
+    seen: set[str] = set()
+
+    def once(found: re.Match) -> str:
+        if found.group(0) in seen:
+            return ""
+        seen.add(found.group(0))
+        return found.group(0)
+    return _MARK.sub(once, text)
 
 
 def choices(report: CampaignResults, asked: tuple[str, ...], plain: bool, links: bool,
