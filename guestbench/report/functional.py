@@ -76,6 +76,32 @@ def judged_names(report: CampaignResults, names: list[str]) -> list[str]:
     return [env for env in names if env == report.baseline or judged(report, env)]
 
 
+def short_version(version: str) -> str:
+    """A VMM's version without its build's words: "QEMU 7.2.22" of "QEMU emulator version
+    7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)"."""
+    return as_written(version).split(" (")[0].strip()
+
+
+def short_legend(report: CampaignResults, names: list[str] | None = None,
+                 headers: dict[str, str] | None = None) -> list[str]:
+    """A published table's legend: one short line naming each functional environment among
+    `names` with its VMM's short version (the sentences saying why are the setup's and the
+    terminal's), and one for a functional baseline."""
+    found = sentences(report)
+    shown = []
+    for env in found:
+        if names is None or env in names:
+            ran = short_version(what_ran(report, env))
+            name = (headers or {}).get(env, env)
+            shown.append(f"{name} ({ran})" if ran else name)
+    lines = [f"{MARK} functional figures only: run under emulation, not a speed on hardware, "
+             f"and kept out of geometric means: {', '.join(shown)}."] if shown else []
+    if report.baseline in found and (names is None or report.baseline in names):
+        lines.append(f"{MARK} the baseline {report.baseline} gives functional figures only: "
+                     "no ratio here is a finding.")
+    return lines
+
+
 def legend(report: CampaignResults, names: list[str] | None = None,
            headers: dict[str, str] | None = None) -> list[str]:
     """The legend lines of the functional environments among `names` (default: all): one per
@@ -99,10 +125,11 @@ def legend(report: CampaignResults, names: list[str] | None = None,
 
 
 def mark_tables(tables: list, report: CampaignResults, headers: dict[str, str],
-                legend_each: bool = True) -> None:
+                legend_each: bool = True, short: bool = False) -> None:
     """Marks every header and row name of a functional environment in tables (model.Table),
     as shown (headers maps each name to its shortened or relabelled header), and adds the
-    legend lines under each table that names one (legend_each), else under the first.
+    legend lines under each table that names one (legend_each), else under the first; short:
+    a published table's one short line (short_legend), but the setup keeps the sentences.
     Marked names stay marked."""
     found = sentences(report)
     if not found:
@@ -113,8 +140,8 @@ def mark_tables(tables: list, report: CampaignResults, headers: dict[str, str],
         marked = _mark_names(table, shown)
         if not marked or (said and not legend_each):
             continue
-        lines = [line for line in legend(report, marked, headers)
-                 if line not in table.footnotes]
+        told = short_legend if short and table.name != "platform" else legend
+        lines = [line for line in told(report, marked, headers) if line not in table.footnotes]
         table.footnotes = lines + table.footnotes
         said += lines
 

@@ -214,7 +214,7 @@ def _built(report: CampaignResults, choice: Choice, say_nothing: bool = True) ->
     headers = {**columns.short_names(shown.environments), **choice.labels}
     columns.shorten(made, headers)
     columns.rename_notes(made, choice.labels)
-    functional.mark_tables(made, shown, headers)
+    functional.mark_tables(made, shown, headers, short=choice.plain)
     if choice.title:
         for table in made:
             table.title = choice.title if len(made) == 1 else f"{choice.title}: {table.title}"

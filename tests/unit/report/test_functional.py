@@ -131,8 +131,18 @@ def test_a_chosen_table_marks_the_label_a_plan_gives_it(opened) -> None:
         "nested": "KVM in TCG"})])
     assert [row[0] for row in table.rows] == ["base", "fast", "KVM in TCG §"]
     assert table.rows[2][-1] == functional.LEFT_OUT
-    # the legend names it as the table does (it said "nested", a name the table never shows)
-    assert table.footnotes[0] == LEGEND.replace("(nested: ", "(KVM in TCG: ")
+    # the legend names it as the table does (it said "nested", a name the table never shows),
+    # in one short line with the VMM's short version: a published table's
+    assert table.footnotes[0] == ("§ functional figures only: run under emulation, not a "
+                                  "speed on hardware, and kept out of geometric means: KVM in "
+                                  "TCG (QEMU 7.2).")
+
+
+def test_a_published_legend_is_one_short_line_with_the_vmm_s_short_version() -> None:
+    """Every table repeated two § notes with the full Debian version strings (2026-11-28)."""
+    assert functional.short_version(
+        "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)") == "QEMU 7.2.22"
+    assert functional.short_version("Xen 4.17.7 (Debian 4.17.7+7-1~deb12u1)") == "Xen 4.17.7"
 
 
 def test_the_heatmap_shows_it_uncoloured_and_out_of_the_mean(opened, tmp_path: Path) -> None:
