@@ -90,8 +90,17 @@ def _share(cell: Cell | None, base: Cell | None) -> str:
     if not cell.median or not base.median or not cell.is_performance or cell.too_fast \
             or base.too_fast:
         return ""
-    share = cell.median / base.median if cell.higher_is_better else base.median / cell.median
+    shown, reference = _shown(cell), _shown(base)
+    if not shown or not reference:
+        return ""
+    share = shown / reference if cell.higher_is_better else reference / shown
     return f" ({format_share(share * 100)}%)"
+
+
+def _shown(cell: Cell) -> float:
+    """The figure value_text shows of the cell, so that a % beside it is of that figure: the
+    style's statistic in a plain table (a best_of cell's best run), else the median."""
+    return central(cell) if STYLE.get().plain else cell.median
 
 
 # -- disk: fio, metadata, dbench with % of the baseline ----------------------------------
@@ -114,7 +123,9 @@ def disk_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
                        "dbench; each on a fresh scratch folder or disk per run. The % is "
                        "performance against " + (baseline or "the baseline")
                        + ": for MB/s, IOPS and files/s the environment's over the baseline's, "
-                       "for latencies the baseline's over the environment's.")
+                       "for latencies the baseline's over the environment's; each of the figure "
+                       "beside it." + (f" {best_of_note(report)}" if STYLE.get().plain
+                                       and best_of_note(report) else ""))
     for label, metric, unit in rows:
         cells = report.results.cells[(label, metric)]
         base = cells.get(baseline) if baseline else None
@@ -191,7 +202,7 @@ def _dbench_plain(report: CampaignResults, by_clients: dict[int, str],
             row.append(value_text(cell, footnotes))
             shown = central(cell) if cell is not None and cell.values else None
             reference = central(base) if base is not None and base.values else None
-            row.append(f"{shown / reference * 100:.0f}" if shown and reference else "-")
+            row.append(format_share(shown / reference * 100) if shown and reference else "-")
             sources += [(env, label)] * 2
         table.add(row, sources)
     return table
@@ -233,17 +244,41 @@ def upload_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
                        "guest writes it to a file on its ext4 scratch disk (fsync at the end); "
                        "upload, no write: the guest reads it and discards it; write, no upload: "
                        "the guest writes the same amount it generated itself. MB/s = 1e6 bytes "
-                       "per second of the guest's clock.")
+                       "per second of the guest's clock: the size over the time the seconds "
+                       "table gives (" + ", ".join(f"{size} MiB = {size * MIB / 1e6:.4g} MB"
+                                                   for size in sorted(sizes))
+                       + "), so that the two tables agree; ± is the time's.")
     for env in report.results.environments:
         for (channel, size), modes in grid.get(env, {}).items():
-            cells = [report.results.cells.get((modes[mode], "bandwidth"), {}).get(env)
+            cells = [report.results.cells.get((modes[mode], "elapsed"), {}).get(env)
                      if mode in modes else None for mode in UPLOAD_MODES]
             if not _any_run(cells):
                 continue
             named = channel if one_size else f"{channel} ({size} MiB)"
-            table.add([env, named, *(value_text(cell, footnotes) for cell in cells)],
+            table.add([env, named, *(_rate_text(cell, size, footnotes) for cell in cells)],
                       [(env, modes[mode]) if mode in modes else None for mode in UPLOAD_MODES])
     return table if table.rows else None
+
+
+MIB = 1 << 20
+
+
+def _rate_text(elapsed: Cell | None, size_mib: int, footnotes: Footnotes) -> str:
+    """MB/s as the size over the time the seconds table shows (its statistic): a median of
+    each run's rate would disagree with it (two runs: 526 MB/s against 33.55 MB over
+    0.06889 s, 487 MB/s); the time's ± is the rate's."""
+    if elapsed is None:
+        return "not run"
+    if not elapsed.values:
+        return problem_text(elapsed, footnotes) if elapsed.problems else empty_text(elapsed)
+    seconds = central(elapsed)
+    if not seconds or not size_mib:
+        return "-"
+    text = format_value(size_mib * MIB / 1e6 / seconds)
+    half_width = elapsed.stats.half_width if elapsed.stats else None
+    if not STYLE.get().plain and half_width is not None:
+        text += f" ±{format_percent(half_width)}"
+    return decorate(text, elapsed, footnotes)
 
 
 # -- upload: seconds per test, environments as columns ----------------------------------

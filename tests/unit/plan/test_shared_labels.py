@@ -133,7 +133,8 @@ def test_the_upload_table_gives_each_environment_its_own_channel(store) -> None:
     campaign = Campaign(store, {"uml": {"kind": "uml"}, "tcg": {"kind": "qemu"}}, baseline="tcg")
     for jitter in THREE:
         for env, channel, mbps in (("uml", "serial", 2.0), ("tcg", "virtio-serial", 75.0)):
-            campaign.run(env, "upload", [("bandwidth", "MB/s", mbps * jitter)],
+            campaign.run(env, "upload", [("bandwidth", "MB/s", mbps * jitter),
+                                         ("elapsed", "s", 64 * 2**20 / 1e6 / mbps / jitter)],
                          label="upload[mode=write]",
                          params={"channel": channel, "mode": "write", "size_mib": 64})
     upload = campaign.tables()["upload-rates"]

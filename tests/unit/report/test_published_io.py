@@ -57,13 +57,31 @@ def test_upload_table_is_three_way_per_channel(store):
         for mode, mbps in speeds.items():
             label = f"upload[channel={channel}][mode={mode}]"
             params = {"channel": channel, "mode": mode, "size_mib": 256}
-            campaign.run("tcg", "upload", [("bandwidth", "MB/s", mbps)], label=label, params=params)
+            campaign.run("tcg", "upload", [("bandwidth", "MB/s", mbps),
+                                           ("elapsed", "s", 256 * 2**20 / 1e6 / mbps)],
+                         label=label, params=params)
             campaign.run("uml", "upload", [], label=label, status="unsupported",
                          reason="uml has no 9p channel", params=params)
     table = campaign.tables()["upload-rates"]
     assert "(256 MiB)" in table.title
     assert table.rows[0] == ["tcg", "virtio-serial", "40", "80", "120"]
     assert row(table, "uml", "9p")[2].startswith("∅ unsupported")
+
+
+def test_an_upload_s_rate_is_its_size_over_the_time_the_seconds_table_gives(store):
+    """upload-no-write read 0.06889 s in one table and 526.2 MB/s in the other (the median
+    of each run's rate), while 33.55 MB / 0.06889 s is 487 MB/s (2026-11-28)."""
+    campaign = Campaign(store, {"uml": {"kind": "uml"}})
+    for seconds in (0.06, 0.08):
+        campaign.run("uml", "upload", [("elapsed", "s", seconds),
+                                       ("bandwidth", "MB/s", 32 * 2**20 / 1e6 / seconds)],
+                     label="upload[mode=no_write]",
+                     params={"channel": "serial", "mode": "no_write", "size_mib": 32})
+    tables = campaign.tables()
+    assert row(tables["upload"], "upload-no-write")[1].startswith("0.07 ")  # and its flag
+    rate = row(tables["upload-rates"], "uml", "serial")[3]
+    assert rate.startswith("479.3"), rate  # 33.55 MB / 0.07 s, not (559 + 419) / 2 = 489
+    assert "32 MiB = 33.55 MB" in tables["upload-rates"].note
 
 
 def test_build_table_has_kernbench_columns(store):
@@ -142,6 +160,12 @@ def test_best_of_n_publishes_each_cell_s_best_run_and_its_share(store):
         "dbench: throughput, the best")
     percent = {r[0]: r for r in tables["percent"].rows}
     assert percent["tcg"][1] == "64.8"  # 350 / 540, not the medians' 345 / 535 (64.5)
+    # one meaning per number: the disk table's % is of the figure beside it, the best here,
+    # and the dbench table's the same 64.8 (it was 7 in one table, 10.5 in another)
+    disk = next(r for r in tables["disk"].rows if r[:2] == ["dbench", "throughput (MB/s)"])
+    assert disk[3] == "350 (64.8%)", disk
+    assert next(r for r in tables["dbench"].rows if r[0] == "tcg")[2] == "64.8"
+    assert "best_of asks" in tables["disk"].note
     ratios = next(r for r in tables["ratios"].rows if r[0] == "dbench")
     assert ratios[3].startswith("1.54")  # 540 / 350, not the medians' 1.55
     # not plain: the median, as every statistic
