@@ -398,7 +398,13 @@ def format_value(value: float) -> str:
     for limit, magnitude, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
         if abs(rounded) >= limit:
             return f"{rounded / magnitude:.4g}{suffix}"
-    return f"{rounded:.4g}"
+    return small(rounded) if rounded and abs(rounded) < 1e-4 else f"{rounded:.4g}"
+
+
+def small(value: float, digits: int = 4) -> str:
+    """A value under 1e-4 in fixed point, never scientific: 2.13e-05 is "0.0000213"."""
+    decimals = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
 
 
 def with_decimals(value: float, decimals: int) -> str:

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from guestbench.analysis import efficiency
 from guestbench.analysis.results import CampaignResults
-from guestbench.report.model import Footnotes, Table
+from guestbench.report.model import Footnotes, Table, small
 from guestbench.workloads import HOST_TIMED
 
 
@@ -58,5 +58,7 @@ def _share(part: float, whole: float) -> str:
 
 
 def _seconds(value: float) -> str:
-    """Three significant digits; "-" for none at all."""
-    return f"{value:.3g}" if value > 0 else "-"
+    """Three significant digits, never scientific; "-" for none at all."""
+    if value <= 0:
+        return "-"
+    return small(value, 3) if value < 1e-4 else f"{float(f'{value:.3g}'):g}"

@@ -40,3 +40,23 @@ def test_bonnie_s_percent_table_has_no_plus_signs_and_the_baseline_at_100(store)
     assert tcg[1] == "n/a" and tcg[2:4] == ["10", "10"], tcg
     assert not any("+++++" in cell for row in percent.rows for cell in row)
     assert "n/a: bonnie++ printed +++++" in percent.note
+
+
+def test_a_tiny_value_is_written_in_fixed_point():
+    """The efficiency table wrote a start's 21 us of host time as '2.13e-05' (2026-11-29)."""
+    from guestbench.report.tables.efficiency import _seconds
+    assert model.format_value(2.13e-05) == "0.0000213"
+    assert _seconds(2.13e-05) == "0.0000213" and _seconds(1234.5) == "1230"
+    assert model.format_value(0.000123) == "0.000123" and model.format_value(12.5) == "12.5"
+
+
+def test_the_published_check_counts_what_a_reader_should_not_see():
+    """tests/support/published_check.py, which the seed tests and the closing notes use."""
+    from tests.support import published_check
+    markdown = "\n".join([
+        "### Boot phases: median duration per phase, ms", "",
+        "| phase (ms) | uml | qemu |", "|---|---:|---:|",
+        "| boot_clock_zero | -29 | 2.1e+03 |", "",
+        "[1] unstable (native, uml): its runs vary", "[2] kvm: not run here: no KVM"])
+    found = published_check.counts(markdown)
+    assert [len(items) for items in found.values()] == [1, 2, 1, 1], found
