@@ -95,6 +95,8 @@ def _build(report: CampaignResults, layout: Layout) -> Table:
                     tone = None
             else:
                 text, tone = _absolute_text(cell, divisor, layout, footnotes), None
+                if cell.values:  # a figure of functional figures only says so, as ratios do
+                    marks += functional.mark(report, env)
             texts.append(text + marks)
             tones.append(tone)
         table.add([_row_label(report, label, metric, shown_unit, row[shown[0]] if shown else None,

@@ -215,3 +215,27 @@ def test_without_a_functional_environment_nothing_is_marked(opened, tmp_path: Pa
     assert csv_report.render(report).splitlines()[0] == ",".join(csv_report.COLUMNS)
     assert {env for group in json.loads(json_report.render(report))["geometric_means"]
             for env in group["environments"]} == {"fast", "nested"}
+
+
+def test_an_absolute_row_of_the_summary_marks_functional_figures(opened) -> None:
+    """The terminal's boot row (no baseline figure: absolute) showed a nested guest's boot
+    with no § (2026-11-28), where its ratios carry one."""
+    campaign_id = opened.create_campaign("boot", {}, FACTS, "fp", "base", "/logs", "0.1.0")
+    for position, name in enumerate(("base", "nested")):
+        facts = {functional.FUNCTIONAL: WHY, "vmm_version": "QEMU 7.2"} \
+            if name == "nested" else None
+        env_id = opened.add_environment(campaign_id, name, "fake", {"name": name, "kind": "fake"},
+                                        True, "fake", position, facts=facts)
+        for repetition in range(3):
+            samples = (("boot_powered_off", "ms", 9000.0 + repetition),) if name == "nested" \
+                else ()
+            opened.add_run(campaign_id, RunRecord(
+                environment_id=env_id, workload="boot", label="boot", params={},
+                repetition=repetition, status="ok" if samples else "unsupported",
+                reason="" if samples else "no guest kernel", started_at=STARTED,
+                host_seconds=0.5, log_path=None, samples=samples))
+    opened.finish_campaign(campaign_id, "finished", None)
+    report = reading.load(opened, str(campaign_id))
+    table = summary.summary_table(report)
+    boot = next(row for row in table.rows if row[0].startswith("boot"))
+    assert boot[-1].endswith(" §"), boot  # nested; base, which never booted, has no column
