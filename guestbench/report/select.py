@@ -201,8 +201,7 @@ def _built(report: CampaignResults, choice: Choice, say_nothing: bool = True) ->
         choice, labels={**choice.labels, **restyle.labels()},  # latest word is the user's
         decimals=style_decimals if style_decimals is not None else choice.decimals)
     shown = narrowed(report, choice)
-    if choice.environments is None:
-        shown = restyle.reordered(shown)
+    shown = restyle.reordered(shown)  # the style's order, the latest word, over the entry's
     footnotes = Footnotes()
     with styled(choice.style), restyle.time_unit(choice.table, choice.unit):
         made = build(BUILDERS[choice.table], shown, footnotes)

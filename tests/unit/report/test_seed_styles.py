@@ -1,0 +1,84 @@
+"""Seed 004's tables from a campaign whose plan had no [[table]] entries, shaped by a style
+file alone (examples/seeds/004-style.toml), compared with the seed's tables cell shape by
+cell shape. The campaign is a real one: examples/seeds/004.toml without its [[table]]
+entries, run on 2026-11-29 on an AMD EPYC VM (tests/unit/data/seed-004)."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from guestbench.cli import main
+from tests.support import published_check
+
+ROOT = Path(__file__).resolve().parents[3]
+STORE = ROOT / "tests" / "unit" / "data" / "seed-004" / "guestbench.sqlite.gz"
+STYLE = ROOT / "examples" / "seeds" / "004-style.toml"
+ROWS = ["host (native)", "kvm vm cache=on (TCG, IDE)", "kvm vm cache=off (TCG, IDE)",
+        "kvm virtio disk cache=on (TCG)", "kvm virtio disk cache=off (TCG)", "xen pv (UML)"]
+MARK = r"( \[\d\])?"
+BONNIE = rf"(\d+|\+\+\+\+\+|\+\+\+|-){MARK}"
+# each table of the seed: its title's start, its header, and the shape of its value cells
+SEED = [
+    ("bonnie++ Sequential Output", ["environment", "per chr KB/s", "%CPU", "block KB/s", "%CPU",
+                                    "rewrite KB/s", "%CPU"], BONNIE),
+    ("bonnie++ Sequential Input", ["environment", "per chr KB/s", "%CPU", "block KB/s", "%CPU"],
+     BONNIE),
+    ("bonnie++ random Seeks", ["environment", "seeks /s", "%CPU"], BONNIE),
+    ("bonnie++ Sequential Create", ["environment", "create /s", "%CPU", "read /s", "%CPU",
+                                    "delete /s", "%CPU"], BONNIE),
+    ("bonnie++ Random Create", ["environment", "create /s", "%CPU", "read /s", "%CPU",
+                                "delete /s", "%CPU"], BONNIE),
+    ("comparison to native", ["environment", "out per chr", "out block", "rewrite",
+                              "in per chr", "in block", "seeks"], r"\d+(\.\d+)?|n/a|-"),
+    ("platforms and their versions", ["environment", "what ran", "accelerator",
+                                      "guest memory", "vCPUs"], r".+"),
+    ("dbench: the best of the runs", ["environment", "throughput MB/s", "% of native"],
+     rf"\d+(\.\d+)?{MARK}"),
+    ("kernbench", ["environment", "Elapsed Time (s)", "System Time (s)", "User Time (s)",
+                   "Percent CPU", "Context Switches", "Sleeps", "Elapsed / native"],
+     rf"\d+(\.\d+)?( \(\d+(\.\d+)?\))?{MARK}"),
+    ("Kernel compilation benchmark", ["environment", "build", "time", "run 1", "run 2",
+                                      "mean (stdev)"], r"\d+m\d\d\.\d( \(\d+m\d\d\.\d\))?"),
+    ("Guest system boot-up time", ["environment", "boot (s)", "n"], rf"\d+(\.\d)?{MARK}"),
+]
+
+
+@pytest.fixture(scope="module")
+def markdown(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("seed-004")
+    with gzip.open(STORE) as packed, (folder / "guestbench.sqlite").open("wb") as out:
+        shutil.copyfileobj(packed, out)
+    shown = CliRunner().invoke(main, ["report", "--style", str(STYLE), "--format", "markdown",
+                                      "--db", f"sqlite:///{folder / 'guestbench.sqlite'}"])
+    assert shown.exit_code == 0, shown.output
+    return shown.stdout
+
+
+def test_the_style_gives_the_seed_s_tables_in_its_order_and_shapes(markdown):
+    found = published_check.tables(markdown)
+    assert len(found) == len(SEED), [table.title for table in found]
+    for table, (title, header, shape) in zip(found, SEED):
+        assert table.title.startswith(title), (table.title, title)
+        assert table.header == header, (title, table.header)
+        names = [row[0] for row in table.rows]
+        if title.startswith("Guest system"):  # native does not boot
+            assert names == ROWS[1:], names
+        elif title.startswith("Kernel compilation"):  # a row per figure of each
+            assert list(dict.fromkeys(names)) == ROWS, names
+        else:
+            assert names == ROWS, (title, names)
+        values = [cell for row in table.rows for cell in row[3 if title.startswith(
+            "Kernel compilation") else 1:]]
+        odd = [cell for cell in values if not re.fullmatch(shape, cell)]
+        assert not odd, (title, odd)
+
+
+def test_nothing_a_reader_should_not_see(markdown):
+    assert {kind: items for kind, items in published_check.counts(markdown).items()
+            if items} == {}
