@@ -418,7 +418,9 @@ def with_decimals(value: float, decimals: int) -> str:
 def format_count(value: float) -> str:
     """A count (processes, instances, clients): a whole number gets no decimals, whatever
     a table's decimals say ("20", not "20.0")."""
-    return f"{value:.0f}" if float(value).is_integer() else format_value(value)
+    if STYLE.get().decimals is not None and float(value).is_integer():
+        return f"{value:.0f}"
+    return format_value(value)
 
 
 def format_clock(seconds: float) -> str:

@@ -43,10 +43,10 @@ def test_a_flag_scoped_to_a_metric_marks_that_metric_alone() -> None:
 def test_too_fast_cells_show_plus_signs_and_no_interval(fast: Campaign) -> None:
     tables = fast.tables()
     measured = {(r[0], r[1]): r for r in tables["measured"].rows}
-    create = measured[("metadata", "create (files/s)")]
+    create = measured[("file metadata", "create (files/s)")]
     assert create[2].startswith("+++++ (250k) [") and "±" not in create[2]
     assert create[3].startswith("125k ±")  # the guest's own runs were long enough
-    assert "±" in measured[("metadata", "delete (files/s)")][2]
+    assert "±" in measured[("file metadata", "delete (files/s)")][2]
     getpid = measured[("getpid", "time per op (ns)")]
     assert getpid[2].startswith("+++++ (100) [") and getpid[3].startswith("+++++ (200) [")
     footnotes = tables["host" if "host" in tables else list(tables)[-1]].footnotes
@@ -58,7 +58,7 @@ def test_no_ratio_percent_or_geometric_mean_uses_them(fast: Campaign) -> None:
     assert ("metadata", "create", "guest") not in report.ratios
     assert ("metadata", "delete", "guest") in report.ratios
     ratios = {(r[0], r[1].split(" (")[0]): r for r in select.tables(report, "published")[1].rows}
-    assert ratios[("metadata", "create")][3].startswith("+++++")
+    assert ratios[("file metadata", "create")][3].startswith("+++++")
     assert ratios[("getpid", "time per op")][3].startswith("+++++")
     # metadata's primary is create, getpid is quantised: fork_exit alone is judged (metadata
     # is a disk workload: its group has no mean)
@@ -96,7 +96,7 @@ def test_one_rule_per_workload_the_same_in_every_cell(store) -> None:
     assert not create["same"].too_fast and not create["slow"].too_fast
     assert cells[("getpid", "time_per_op")]["same"].too_fast  # quantised, no tool rule
     measured = {(r[0], r[1]): r for r in campaign.tables()["measured"].rows}
-    shown = measured[("metadata", "create (files/s)")]
+    shown = measured[("file metadata", "create (files/s)")]
     assert shown[2].startswith("250k") and shown[3].startswith("+++++ (250k)")
     assert shown[4].startswith("23.81k") and shown[5].startswith("16.4k")
     assert shown[4] == "23.81k (every run)"  # no interval: a falsely tight one would mislead

@@ -60,3 +60,12 @@ def test_the_published_check_counts_what_a_reader_should_not_see():
         "[1] unstable (native, uml): its runs vary", "[2] kvm: not run here: no KVM"])
     found = published_check.counts(markdown)
     assert [len(items) for items in found.values()] == [1, 2, 1, 1], found
+
+
+def test_a_count_gets_no_decimals_and_a_figure_keeps_two_significant_digits():
+    """With decimals = 1 (boot in s as the seed writes it), counts read "20.0" and a 0.2666 s
+    upload "0.3" (2026-11-28)."""
+    with model.styled(model.Style(plain=True, decimals=1)):
+        assert model.format_count(20.0) == "20" and model.format_count(2.5) == "2.5"
+        assert model.format_value(0.2666) == "0.27" and model.format_value(3.94) == "3.9"
+    assert model.format_count(10000.0) == "10k"  # without decimals, as any figure
