@@ -304,7 +304,9 @@ def own_footnotes(made: list[Table], footnotes: Footnotes) -> None:
             table.footnotes.append(marks_line)
 
 
-_FLAGGED = re.compile(r"^(?P<what>[^(:]+) \((?P<envs>[^()]+)\): ")
+_FLAGGED = re.compile(  # a flag's footnote, not a problem's of a cell named "2 (disjoint)"
+    rf"^(?P<what>(?:{'|'.join(map(re.escape, model.FLAG_MEANINGS))})[^(:]*) "
+    r"\((?P<envs>[^()]+)\): ")
 
 
 def _of_table(line: str, shown: str) -> str:

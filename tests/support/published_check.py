@@ -17,7 +17,9 @@ RAW_ID = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*_[a-z0-9_]+(?![\w(])")
 SCIENTIFIC = re.compile(r"\d(?:\.\d+)?[eE][+-]?\d+")
 NEGATIVE = re.compile(r"^-\d")
 MARKS = re.compile(r"\s*(\[\d+\]|§)")
-FLAGGED = re.compile(r"^\[\d+\] [^(:]+ \(([^()]+)\): ")  # "[1] unstable (uml, qemu): ..."
+FLAGS = ("unstable", "multimodal", "clock-drift", "console-latency", "placement-drift",
+         "vmm-exit", "too-fast")
+FLAGGED = re.compile(rf"^\[\d+\] (?:{'|'.join(FLAGS)})[^(:]* \(([^()]+)\): ")  # "[1] unstable (uml): ..."
 # "[2] KVM: not run here: ...", "[2] kvm: ⊘ unavailable: ..." (not a plain flag's "unstable:")
 PROBLEM = re.compile(r"^\[\d+\] ([^:]+?)(?: §)?: (?:[✗◷☠‡∅⊘‖] |not run here|not supported there|"
                      r"not run:|failed|timed out|crashed|could not be started)")
@@ -73,7 +75,9 @@ def foreign_footnotes(table: Table) -> list[str]:
         problem = PROBLEM.match(line) if not flagged else None
         if problem:
             named = [problem.group(1).strip()]
-        if any(name not in names for name in named):
+        # a cell named by its row and column ("tcg, 2 (disjoint)") is in the table
+        if any(name not in names and not all(part in names for part in name.split(", "))
+               for name in named):
             out.append(line)
     return out
 

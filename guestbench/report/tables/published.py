@@ -3,6 +3,8 @@ statistics; report/select.py sets them among the others (measured, ratios, versi
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import re
 from collections import defaultdict
@@ -223,11 +225,20 @@ def scaling_tables(report: CampaignResults, footnotes: Footnotes) -> list[Table]
                            + ("faster for this throughput metric." if base.higher_is_better
                               else "slower for this time metric."))
         for group, members in groups.items():
-            table.add([group, *(_scaling_text(row_cells[members[combo]], base, footnotes)
+            table.add([group, *(_scaling_text(_as_column(row_cells[members[combo]], group, combo,
+                                                         len(groups)), base, footnotes)
                                 if combo in members else "-" for combo in combos)],
                       [(members[combo], label) if combo in members else None for combo in combos])
         out.append(table)
     return out
+
+
+def _as_column(cell: Cell, group: str, combo: tuple[int, str], groups: int) -> Cell:
+    """The cell named in its footnote as the table names it: its column ("2 (disjoint)"),
+    after its row where there are several ("tcg, 2 (disjoint)"), not by the environment's
+    setup name, which the table never shows."""
+    column = f"{combo[0]} ({combo[1]})"
+    return dataclasses.replace(cell, environment=column if groups == 1 else f"{group}, {column}")
 
 
 def _scaling_reference(report: CampaignResults, groups: dict[str, dict[tuple[int, str], str]],

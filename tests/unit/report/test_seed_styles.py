@@ -1,7 +1,7 @@
-"""Seed 004's tables from a campaign whose plan had no [[table]] entries, shaped by a style
-file alone (examples/seeds/004-style.toml), compared with the seed's tables cell shape by
-cell shape. The campaign is a real one: examples/seeds/004.toml without its [[table]]
-entries, run on 2026-11-29 on an AMD EPYC VM (tests/unit/data/seed-004)."""
+"""Seeds 004's and 002's tables from campaigns whose plans had no [[table]] entries, shaped by
+a style file alone (examples/seeds/NNN-style.toml), compared with the seed's tables cell
+shape by cell shape. The campaigns are real ones: examples/seeds/NNN.toml without its
+[[table]] entries, run on 2026-11-29 on an AMD EPYC VM (tests/unit/data/seed-NNN)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from guestbench.cli import main
 from tests.support import published_check
 
 ROOT = Path(__file__).resolve().parents[3]
-STORE = ROOT / "tests" / "unit" / "data" / "seed-004" / "guestbench.sqlite.gz"
-STYLE = ROOT / "examples" / "seeds" / "004-style.toml"
+DATA = ROOT / "tests" / "unit" / "data"
+SEEDS = ROOT / "examples" / "seeds"
 ROWS = ["host (native)", "kvm vm cache=on (TCG, IDE)", "kvm vm cache=off (TCG, IDE)",
         "kvm virtio disk cache=on (TCG)", "kvm virtio disk cache=off (TCG)", "xen pv (UML)"]
 MARK = r"( \[\d\])?"
@@ -49,15 +49,21 @@ SEED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def markdown(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("seed-004")
-    with gzip.open(STORE) as packed, (folder / "guestbench.sqlite").open("wb") as out:
+def styled(folder: Path, seed: str) -> str:
+    """The seed's stored campaign, reported with its style file alone."""
+    with gzip.open(DATA / f"seed-{seed}" / "guestbench.sqlite.gz") as packed, \
+            (folder / "guestbench.sqlite").open("wb") as out:
         shutil.copyfileobj(packed, out)
-    shown = CliRunner().invoke(main, ["report", "--style", str(STYLE), "--format", "markdown",
+    shown = CliRunner().invoke(main, ["report", "--style", str(SEEDS / f"{seed}-style.toml"),
+                                      "--format", "markdown",
                                       "--db", f"sqlite:///{folder / 'guestbench.sqlite'}"])
     assert shown.exit_code == 0, shown.output
     return shown.stdout
+
+
+@pytest.fixture(scope="module")
+def markdown(tmp_path_factory) -> str:
+    return styled(tmp_path_factory.mktemp("seed-004"), "004")
 
 
 def test_the_style_gives_the_seed_s_tables_in_its_order_and_shapes(markdown):
@@ -82,3 +88,19 @@ def test_the_style_gives_the_seed_s_tables_in_its_order_and_shapes(markdown):
 def test_nothing_a_reader_should_not_see(markdown):
     assert {kind: items for kind, items in published_check.counts(markdown).items()
             if items} == {}
+
+
+def test_seed_002_s_scaling_table_from_its_style_names_its_cells_as_it_heads_them(tmp_path):
+    """kernel/vcpu by 1 (s), 1 (d), 2 (s), 2 (d) with the change against 1 (d); the cell this
+    2-CPU host cannot place is n/a, its footnote naming it as its column ("2 (disjoint)"), not
+    by a setup name the table never shows ("tcg 2 vCPU disjoint")."""
+    shown = styled(tmp_path, "002")
+    found = {table.title.split(":")[0]: table for table in published_check.tables(shown)}
+    scaling = found["kernel/vcpu"]
+    assert scaling.header == ["environment", "1 (same)", "1 (disjoint)", "2 (same)",
+                              "2 (disjoint)"]
+    assert [re.fullmatch(r"\d+\.\d \([+-]\d+%\)( \[\d\])?|n/a \[\d\]", cell) is not None
+            for cell in scaling.rows[0][1:]] == [True] * 4, scaling.rows
+    assert any(re.match(r"\[\d\] 2 \(disjoint\): not supported there: placement disjoint", line)
+               for line in scaling.footnotes), scaling.footnotes
+    assert {kind: items for kind, items in published_check.counts(shown).items() if items} == {}
