@@ -464,7 +464,9 @@ def durability_table(report: CampaignResults, footnotes: Footnotes) -> Table | N
                         if yes == 0 else f"mixed: honoured in {yes} of {len(verdict.values)}")
                 text = decorate(text + (f" ({len(verdict.values)} runs)"
                                         if len(verdict.values) > 1 else ""), verdict, footnotes)
-            table.add([env, label, value_text(cells["records_acknowledged"], footnotes),
+            # the check by its title ("fsync honoured"): "check" is no label column to titles
+            shown = report.label_titles.get(label, label)
+            table.add([env, shown, value_text(cells["records_acknowledged"], footnotes),
                        value_text(cells["records_durable"], footnotes), text],
                       [(env, label)] * 3)
     return table if table.rows else None

@@ -118,6 +118,7 @@ def test_durability_table_gives_the_verdict_per_environment(store):
     table = campaign.tables()["durability"]
     assert row(table, "unsafe")[2:] == ["20", "0", "NOT honoured (2 runs)"]  # counts that never changed
     assert row(table, "none")[4] == "honoured (2 runs)"
+    assert row(table, "none")[1] == "fsync honoured"  # the check by its title, not its id
     assert row(table, "native")[4].startswith("∅ unsupported")
 
 
