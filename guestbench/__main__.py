@@ -6,7 +6,8 @@ SIGTERM is taken as Ctrl-C is, from the first line: while the command line's mod
 either ends guestbench with one line and the shell's code (143, 130), not a traceback or
 a death by the signal (arguments.Commands says the same once a command runs). Both raise
 stopping.Signalled, not a plain KeyboardInterrupt (stopping.py says why); a Ctrl-C that the
-parent left ignored (a shell's background job) stays ignored, as Python leaves it."""
+parent left ignored (a shell's background job) stays ignored, as Python leaves it. Once the
+command has ended, both are ignored (_ended)."""
 
 import gc
 import signal
@@ -34,7 +35,17 @@ def entry() -> None:
               file=sys.stderr)
         raise SystemExit(stopping.exit_code(stopping.received)) from None
     finally:
-        gc.freeze()
+        _ended()
+
+
+def _ended() -> None:
+    """The command has ended and given its code: a Ctrl-C or SIGTERM from now on changes
+    nothing it did. Ignored, not left to the interpreter, which in its last steps puts the
+    default handlers back and would die of it (exit -2, -15 instead of the code given)."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(number) is stopping.raise_it:
+            signal.signal(number, signal.SIG_IGN)
+    gc.freeze()
 
 
 if __name__ == "__main__":

@@ -93,6 +93,7 @@ def run_burst(environment: Environment, job: Job, params, logdir: Path,
     started_ns = proc.now_ns()
     deadline_ns = started_ns + int(timeout_s * 1e9)
     instances = [_Instance(index + 1, deadline_ns) for index in range(count)]
+    begun: list[int] = []  # when the launchers were let go (together, staggered)
     with ExitStack() as alive:
         for instance in instances:  # stopped however the burst ends (Ctrl-C while it runs)
             alive.callback(_stop, instance)
@@ -103,7 +104,7 @@ def run_burst(environment: Environment, job: Job, params, logdir: Path,
         else:
             # every thread made first, then all let go: together means at one moment
             gap_ns = int(params.stagger_ms * 1e6) if mode == "staggered" else 0
-            go, begun = threading.Event(), []
+            go = threading.Event()
             launchers = [threading.Thread(target=_staggered, daemon=True, args=(
                 environment, job, instance, logdir, ready_timeout_ns, go, begun,
                 position * gap_ns)) for position, instance in enumerate(instances)]
@@ -113,8 +114,12 @@ def run_burst(environment: Environment, job: Job, params, logdir: Path,
             go.set()
             for launcher in launchers:
                 launcher.join()
-    first_ns = min((instance.launched_ns for instance in instances if instance.launched_ns),
-                   default=started_ns)
+    # the burst's zero: the moment its instances were let go, from which a staggered one's
+    # schedule counts (a first launch may come a little later, its thread not yet running);
+    # in turn, the first launch
+    first_ns = begun[0] if mode != "serial" else min(
+        (instance.launched_ns for instance in instances if instance.launched_ns),
+        default=started_ns)
     _keep(instances, first_ns, mode, logdir)
     return _outcome(instances, first_ns)
 
@@ -123,8 +128,8 @@ def _staggered(environment: Environment, job: Job, instance: _Instance, logdir: 
                ready_timeout_ns: int, go: threading.Event, begun: list[int],
                after_ns: int) -> None:
     go.wait()
-    wait_ns = begun[0] + after_ns - proc.now_ns()
-    if wait_ns > 0:
+    due_ns = begun[0] + after_ns
+    while (wait_ns := due_ns - proc.now_ns()) > 0:  # never before its turn
         threading.Event().wait(wait_ns / 1e9)
     try:
         _launch(environment, job, instance, logdir, ready_timeout_ns)

@@ -70,3 +70,28 @@ def test_ctrl_c_ignored_by_the_parent_stays_ignored_while_guestbench_starts(tmp_
                            text=True, timeout=60, check=True,
                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert shown.stdout.split() == ["True", "guestbench.process.stopping"]
+
+
+# The command has ended (click's SystemExit is on its way out) when the signals come: the
+# code it gave stands. Before, the handler raised into the interpreter's exit (a traceback
+# and exit 1), or, once the interpreter had put the default handlers back, the signal ended
+# the process (exit -2: a fault run's SIGINT, 2026-11-29).
+ENDED = """
+import os, signal, sys
+sys.argv = ["guestbench", "--version"]
+from guestbench.__main__ import entry
+try:
+    entry()
+finally:
+    os.kill(os.getpid(), signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(10 ** 6): pass
+"""
+
+
+def test_a_signal_after_the_command_ended_leaves_its_code(tmp_path):
+    (tmp_path / "ended.py").write_text(ENDED)
+    ended = subprocess.run([sys.executable, "-m", "ended"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60)
+    assert (ended.returncode, ended.stderr) == (0, "")
+    assert ended.stdout.startswith("guestbench")
