@@ -11,6 +11,7 @@ submodules is left out, or every package that re-exports its submodules would be
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -30,11 +31,24 @@ def module_files(root: Path = PACKAGE_ROOT) -> dict[str, Path]:
     return found
 
 
+def parsed(path: Path) -> tuple[str, ast.Module]:
+    """A module's text and tree, parsed once per version of the file (four tests read
+    every module of the package: 2 s each when each parsed them again)."""
+    stat = path.stat()
+    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path, _mtime_ns: int, _size: int) -> tuple[str, ast.Module]:
+    text = path.read_text()
+    return text, ast.parse(text, str(path))
+
+
 def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     """The modules of the package that this module imports, anywhere in its source."""
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)[1]):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -52,7 +66,15 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
 
 def import_graph(root: Path = PACKAGE_ROOT) -> dict[str, set[str]]:
     files = module_files(root)
-    return {name: imported_modules(name, path, set(files)) for name, path in files.items()}
+    return _graph(tuple((name, path, path.stat().st_mtime_ns) for name, path in files.items()))
+
+
+@functools.lru_cache(maxsize=None)
+def _graph(files: tuple[tuple[str, Path, int], ...]) -> dict[str, set[str]]:
+    """The graph of these versions of these files, made once (three tests walk the
+    package's: 2 s each)."""
+    known = {name for name, _path, _mtime in files}
+    return {name: frozenset(imported_modules(name, path, known)) for name, path, _ in files}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -192,9 +214,10 @@ def test_a_package_that_reexports_its_submodules_is_no_loop(tmp_path):
 
 def deferred_imports(path: Path) -> list[tuple[int, str]]:
     """(line number, line) of each import made inside a function of this module."""
-    lines = path.read_text().splitlines()
+    text, tree = parsed(path)
+    lines = text.splitlines()
     found = set()
-    for function in ast.walk(ast.parse("\n".join(lines), str(path))):
+    for function in ast.walk(tree):
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.update(node.lineno for node in ast.walk(function)
                          if isinstance(node, (ast.Import, ast.ImportFrom)))

@@ -11,6 +11,10 @@ from guestbench.analysis.compare import FASTER, SAME, SLOWER, judge
 from guestbench.analysis.cells import Interval
 from tests.support.cli import invoke
 
+# compare judges what the store read: SQLite for every test, PostgreSQL for those marked
+# both_stores (tests/unit/conftest.py)
+ABOVE_THE_STORE = True
+
 PLAN = """\
 [campaign]
 name = "{name}"
@@ -54,6 +58,7 @@ def compare(run_campaign, *args: str):
     return invoke(["compare", *args, "--db", run_campaign.url], run_campaign.agent)
 
 
+@pytest.mark.both_stores
 def test_a_against_a_is_same_everywhere(run_campaign) -> None:
     run_campaign("a1"), run_campaign("a2")
     result = compare(run_campaign, "a1", "a2", "--format", "json", "--fail-on-regression")
@@ -74,6 +79,7 @@ def test_a_table_of_no_verdict_says_so_in_one_row(run_campaign) -> None:
     assert "| environment |" not in shown.stdout.split("Host noise")[0]
 
 
+@pytest.mark.both_stores
 def test_a_slowed_environment_is_slower_and_fails_the_check(run_campaign) -> None:
     run_campaign("before"), run_campaign("after", scale=1.2)
     plain = compare(run_campaign, "before", "after")
@@ -225,6 +231,7 @@ def test_report_and_compare_leave_the_environment_as_they_found_it(run_campaign,
 BROKEN_IN_B = '[[environment]]\nname = "flaky"\nkind = "fake"\nbehaviour = "{behaviour}"\n'
 
 
+@pytest.mark.both_stores
 @pytest.mark.parametrize("behaviour, outcome", [("error", "failed"),
                                                 ("unavailable", "unavailable")])
 def test_a_workload_ok_in_a_and_broken_in_b_fails_the_gate(run_campaign, behaviour,
@@ -251,6 +258,7 @@ def test_a_workload_ok_in_a_and_broken_in_b_fails_the_gate(run_campaign, behavio
 FLAKY_IN_B = '[[environment]]\nname = "flaky"\nkind = "fake"\nfail_every = {every}\n'
 
 
+@pytest.mark.both_stores
 def test_a_cell_whose_b_lost_some_runs_is_flaky_not_same_and_fails_the_gate(run_campaign):
     """10 runs a side; in B every third fails (3 of 10): its survivors' figures are A's,
     and the cell is flaky, a regression, with both success rates and Fisher's p."""
@@ -277,6 +285,7 @@ def test_a_cell_whose_b_lost_some_runs_is_flaky_not_same_and_fails_the_gate(run_
                    "0.2", *same).exit_code == 1
 
 
+@pytest.mark.both_stores
 def test_a_spec_or_parameter_that_differs_in_b_fails_the_gate_without_any_flag(run_campaign):
     """B's environment is not A's (its spec differs: a bogus runtime argument would) or its
     workload is not A's: not judged, listed as broken, and the gate counts it; the hint's

@@ -16,6 +16,10 @@ from guestbench.report.formats.html import page as html
 from guestbench.commands import reading
 from tests.support.html_report import (EVIL, EVIL_ENV, EVIL_LABEL, Node, ids, parse, populate)
 
+# reports what the store read: SQLite for every test, PostgreSQL for those marked
+# both_stores (tests/unit/conftest.py)
+ABOVE_THE_STORE = True
+
 
 @pytest.fixture
 def logs(tmp_path: Path) -> Path:
@@ -151,6 +155,7 @@ def test_log_href_relative_only_below_a_shared_folder(tmp_path: Path) -> None:
     assert links.log_href(log.parent, None, folder=True) == log.parent.as_uri() + "/"
 
 
+@pytest.mark.both_stores
 def test_runs_section_lists_every_run(markup_report, dom: Node) -> None:
     section = ids(dom)["runs"]
     rows = [row for table in section.all("tbody") for row in table.all("tr")]
@@ -163,6 +168,7 @@ def test_runs_section_lists_every_run(markup_report, dom: Node) -> None:
     assert bad.text().count(EVIL) == 3 and bad.text().count("failed") == 3
 
 
+@pytest.mark.both_stores
 def test_data_is_escaped(page: str, dom: Node) -> None:
     assert page.lower().count("<script") == 1  # the page's own, last in the body
     assert page.rstrip().endswith("</script>\n</body>\n</html>")

@@ -18,6 +18,10 @@ from guestbench.store.records import RunRecord
 from tests.support.html_report import (CHECKS, EVIL, EVIL_ENV, EVIL_LABEL, FACTS, STARTED, ids,
                                        Node, parse, populate)
 
+# reports what the store read: SQLite for every test, PostgreSQL for those marked
+# both_stores (tests/unit/conftest.py)
+ABOVE_THE_STORE = True
+
 
 @pytest.fixture
 def overview_dom(markup_report, tmp_path: Path) -> Node:
@@ -209,6 +213,7 @@ def card_campaign(store, logs: Path) -> int:
     return campaign_id
 
 
+@pytest.mark.both_stores
 def test_the_system_card_says_what_each_environment_ran(store, tmp_path) -> None:
     card_campaign(store, tmp_path / "logs")
     dom = parse(html.render(reading.load(store), tmp_path))
@@ -285,6 +290,7 @@ def test_without_a_baseline_the_overview_says_why_and_keeps_the_card(store, tmp_
     assert "overview-geomeans" not in ids(dom) and "system-card" in ids(dom)
 
 
+@pytest.mark.both_stores
 def test_a_stored_ratio_of_the_environment_named_with_markup_is_escaped(markup_report, overview_dom) -> None:
     headers, rows = heatmap_rows(overview_dom)
     assert columns.short_names(markup_report.environments)[EVIL_ENV] in headers

@@ -13,6 +13,10 @@ from tests.support.samples import (HOGGED_SCHED_YIELD, NATIVE_FORK_EXIT_US, NATI
 from tests.support.campaigns import Campaign, row
 from tests.support.samples import JITTER, THREE, micro, stream
 
+# tables of what the store read: SQLite for every test, PostgreSQL for those marked
+# both_stores (tests/unit/conftest.py)
+ABOVE_THE_STORE = True
+
 
 @pytest.fixture
 def basic(store) -> Campaign:
@@ -30,6 +34,7 @@ def basic(store) -> Campaign:
     return campaign
 
 
+@pytest.mark.both_stores
 def test_basic_costs_in_cycles_and_ns(basic) -> None:
     table = basic.tables()["basic"]
     assert table.header == ["activity", "native", "sandbox"]

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.support.campaigns import Campaign
 from tests.support.samples import THREE
+
+# tables of what the store read: SQLite for every test, PostgreSQL for those marked
+# both_stores (tests/unit/conftest.py)
+ABOVE_THE_STORE = True
 
 
 def row(table, *first: str) -> list[str]:
     return next(r for r in table.rows if tuple(r[:len(first)]) == first)
 
 
+@pytest.mark.both_stores
 def test_disk_table_gives_each_figure_with_its_percent_of_native(store):
     campaign = Campaign(store, {"native": {}, "tcg": {"kind": "qemu"}}, baseline="native")
     for env, factor in (("native", 1.0), ("tcg", 4.0)):

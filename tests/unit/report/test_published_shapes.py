@@ -3,6 +3,8 @@ baseline's) and uploads as seconds per test with the environments as columns."""
 
 from __future__ import annotations
 
+import pytest
+
 from guestbench.analysis import results as analysed
 from guestbench.report.model import Footnotes, Style, styled
 from guestbench.report.tables.kernbench import kernbench_table
@@ -10,6 +12,10 @@ from guestbench.report.tables.io import upload_times_table
 
 from tests.support.campaigns import Campaign
 from guestbench.commands import reading
+
+# tables of what the store read: SQLite for every test, PostgreSQL for those marked
+# both_stores (tests/unit/conftest.py)
+ABOVE_THE_STORE = True
 
 KVM_ABSENT = "/dev/kvm exists but a test guest did not boot under KVM within 8 s"
 
@@ -31,6 +37,7 @@ def row(table, first: str) -> list[str]:
 
 # -- kernbench -------------------------------------------------------------------------
 
+@pytest.mark.both_stores
 def test_kernbench_gives_mean_and_stddev_per_column_and_elapsed_over_native(store) -> None:
     campaign = Campaign(store, {"native": {}, "tcg": {"kind": "qemu"}}, baseline="native")
     for run in range(3):

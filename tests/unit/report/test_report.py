@@ -23,6 +23,10 @@ from guestbench.store.records import RunRecord
 from guestbench.commands import reading
 from tests.support.facts import FACTS, STARTED
 
+# reports what the store read: SQLite for every test, PostgreSQL for those marked
+# both_stores (tests/unit/conftest.py)
+ABOVE_THE_STORE = True
+
 
 FAILING = {  # environment: (status, reason)
     "bad": ("failed", "record 2 fails its checksum"),
@@ -122,6 +126,7 @@ def test_measured_and_ratio_tables_lead_with_a_baseline(report: analysed.Campaig
     assert drawn[-1].footnotes
 
 
+@pytest.mark.both_stores
 def test_measured_values(report: analysed.CampaignResults) -> None:
     measured = by_name(detail(report))["measured"]
     row = row_of(measured, "getpid", "time per op")
@@ -136,6 +141,7 @@ def test_measured_values(report: analysed.CampaignResults) -> None:
     assert not any(r[1].startswith("iterations") for r in measured.rows)  # context metric
 
 
+@pytest.mark.both_stores
 @pytest.mark.parametrize("environment", list(FAILING))
 def test_non_ok_cell_shows_status_and_footnote(report: analysed.CampaignResults, environment: str) -> None:
     status, reason = FAILING[environment]
@@ -351,6 +357,7 @@ def test_csv(report: analysed.CampaignResults) -> None:
     assert [r["cell_flags"] for r in flaky] == [""]
 
 
+@pytest.mark.both_stores
 def test_json(report: analysed.CampaignResults) -> None:
     document = json.loads(json_report.render(report))
     assert document["schema"] == "guestbench-results"
@@ -386,6 +393,7 @@ def test_json(report: analysed.CampaignResults) -> None:
     assert document["statistics"]["bootstrap_resamples"] == 2000
 
 
+@pytest.mark.both_stores
 def test_json_timestamps_carry_their_offset(report: analysed.CampaignResults) -> None:
     document = json.loads(json_report.render(report))
     assert dt.datetime.fromisoformat(document["campaign"]["created_at"]).tzinfo is not None
@@ -439,6 +447,7 @@ def test_a_clock_drift_flag_marks_the_cell_with_a_footnote(store) -> None:
     assert any("clock-drift (vm): the guest's clock" in line for line in drawn[-1].footnotes)
 
 
+@pytest.mark.both_stores
 def test_flags_travel_into_csv_and_json(store) -> None:
     campaign_id = store.create_campaign("flags", {"source": "test"}, FACTS, "fp", None,
                                         "/logs", "0.1.0")

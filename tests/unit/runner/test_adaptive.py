@@ -19,6 +19,10 @@ from guestbench.runner import StopReason
 
 from tests.support.runner import QUIET_HOST, Recorder, run_interrupted, runs_of, stops
 
+# the runner's logic above the store: SQLite for every test, PostgreSQL for those marked
+# both_stores (tests/unit/conftest.py)
+ABOVE_THE_STORE = True
+
 STEADY = {"target": 0.03, "min_runs": 5, "max_runs": 30}
 NOISY = {"target": 0.001, "min_runs": 3, "max_runs": 6}
 
@@ -107,6 +111,7 @@ def test_unavailable_and_unsupported_stop_after_one_run(build_plan, run_quietly,
     assert [run.status for run in store.runs(campaign_id)] == ["unavailable", "unsupported"]
 
 
+@pytest.mark.both_stores
 def test_every_cell_gets_one_stored_stop(build_plan, run_quietly, store) -> None:
     plan = build_plan([{"name": "a", "kind": "fake"},
                        {"name": "bad", "kind": "fake", "behaviour": "error"},
@@ -166,6 +171,7 @@ def test_fixed_repeat_is_unchanged(build_plan, run_quietly, store) -> None:
     assert stops(store, campaign_id)[("a", "getpid")].reason == StopReason.FIXED
 
 
+@pytest.mark.both_stores
 def test_interrupt_closes_open_cells_as_interrupted(build_plan, run_quietly, store) -> None:
     starts = {"n": 0}
 

@@ -11,6 +11,10 @@ from guestbench.environments.kinds.fake import Fake
 from guestbench.runner import Outcome, Progress, Status
 from tests.support.runner import Recorder, interrupting_create, run_interrupted
 
+# the runner's logic above the store: SQLite for every test, PostgreSQL for those marked
+# both_stores (tests/unit/conftest.py)
+ABOVE_THE_STORE = True
+
 EXPECTED_STATUS = {
     "ok": Status.OK,
     "hang": Status.TIMEOUT,
@@ -105,6 +109,7 @@ def test_no_capabilities_makes_timing_workloads_unsupported(build_plan, run_plan
     assert "tsc" in getpid.reason
 
 
+@pytest.mark.both_stores
 def test_whole_matrix_is_stored(build_plan, run_plan, store) -> None:
     plan = build_plan([{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake", "scale": 2},
                        {"name": "c", "kind": "fake", "behaviour": "error"}],
@@ -136,6 +141,7 @@ def test_repetitions_are_the_outer_loop(build_plan, run_plan) -> None:
         ("a", "getpid", 1), ("a", "sched_yield", 1), ("b", "getpid", 1), ("b", "sched_yield", 1)]
 
 
+@pytest.mark.both_stores
 def test_each_run_is_stored_when_it_finishes(build_plan, run_plan, store) -> None:
     stored_at_finish: list[int] = []
 
@@ -179,6 +185,7 @@ def test_logs_are_kept_for_started_guests_only(build_plan, run_plan, store) -> N
     assert infra.status == Status.INFRA and infra.log_path is None
 
 
+@pytest.mark.both_stores
 def test_interrupt_during_a_run(build_plan, run_plan, store) -> None:
     plan = build_plan([{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake"}], repeat=3)
     stop = run_interrupted(run_plan, plan, create=interrupting_create(on_start=3))
@@ -205,6 +212,7 @@ def test_sigterm_interrupt_is_named(build_plan, run_plan, store) -> None:
     assert store.campaign(str(stop.campaign_id)).end_reason.startswith("stopped by SIGTERM at ")
 
 
+@pytest.mark.both_stores
 def test_a_stop_stores_every_open_cell_s_stop_in_one_write(build_plan, run_plan, store,
                                                             monkeypatch) -> None:
     """A SIGTERM to a campaign of 10,000 cells took 17-46 s to end (2026-11-27): each open
@@ -321,6 +329,7 @@ def test_host_checks_end_also_when_interrupted(build_plan, run_plan, store) -> N
     assert any(message.startswith("steal time") for message in checks["warnings"])
 
 
+@pytest.mark.both_stores
 def test_the_before_half_is_stored_while_the_campaign_runs(build_plan, run_plan, store) -> None:
     seen: list[dict] = []
 
