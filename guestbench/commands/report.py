@@ -140,7 +140,7 @@ def show_by_host(db: str, group: str, baseline: str | None, output_format: str,
     """The report of each host's latest campaign of a pool group, one after another, each
     under a heading with the host's name and facts: the "four machines" layout."""
     from guestbench.commands import reading  # deferred: analysis/, as show_report's
-    from guestbench.report import restyle  # deferred: with the model (report's own import)
+    from guestbench.report import restyle, select  # deferred: with the model (report's own import)
     from guestbench.report.tables.platform import host_line  # deferred: with the model
     asked, plain, links = chosen
     opened = store.open(db, create=False)
@@ -151,6 +151,7 @@ def show_by_host(db: str, group: str, baseline: str | None, output_format: str,
         if restyle.STYLE.get() is not None:
             restyle.check_names(restyle.STYLE.get(), loaded.results.environments,
                                 list(loaded.workload_of.items()))
+            select.check_style(loaded)
         heading = f"{host}: {host_line(loaded.host_facts)} (campaign {loaded.campaign.id})"
         parts.append((f"## {heading}\n\n" if output_format == "markdown" else
                       f"{heading}\n{'=' * min(len(heading), 80)}\n")
@@ -162,10 +163,11 @@ def show_by_host(db: str, group: str, baseline: str | None, output_format: str,
 
 
 def _render(loaded, output_format: str, output: Path | None, request) -> None:
-    from guestbench.report import restyle  # deferred: with the model (report's own import)
+    from guestbench.report import restyle, select  # deferred: with the model (report's own import)
     if restyle.STYLE.get() is not None:
         restyle.check_names(restyle.STYLE.get(), loaded.results.environments,
                             list(loaded.workload_of.items()))
+        select.check_style(loaded)
     emit(formats.render("report", output_format, loaded, request), output)
 
 

@@ -37,6 +37,12 @@ class TableSpec(BaseModel):
     plain: bool = Field(True, description="values only, in the unit of the header")
     links: bool = Field(False, description="each value links to its runs' logs")
     decimals: int | None = Field(None, ge=0, le=9, description="digits after the point")
+    headers: dict[Text, Text] = Field(
+        default_factory=dict, description="a column's header as the table shows it -> the "
+                                          "words shown instead (a seed's own, 'Per Chr KB/sec')")
+    row_decimals: dict[Text, Annotated[int, Field(ge=0, le=9)]] = Field(
+        default_factory=dict, description="a row's name as the table shows it (or a "
+                                          "pattern) -> digits after the point in that row")
     unit: Literal["ns", "us", "ms", "s", "m:ss"] | None = Field(
         None, description="the time unit of its values; default each row's own")
 

@@ -18,7 +18,7 @@ from typing import Literal
 from guestbench.analysis.results import CampaignResults
 from guestbench.plan import catalogue
 from guestbench.plan.tables import matches, ordered, table_specs
-from guestbench.report import columns, functional, model, restyle, titles
+from guestbench.report import columns, functional, model, restyle, rowed, titles
 from guestbench.report.model import Footnotes, Style, Table, spread_line, styled
 from guestbench.report.tables import (
     bonnie, boot, burst, efficiency, io, kernbench, memory, network, platform, published, snapshot,
@@ -150,6 +150,11 @@ class Choice:
     links: bool = False
     decimals: int | None = None
     unit: str | None = None  # a time unit for its values (plan/tables.py)
+    headers: dict[str, str] = field(default_factory=dict)  # header shown -> words instead
+    row_decimals: dict[str, int] = field(default_factory=dict)  # row name -> decimals
+    # where the entry was written, for an error ("--style: table[2]"); "" for a stored plan's,
+    # which a user cannot correct: a row it names that the table lacks is a note, not an error
+    origin: str = ""
 
     @property
     def style(self) -> Style:
@@ -168,11 +173,20 @@ def from_plan(report: CampaignResults) -> list[Choice]:
     if not styled_specs and not stored.get("tables"):
         return []  # most plans: nothing to read, and the plan's models need not load
     out = []
-    for spec in styled_specs or table_specs(stored):
+    for index, spec in enumerate(styled_specs or table_specs(stored)):
         given = {key: tuple(value) if isinstance(value, list) else value
                  for key, value in spec.model_dump().items()}
-        out.append(Choice(**given))
+        out.append(Choice(**given, origin=f"--style: table[{index}]" if styled_specs else ""))
     return out
+
+
+def check_style(report: CampaignResults) -> None:
+    """A style file's [[table]] entries that name rows or headers, built once: a name its
+    table lacks is then exit 2 whatever the format shows (the terminal's report shows its
+    summary, not those tables). The other keys are checked as the style loads."""
+    for choice in from_plan(report):
+        if choice.origin and (choice.row_decimals or choice.headers):
+            _built(report, choice)
 
 
 def from_names(names: tuple[str, ...], plain: bool, links: bool) -> list[Choice]:
@@ -202,12 +216,25 @@ def _built(report: CampaignResults, choice: Choice, say_nothing: bool = True) ->
         decimals=style_decimals if style_decimals is not None else choice.decimals)
     shown = narrowed(report, choice)
     shown = restyle.reordered(shown)  # the style's order, the latest word, over the entry's
+    made = _made(shown, choice)
+    if not made:
+        return [_nothing(choice)] if say_nothing else []
+    if choice.row_decimals:
+        rowed.apply(made, choice.row_decimals, choice.origin, lambda decimals: _made(
+            shown, dataclasses.replace(choice, decimals=decimals)))
+    if choice.headers:
+        rowed.rename_headers(made, choice.headers, choice.origin)
+    return made
+
+
+def _made(shown: CampaignResults, choice: Choice) -> list[Table]:
+    """The choice's tables of these results, titled, labelled and marked; [] without data."""
     footnotes = Footnotes()
     with styled(choice.style), restyle.time_unit(choice.table, choice.unit):
         made = build(BUILDERS[choice.table], shown, footnotes)
     made = [table for table in made if catalogue.selects(choice.table, table.name)]
     if not made:
-        return [_nothing(choice)] if say_nothing else []
+        return []
     own_footnotes(made, footnotes)  # first: the labels below rename them too
     titles.apply(made, shown)
     headers = {**columns.short_names(shown.environments), **choice.labels}

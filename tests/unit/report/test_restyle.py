@@ -74,6 +74,12 @@ def test_a_stored_campaign_is_relabelled_reordered_and_reunited(stored, tmp_path
      "table[0].environments: 'kvm' matches no environment"),
     ("[[table]]\ntable = 'basic'\nworkloads = ['getpdi']\n", (),
      "table[0].workloads: 'getpdi' matches no workload; did you mean 'getpid'?"),
+    ("[[table]]\ntable = 'basic'\nrow_decimals = { getpdi = 1 }\n", (),
+     "table[0].row_decimals: 'getpdi' names no row of the basic table (its rows: getpid,"),
+    ("[[table]]\ntable = 'basic'\nrow_decimals = { getpid = 10 }\n", (),
+     "table[0].row_decimals.getpid: Input should be less than or equal to 9"),
+    ("[[table]]\ntable = 'basic'\nheaders = { nativ = 'host' }\n", (),
+     "table[0].headers: 'nativ' names no column of the basic table (its headers: "),
 ])
 def test_bad_style_is_exit_2_naming_what(stored, tmp_path, content, args, said) -> None:
     style = tmp_path / "bad.toml"
@@ -234,3 +240,47 @@ def test_an_empty_named_table_says_which_workload_fills_it(stored):
     assert shown.exit_code == 0, shown.output
     assert ("nothing to show: this campaign has no figures of bonnie, which the bonnie table "
             "shows (fix: run bonnie: a [[workload]] of the plan)") in shown.stdout
+
+
+ROWED = """\
+[[table]]
+table = "basic"
+environments = ["native", "runc", "uml"]
+workloads = ["getpid", "sched_yield", "malloc_1mib"]
+decimals = 0
+row_decimals = { getpid = 2, "malloc*" = 1 }
+headers = { native = "host", uml = "User-Mode Linux" }
+"""
+
+
+def test_decimals_per_row_and_headers_in_the_reader_s_words(stored, tmp_path):
+    """A table's decimals, a row's own where the entry names it (by the name the table
+    shows, or a pattern), and headers renamed; the rows not named keep the table's."""
+    style = tmp_path / "rowed.toml"
+    style.write_text(ROWED)
+    shown = report(stored, "--style", str(style), "--format", "markdown")
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.split("### ")[-1].splitlines()
+    header = next(line for line in lines if line.startswith("| activity"))
+    assert header == "| activity | host | runc | User-Mode Linux |", header
+
+    def cells(name):
+        row = next(line for line in lines if line.startswith(f"| {name} "))
+        return [re.sub(r" \[\d\]$", "", cell.strip()) for cell in row.split("|")[2:-1]]
+
+    assert all(re.fullmatch(r"\d+\.\d\d", cell) for cell in cells("getpid")), cells("getpid")
+    assert all(re.fullmatch(r"\d+", cell) for cell in cells("sched_yield"))
+    assert all(re.fullmatch(r"\d+\.\d", cell) for cell in cells("malloc 1 MiB"))
+
+
+def test_a_stored_plan_s_entry_naming_no_row_is_a_note_not_an_error(store) -> None:
+    """A stored plan cannot be corrected, so its entry's unknown row or header is said
+    under the table, and the report goes on (exit 0 from the command)."""
+    from guestbench.commands import reading
+    from guestbench.report.formats import markdown
+    from tests.support import default_like
+    default_like.write(store, plan={"tables": [
+        {"table": "basic", "row_decimals": {"getpdi": 1}, "headers": {"nativ": "host"}}]})
+    text = " ".join(markdown.render(reading.load(store)).split())  # lines joined
+    assert "row_decimals: 'getpdi' names no row of the basic table (its rows: getpid," in text
+    assert "headers: 'nativ' names no column of the basic table" in text

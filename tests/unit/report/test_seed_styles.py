@@ -23,29 +23,30 @@ ROWS = ["host (native)", "kvm vm cache=on (TCG, IDE)", "kvm vm cache=off (TCG, I
         "kvm virtio disk cache=on (TCG)", "kvm virtio disk cache=off (TCG)", "xen pv (UML)"]
 MARK = r"( \[\d\])?"
 BONNIE = rf"(\d+|\+\+\+\+\+|\+\+\+|-){MARK}"
-# each table of the seed: its title's start, its header, and the shape of its value cells
+# each table of the seed: its title's start, its header (in the seed's words where the style's
+# `headers` give them), and the shape of its value cells
 SEED = [
-    ("bonnie++ Sequential Output", ["environment", "per chr KB/s", "%CPU", "block KB/s", "%CPU",
-                                    "rewrite KB/s", "%CPU"], BONNIE),
-    ("bonnie++ Sequential Input", ["environment", "per chr KB/s", "%CPU", "block KB/s", "%CPU"],
-     BONNIE),
-    ("bonnie++ random Seeks", ["environment", "seeks /s", "%CPU"], BONNIE),
-    ("bonnie++ Sequential Create", ["environment", "create /s", "%CPU", "read /s", "%CPU",
-                                    "delete /s", "%CPU"], BONNIE),
-    ("bonnie++ Random Create", ["environment", "create /s", "%CPU", "read /s", "%CPU",
-                                "delete /s", "%CPU"], BONNIE),
-    ("comparison to native", ["environment", "out per chr", "out block", "rewrite",
+    ("bonnie++ Sequential Output", ["platform", "Per Chr KB/sec", "%CPU", "Block KB/sec", "%CPU",
+                                    "Rewrite KB/sec", "%CPU"], BONNIE),
+    ("bonnie++ Sequential Input", ["platform", "Per Chr KB/sec", "%CPU", "Block KB/sec",
+                                   "%CPU"], BONNIE),
+    ("bonnie++ random Seeks", ["platform", "Seeks /sec", "%CPU"], BONNIE),
+    ("bonnie++ Sequential Create", ["platform", "Create /sec", "%CPU", "Read /sec", "%CPU",
+                                    "Delete /sec", "%CPU"], BONNIE),
+    ("bonnie++ Random Create", ["platform", "Create /sec", "%CPU", "Read /sec", "%CPU",
+                                "Delete /sec", "%CPU"], BONNIE),
+    ("comparison to native", ["platform", "out per chr", "out block", "rewrite",
                               "in per chr", "in block", "seeks"], r"\d+(\.\d+)?|n/a|-"),
     ("platforms and their versions", ["environment", "what ran", "accelerator",
                                       "guest memory", "vCPUs"], r".+"),
-    ("dbench: the best of the runs", ["environment", "throughput MB/s", "% of native"],
+    ("dbench: the best of the runs", ["platform", "Throughput in MB/sec", "% of native"],
      rf"\d+(\.\d+)?{MARK}"),
-    ("kernbench", ["environment", "Elapsed Time (s)", "System Time (s)", "User Time (s)",
-                   "Percent CPU", "Context Switches", "Sleeps", "Elapsed / native"],
+    ("kernbench", ["platform", "Elapsed Time (s)", "System Time (s)", "User Time (s)",
+                   "Percent CPU", "Context Switches", "Sleeps", "Elapsed time /native"],
      rf"\d+(\.\d+)?( \(\d+(\.\d+)?\))?{MARK}"),
     ("Kernel compilation benchmark", ["environment", "build", "time", "run 1", "run 2",
                                       "mean (stdev)"], r"\d+m\d\d\.\d( \(\d+m\d\d\.\d\))?"),
-    ("Guest system boot-up time", ["environment", "boot (s)", "n"], rf"\d+(\.\d)?{MARK}"),
+    ("Guest system boot-up time", ["platform", "time in seconds", "n"], rf"\d+(\.\d)?{MARK}"),
 ]
 
 
