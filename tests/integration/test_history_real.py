@@ -6,8 +6,10 @@ The program times its loop five times and gives the best, and the slowdown is 3x
 30% slowdown and one timing per run, campaigns' medians on a busy 2-core host spread as
 much as the change (16.8 to 20.7 ms before it), and Otava found no change point in 2 of 5
 tries here; with 2x, a busy spell that made one campaign before the change 35-40% slower
-(14.3-15.5 ms, then 19.9) hid the change in 2 of 6 tries on 2026-11-25. The loop three times as long is not always three times as slow: 2.7 to
-3.0x here, 2.3x on a fresh CI machine on 2026-11-28 (the medians 15.5-16.4 ms, then 36.9).
+(14.3-15.5 ms, then 19.9) hid the change in 2 of 6 tries on 2026-11-25. The loop three
+times as long is not always three times as slow: 2.7 to 3.0x here, 2.3x on a fresh CI
+machine on 2026-11-28 (the medians 15.5-16.4 ms, then 36.9), 4.4x on a fresh clone here on
+2026-11-29 (18.1-19.7 ms, then 85.3): the test asks for a change of 1.8x to 6x.
 The host's own shifts between campaigns may be change points too (a real one, not the
 program's): the test asks that the program's is found at the 6th, at least 1.8x, and that
 no other is half its size."""
@@ -60,7 +62,7 @@ def test_a_real_slowdown_from_the_sixth_campaign_is_found_there(tmp_path, availa
     medians = [round(point["median"], 2) for point in series["points"]]
     found = {change["index"]: change for change in series["change_points"]}
     assert 5 in found, (series["change_points"], medians)
-    assert found[5]["worse"] and 0.8 < found[5]["change"] < 2.8, medians
+    assert found[5]["worse"] and 0.8 < found[5]["change"] < 5, medians
     # the host itself may shift between campaigns (seen here: the first campaign 13.2 ms,
     # the next four 15.0-15.3 ms, a change point of its own); never by as much as the code
     assert all(abs(change["change"]) < found[5]["change"] / 2
