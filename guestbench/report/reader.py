@@ -3,8 +3,9 @@
 The terminal and --detail keep a run's reason whole, with the operator's instructions in it
 ("(fix: ...)", "to test again: rm /root/.cache/..."). A published table (plain) says what
 happened to the value in the reader's words: "not run here: a test guest did not boot under
-KVM within 8 s". Parenthesized asides (instructions, retries, dates) go; a path of the host's
-file system becomes its last part, but a device's or the kernel's (/dev/kvm, /proc/cpuinfo,
+KVM within 8 s". Parenthesized asides (instructions, retries, dates) go, and where in a
+program's source an assertion failed ("kvm.c:3183: "); a path of the host's file system
+becomes its last part, but a device's or the kernel's (/dev/kvm, /proc/cpuinfo,
 /sys/...) stays whole, since that is its name; the status leads, in words.
 """
 
@@ -19,6 +20,8 @@ _ASIDE = re.compile(r"\s*\([^()]*\)")  # the innermost parentheses, with the spa
 _PATH = re.compile(r"(?<![\w:/.~-])/(?:[\w.+@~-]+/)*([\w.+@~-]+)")
 _NAMES = ("/dev/", "/proc/", "/sys/")  # paths that are names a reader knows: kept whole
 _URL = re.compile(r"\s*\(?(?:see:?\s+)?(?:https?|ftp)://\S+")
+# where in a program's source an assertion failed (QEMU's "../../target/i386/kvm/kvm.c:3183: ")
+_SOURCE = re.compile(r"(?<!\S)(?:\.\./|\./)*(?:[\w+-]+/)*[\w+-]+\.(?:c|cc|cpp|h|rs):\d+:\s*")
 _STAMP = re.compile(r"^\[\s*\d+\.\d+\]\s*")  # a kernel log line's time
 # a console's lines that say the guest is gone (the panic, BUG, Oops), then any that says
 # something went wrong; a console reason's parts are joined by " | " (console.joined)
@@ -62,6 +65,7 @@ def plain_words(text: str) -> str:
         if shorter == text:
             break
         text = shorter
+    text = _SOURCE.sub("", text)
     text = _PATH.sub(lambda found: found.group(0) if found.group(0).startswith(_NAMES)
                      else found.group(1), text)
     return " ".join(text.split()).rstrip(" .;:,")

@@ -33,3 +33,12 @@ def test_a_device_keeps_its_name_and_an_instruction_goes():
 def test_a_reason_of_one_line_is_kept_whole():
     assert said("timeout", "killed after the 0.085 s run timeout") == (
         "timed out: killed after the 0.085 s run timeout")
+
+
+def test_an_assertion_says_what_failed_without_where_in_the_source():
+    """QEMU's failed assertion, as the KVM check recorded it on 2026-11-29."""
+    assert said("unavailable", "a test guest failed under KVM: qemu-system-x86_64: "
+                               "../../target/i386/kvm/kvm.c:3183: kvm_buf_set_msrs: Assertion "
+                               "`ret == cpu->kvm_msr_buf->nmsrs' failed.") == (
+        "not run here: a test guest failed under KVM: qemu-system-x86_64: kvm_buf_set_msrs: "
+        "Assertion `ret == cpu->kvm_msr_buf->nmsrs' failed")
