@@ -163,8 +163,9 @@ def show_by_host(db: str, group: str, baseline: str | None, output_format: str,
 
 
 def _render(loaded, output_format: str, output: Path | None, request) -> None:
-    from guestbench.report import restyle, select  # deferred: with the model (report's own import)
+    from guestbench.report import restyle  # deferred: with the model (report's own import)
     if restyle.STYLE.get() is not None:
+        from guestbench.report import select  # deferred: the tables' builders and numpy
         restyle.check_names(restyle.STYLE.get(), loaded.results.environments,
                             list(loaded.workload_of.items()))
         select.check_style(loaded)

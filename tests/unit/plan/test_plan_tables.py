@@ -148,7 +148,8 @@ def test_they_are_stored_and_read_back(write_plan, host) -> None:
     plan = load(write_plan(SHAPED), host)
     document = json.loads(json.dumps(plan.as_dict()))  # as the store keeps it
     assert document["tables"][1] == {"table": "boot", "title": "Boot, powered off",
-                                     "labels": {}, "plain": True, "links": False}
+                                     "labels": {}, "plain": True, "links": False,
+                                     "headers": {}, "row_decimals": {}}
     assert table_specs(document) == list(plan.tables)
     assert stored(document, "campaign 1").tables == plan.tables
 
