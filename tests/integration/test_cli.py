@@ -99,7 +99,9 @@ def test_a_run_that_timed_out_makes_the_command_exit_1_and_say_why_last(tmp_path
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith("guestbench: ") and last.endswith(" timeout): exit 1"), last
     count, total = (int(word) for word in last.split()[1:4:2])  # "N of M runs"
-    assert count == total > 0, last
+    # most runs time out at 20 ms, not always all: a fresh CI machine ended one of 4 in time
+    # (2026-11-29, "3 of 4 runs did not end ok (3 timeout)")
+    assert 0 < count <= total, last
     assert "Traceback" not in run.stderr and "native" in run.stdout
     with sqlite3.connect(tmp_path / "s.sqlite") as connection:
         assert connection.execute("select status from campaign").fetchone()[0] == "finished"
