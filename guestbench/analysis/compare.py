@@ -202,6 +202,9 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, alpha: float = ALPHA
                 and not why.startswith(("spec differs in ", "parameters differ in "))
                 and not (why == "only in A" and what in gone)
                 and not (why == "measured only in A" and what.rsplit(" ", 1)[0] in labels)]
+    # a flaky cell's survivors would say `same` of a workload that lost runs: not judged
+    flaky = {(item.environment, item.label) for item in broken if item.outcome == "flaky"}
+    pairs = [(x, y) for x, y in pairs if (x.environment, x.label) not in flaky]
     medians = pairs if "p50" in gate else []
     tails = _tail_judgements(pairs, gate, unpaired, correction, alpha)
     a_stats = [x.stats for x, _ in medians]

@@ -8,7 +8,7 @@ load on their host by themselves, so a difference in load is other work's. Where
 of one side is high enough to compete for CPUs and well above the other's, or one side
 lost CPU time to steal, a verdict that goes the way that noise pushes (slower on the noisy
 side) is the host's as much as the change's: compare marks it, and --fail-on-regression
-ignores it unless --strict.
+counts it unless --forgive-host-noise.
 """
 
 from __future__ import annotations

@@ -49,9 +49,11 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
                    verdict_text(cell),
                    "; ".join(cell.notes) or "-"],
                   [(cell.environment, cell.label)] * 6)
-    if not shown and comparison.cells:  # the note counts them: no empty grid above it
+    if not shown:  # the note counts them: no empty grid above it
         table.header, table.label_columns = ["verdicts"], 1
-        table.add([f"none of the {len(comparison.cells)} cells was judged slower or faster"])
+        table.add([f"none of the {len(comparison.cells)} cells was judged slower or faster"
+                   if comparison.cells else "no cell was judged"
+                   + (" (the broken ones are listed above)" if comparison.broken else "")])
     out = [broken_table(comparison), table] if comparison.broken else [table]
     if comparison.across_hosts:  # said before any verdict
         out[0].lead = hosts_warning(comparison.across_hosts)
@@ -102,7 +104,7 @@ def _noise_note(comparison: Comparison) -> str:
     return (f"{explanation.reason}: {marked} verdict(s) that go the way that noise pushes are "
             f"marked '(host)' and may be the host's, not the change's. Rerun both on a quiet "
             "host, or use 'guestbench ab', which interleaves A and B under the same noise. "
-            "--fail-on-regression ignores the marked verdicts unless --strict.")
+            "--fail-on-regression counts them unless --forgive-host-noise.")
 
 
 def host_class_table(comparison: Comparison) -> Table:
