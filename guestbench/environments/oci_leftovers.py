@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 CGROUPS = Path("/sys/fs/cgroup")
+SELF = Path("/proc/self/cgroup")
 GONE_S = 5.0
 
 
@@ -75,8 +76,29 @@ def _live_members(container_id: str, root: Path) -> list[int]:
 
 
 def _named(container_id: str, root: Path) -> list[Path]:
-    """The cgroup folders named after the container: in a v1 hierarchy, or the v2 tree."""
-    return [*root.glob(f"*/{container_id}"), *root.glob(container_id)]
+    """The cgroup folders named after the container: in a v1 hierarchy, or the v2 tree, at
+    its top or under this process's own cgroup there (runc makes a container's cgroup
+    under its caller's: a host that puts its jobs in a memory cgroup gets them there)."""
+    return [*root.glob(f"*/{container_id}"), *root.glob(container_id),
+            *(folder for place in own_cgroups(root) for folder in [place / container_id]
+              if folder.is_dir())]
+
+
+def own_cgroups(root: Path = CGROUPS) -> list[Path]:
+    """The folders of this process's own cgroups below the top of their hierarchies."""
+    try:
+        lines = SELF.read_text().splitlines()
+    except OSError:
+        return []
+    places = []
+    for line in lines:
+        _number, controllers, path = line.split(":", 2)
+        if path.strip("/") in ("", ".."):
+            continue
+        name = controllers.removeprefix("name=")
+        bases = [root / name] if name else [root / "unified", root]
+        places += [base / path.lstrip("/") for base in bases]
+    return places
 
 
 def remove_cgroups(container_id: str, root: Path = CGROUPS) -> list[Path]:

@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from guestbench.environments import oci_leftovers
+
 GUEST_NAMES = ("gbagent", "runc", "runsc", "exe", "qemu-system-x86", "qemu-x86_64", "linux.uml",
                "setpriv", "criu")
 # the suite's own PostgreSQL server; the reapers' journals (a folder shared by every run)
@@ -178,7 +180,9 @@ def guest_cgroups() -> set[str]:
     or the v2 tree) that hold no process: a running container's hold its processes, which
     the process check tells apart; an empty one outlived its container, whoever made it."""
     found = set()
-    for path in [*CGROUPS.glob("*/guestbench-*"), *CGROUPS.glob("guestbench-*")]:
+    nested = [path for place in oci_leftovers.own_cgroups(CGROUPS)
+              for path in place.glob("guestbench-*")]
+    for path in [*CGROUPS.glob("*/guestbench-*"), *CGROUPS.glob("guestbench-*"), *nested]:
         try:
             if not (path / "cgroup.procs").read_text().strip():
                 found.add(f"cgroup {path}")

@@ -69,6 +69,29 @@ def test_the_teardown_s_end_removes_them_and_its_command_is_the_reaper_s(tmp_pat
         str(tmp_path / "bundle")]
 
 
+@pytest.mark.parametrize("layout", ["v1", "v2"])
+def test_a_container_s_cgroup_under_guestbench_s_own_is_removed_too(tmp_path, monkeypatch,
+                                                                     layout):
+    """runc makes a container's cgroup under its caller's: a host that runs its jobs in a
+    memory cgroup of their own (cgroup v1 hybrid) gets them there, and on a v2 host under the
+    caller's v2 cgroup; the teardown finds them there as well as at the top."""
+    root, own = tmp_path / "cgroup", "/jobs/job-7"
+    if layout == "v1":
+        lines = f"9:pids:/\n4:memory:{own}\n1:name=systemd:/\n0::/\n"
+        nested = root / "memory" / own.lstrip("/")
+        (root / "pids" / ID).mkdir(parents=True)
+    else:
+        lines, nested = f"0::{own}\n", root / own.lstrip("/")
+    (nested / ID).mkdir(parents=True)
+    (nested / OTHER).mkdir()
+    proc_self = tmp_path / "self-cgroup"
+    proc_self.write_text(lines)
+    monkeypatch.setattr(oci_leftovers, "SELF", proc_self)
+    assert nested in oci_leftovers.own_cgroups(root)
+    oci_leftovers.end(ID, tmp_path / "bundle", root)
+    assert left(root) == set() and (nested / OTHER).is_dir()
+
+
 def test_the_teardown_does_not_wait_for_a_killed_member_s_zombie(tmp_path, monkeypatch):
     """A killed `runc init` stays a zombie until pid 1 reaps it (up to 2 s on one host),
     its v2 cgroup still named in /proc/PID/cgroup, though rmdir removes that cgroup: end()
