@@ -25,25 +25,27 @@ PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
           busybox-static cpio kmod linux-perf fio dbench bonnie++ e2fsprogs qemu-utils chromium fonts-dejavu-core
           sysbench stress-ng postgresql linux-source flex bison bc iproute2 sockperf iperf3 criu iptables)
-missing=()
-for package in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
-    || missing+=("$package")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "install.sh: installing ${missing[*]}"
+# install PACKAGE... (with --no-install-recommends first: without their recommends) installs
+# those of them that are not installed yet.
+install() {
+  local options=() missing=() package
+  if [ "$1" = --no-install-recommends ]; then options+=("$1"); shift; fi
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$package")
+  done
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  echo "install.sh: installing ${missing[*]}${options:+ (without their recommends)}"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-# The xen-tcg environment boots Xen under QEMU: the hypervisor's image in /boot only. Without
-# its recommends (xen-utils, xen-hypervisor-common), which would start Xen's daemons and make
-# GRUB boot this machine into Xen by default.
-if ! dpkg-query -W -f='${Status}' xen-hypervisor-4.17-amd64 2>/dev/null | grep -q "install ok installed"; then
-  echo "install.sh: installing xen-hypervisor-4.17-amd64 (its image only)"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    xen-hypervisor-4.17-amd64 >/dev/null
-fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${options[@]}" "${missing[@]}" >/dev/null
+}
+install "${PACKAGES[@]}"
+# The xen-tcg environment boots Xen under QEMU: the hypervisor's image in /boot. xen-pv-tcg's
+# dom0 runs Xen's toolstack (xl, xenstored, xenconsoled) from this host's packages, over its
+# read-only view of the host's root. Without their recommends (xen-hypervisor-common,
+# grub-xen-host), which would make GRUB boot this machine into Xen by default; none of their
+# daemons starts outside a Xen dom0 (their units check /proc/xen).
+install --no-install-recommends xen-hypervisor-4.17-amd64 xen-utils-4.17 xenstore-utils
 
 # CRIU before 4.1 fails on kernels from 6.13 on (Debian 12 has 3.17): then a newer one,
 # built from Debian's source, goes into /usr/local/sbin.

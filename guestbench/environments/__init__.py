@@ -49,6 +49,11 @@ def _xen() -> type[Environment]:
     return Xen
 
 
+def _xen_pv() -> type[Environment]:
+    from guestbench.environments.kinds.xen_pv import XenPv  # deferred (above), as xen's
+    return XenPv
+
+
 def _command() -> type[Environment]:
     from guestbench.environments.kinds.command import Command  # deferred (above): 20 ms
     return Command
@@ -67,6 +72,7 @@ _KIND_CLASSES: dict[str, Callable[[], type[Environment]]] = {
     "qemu": _qemu,
     "uml": _uml,
     "xen": _xen,
+    "xen-pv": _xen_pv,
     "command": _command,
     "fake": _fake,
 }
@@ -115,6 +121,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "uml": {"kind": "uml"},
     # Xen 4.17 under QEMU's TCG, the agent in its PV dom0
     "xen-tcg": {"kind": "xen", "kernel_format": "vmlinux"},
+    # a PV domU that xl starts in that dom0 (with Xen's toolstack from the host's packages)
+    "xen-pv-tcg": {"kind": "xen-pv"},
 }
 
 
@@ -124,6 +132,7 @@ NOT_IN_DEFAULT_CAMPAIGN = {
     "qemu-tcg": "each run boots a guest under emulation (~5 s)",
     "qemu-kvm-nested": "KVM nested in an emulated L1 guest: functional figures, ~5 s a boot",
     "xen-tcg": "Xen under emulation: functional figures, ~6 s a boot",
+    "xen-pv-tcg": "a Xen PV domU under emulation: functional figures, ~20 s a boot",
 }
 DEFAULT_CAMPAIGN = tuple(name for name in PRESETS if name not in NOT_IN_DEFAULT_CAMPAIGN)
 

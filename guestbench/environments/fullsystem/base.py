@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, Field
 
 from guestbench import images
+from guestbench.images import vmlinux
 from guestbench.process import memory, proc
 from guestbench.environments import scratch
 from guestbench.environments.fullsystem import channels, guestdisk, nested, placement, tracedisk
@@ -115,6 +116,7 @@ class FullSystem(Environment):
         self.image: images.Image | None = None
         self.vmm_version: str | None = None
         self.machine: nested.Machine | None = None  # the L1 machine, inside a VM
+        self.boot_kernel: Path | None = None  # the extracted vmlinux, kernel_format vmlinux
 
     @property
     def inside(self) -> str | None:
@@ -198,7 +200,7 @@ class FullSystem(Environment):
         if not answer.available:
             return answer
         if self.inside:
-            l1 = nested.probe(self.inside)
+            l1 = self.machine_probe()
             if not l1.available:
                 return l1
             answer = Availability.yes(f"{answer.reason}; {l1.reason}".lstrip("; "))
@@ -210,7 +212,14 @@ class FullSystem(Environment):
         return Availability.yes(f"{answer.reason}; kernel {kernel}".lstrip("; "))
 
     def prepare(self, host: Host) -> Availability:
-        """Builds (or finds in the cache) the guest image, then the kind's own check."""
+        """Builds (or finds in the cache) the guest image, then the kind's own check; with
+        kernel_format = "vmlinux" (a kind's option), first the kernel's uncompressed vmlinux,
+        which the VMM boots instead (cached: no decompression in an emulated guest)."""
+        if getattr(self.spec, "kernel_format", "bzImage") == "vmlinux":
+            try:
+                self.boot_kernel = vmlinux.extract(self.kernel())
+            except (images.ImageError, OSError) as error:
+                return Availability.no(f"vmlinux of the guest kernel: {error}")
         tools = tuple(dict.fromkeys((*self.spec.tools, *self.plan_needs.tools)))
         try:
             self.image = images.build(self.kernel(), modules=self.image_modules(), tools=tools)
@@ -229,6 +238,10 @@ class FullSystem(Environment):
             return answer
         detail = f"image {self.image.id}; kernel {self.image.kernel_version}"
         return Availability.yes(f"{answer.reason}; {detail}" if answer.reason else detail)
+
+    def machine_probe(self) -> Availability:
+        """Whether the machine the VMM runs in (inside a VM) could start, from files alone."""
+        return nested.probe(self.inside)
 
     def start_machine(self) -> Availability:
         """Boot (or share) the L1 machine this environment's VMM runs in."""

@@ -107,7 +107,9 @@ while read -r verb id script <&3; do
             fi
             (
                 # read-write: the FIFO opens at once and never ends before the run does
-                $bb setsid $bb chroot /host /bin/sh "$script" <>"$input" >&3 2>/dev/console &
+                # the port is its output, not a descriptor of its own: a daemon it starts
+                # (Xen's toolstack in a dom0) must not hold the port open past the run
+                $bb setsid $bb chroot /host /bin/sh "$script" <>"$input" >&3 2>/dev/console 3>&- &
                 echo $! > /tmp/run-$id
                 echo "gbl1: started $id" >&3
                 wait $!

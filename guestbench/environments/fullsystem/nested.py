@@ -31,7 +31,7 @@ from pathlib import Path
 from guestbench import agent, images
 from guestbench.environments.base import Availability, GuestStartError
 from guestbench.environments import scratch
-from guestbench.environments.fullsystem import channels
+from guestbench.environments.fullsystem import channels, dom0
 from guestbench.environments.fullsystem.l1_init import L1_INIT
 from guestbench.host import which
 from guestbench.images import vmlinux
@@ -118,6 +118,8 @@ class Shape:
     accel: str
     memory_mib: int
     vcpus: int
+    xen: str = ""                   # Xen's ELF where the machine is a Xen dom0 (dom0.py)
+    xen_args: tuple[str, ...] = ()  # Xen's command line beyond its console and dom0's memory
 
 
 class Machine:
@@ -130,6 +132,8 @@ class Machine:
         self.channel: socket.socket | None = None
         self.kvm = False
         self.boot_s: float | None = None
+        self.toolstack_s: float | None = None  # a Xen dom0's: its toolstack's start
+        self.xen_info: list[str] = []
         self.kernel: Path | None = None
         self.image_id: str | None = None
         self.logs: Path | None = None
@@ -152,7 +156,8 @@ class Machine:
                 kernel = vmlinux.extract(kernel)  # PVH: no decompression under TCG
             except (images.ImageError, OSError):
                 pass
-            image = images.build(kernel, modules=_l1_modules(kernel), init=L1_INIT)
+            modules = dom0.MODULES if self.shape.xen else _l1_modules(kernel)
+            image = images.build(kernel, modules=modules, init=L1_INIT)
         except images.ImageError as error:
             raise L1Error(f"L1 image: {error}") from None
         self.kernel, self.image_id = kernel, image.id
@@ -187,9 +192,18 @@ class Machine:
             raise
         self.boot_s = (proc.now_ns() - started) / 1e9
         self.kvm = "kvm=yes" in words
+        if self.shape.xen:
+            try:
+                self.xen_info = dom0.start_toolstack(self)
+            except (dom0.ToolstackError, GuestStartError) as error:
+                self.stop()
+                raise L1Error(str(error)) from None
+            self.toolstack_s = (proc.now_ns() - started) / 1e9 - self.boot_s
 
     def command_line(self, image: images.Image, control: Path) -> list[str]:
         shape = self.shape
+        if shape.xen:
+            return dom0.command_line(self, image, control, L1_BINARY)
         accel_args = (["-accel", "tcg", "-cpu", TCG_CPU] if shape.accel == "tcg"
                       else ["-accel", "kvm", "-cpu", "host"])
         khz = agent.host_tsc_khz() if shape.accel == "tcg" else None
@@ -331,6 +345,13 @@ class Machine:
                 reaper.KEEPER.folder_gone(str(folder))
 
     def facts(self) -> dict[str, object]:
+        if self.shape.xen:
+            return {"dom0": f"QEMU {self.shape.accel.upper()} "
+                            f"{'max' if self.shape.accel == 'tcg' else 'host'}, "
+                            f"{self.shape.memory_mib} MiB ({dom0.DOM0_MIB} MiB dom0's), {self.shape.vcpus} vCPU, kernel "
+                            f"{self.kernel.name if self.kernel else '?'}",
+                    "dom0_boot_s": round(self.boot_s, 2) if self.boot_s else None,
+                    "dom0_toolstack_s": round(self.toolstack_s, 2) if self.toolstack_s else None}
         return {"l1": f"QEMU {self.shape.accel.upper()} "
                       f"{TCG_CPU if self.shape.accel == 'tcg' else 'host'}, "
                       f"{self.shape.memory_mib} MiB, {self.shape.vcpus} vCPU, kernel "

@@ -21,7 +21,6 @@ from pydantic_core import PydanticCustomError
 
 from guestbench import images
 from guestbench.process import proc
-from guestbench.images import vmlinux
 from guestbench.environments.fullsystem import kvm
 from guestbench.environments.base import Availability, Capability, GuestStartError
 from guestbench.environments.fullsystem.console import ConsoleGuest
@@ -311,10 +310,6 @@ class Command(FullSystem):
                              "and has no way to ask it for a snapshot",
     }
 
-    def __init__(self, spec: CommandSpec) -> None:
-        super().__init__(spec)
-        self.boot_kernel: Path | None = None  # the extracted vmlinux, kernel_format vmlinux
-
     def vmm_probe(self) -> Availability:
         missing = [need for need in (self.spec.argv[0], *self.spec.requires)
                    if not (Path(need).exists() if need.startswith("/") else which(need))]
@@ -347,13 +342,7 @@ class Command(FullSystem):
             except VersionHangs as error:
                 return Availability.no(str(error))
             return Availability.yes("the guest's own kernel")
-        answer = super().prepare(host)
-        if answer.available and self.spec.kernel_format == "vmlinux":
-            try:
-                self.boot_kernel = vmlinux.extract(self.image.kernel)
-            except (images.ImageError, OSError) as error:
-                return Availability.no(f"vmlinux from {self.image.kernel}: {error}")
-        return answer
+        return super().prepare(host)
 
     def facts(self) -> dict[str, Any]:
         facts = super().facts()

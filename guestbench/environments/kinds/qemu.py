@@ -11,7 +11,6 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from guestbench import agent, images
-from guestbench.images import vmlinux
 from guestbench.environments.fullsystem import channels, kvm
 from guestbench.environments.base import Availability, Capability, GuestStartError
 from guestbench.environments.fullsystem.console import ConsoleGuest
@@ -188,7 +187,6 @@ class Qemu(FullSystem):
 
     def __init__(self, spec: QemuSpec) -> None:
         super().__init__(spec)
-        self.boot_kernel: Path | None = None  # the extracted vmlinux, kernel_format vmlinux
         self.accel = spec.accel
         self.disk_format = spec.disk_format
         self.bus = bus(spec.machine, spec.disk_bus)
@@ -271,14 +269,6 @@ class Qemu(FullSystem):
         if name not in CHANNELS:
             raise channels.ChannelError(self.channel_refusal(name))
         return qemu_channel(name, source, self.spec.machine, workdir)
-
-    def prepare(self, host: Host) -> Availability:
-        if self.spec.kernel_format == "vmlinux":  # before a KVM test boot, which boots it
-            try:
-                self.boot_kernel = vmlinux.extract(self.kernel())
-            except (images.ImageError, OSError) as error:
-                return Availability.no(f"vmlinux from {self.kernel()}: {error}")
-        return super().prepare(host)
 
     def ready(self, host: Host) -> Availability:
         if self.spec.accel == "tcg":

@@ -26,9 +26,9 @@ PHASES_NOTE = ("Phases are cut on the host's clock where the console shows them 
                "guest's clock read zero: the hello's arrival minus the guest's own clock in that "
                "hello. The uptime row is the guest's own clock when the boot workload ran, after "
                "the agent's 300 ms clock check. VMM start is the guest's own VMM process "
-               "starting; inside an L1 machine (inside = \"tcg\"), the host asking the L1 "
-               "machine, already booted, to start the inner VMM: the L1 machine's own boot "
-               "comes before it and is in no row.")
+               "starting; inside an L1 machine (inside = \"tcg\") or a Xen dom0 (xen-pv), the "
+               "host asking that machine, already booted, to start the inner VMM (`xl create` "
+               "for a domU): the machine's own boot comes before it and is in no row.")
 NEGATIVE_NOTE = ("{envs}: '-' for a phase that came out negative, the guest's clock zero lying "
                  "before its VMM started (a clock that did not start with this boot, as a "
                  "restored snapshot's); the total is on the host's clock and sound.")
@@ -81,11 +81,28 @@ def boot_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:
     for envs_of, note in ((negative, NEGATIVE_NOTE), (unpaired, UNPAIRED_NOTE)):
         if envs_of:
             table.note += " " + note.format(envs=", ".join(envs_of))
+    machines = [said for env in report.environments if env.name in columns
+                for said in [_machine_boot(env.name, env.facts or {})] if said]
+    if machines:
+        table.note += " " + "; ".join(machines) + "."
     if over:
         table.note += " " + OVER_NOTE.format(
             envs=", ".join(env for env, _sums in over), statistic=statistic,
             sums="; ".join(f"{env} {sums}" for env, sums in over))
     return table
+
+
+def _machine_boot(env: str, facts: dict) -> str:
+    """The boot of the machine env's guests ran in, once for the campaign and in no row:
+    an L1 machine's, or a Xen dom0's with its toolstack's start."""
+    if facts.get("dom0_boot_s"):
+        toolstack = facts.get("dom0_toolstack_s")
+        return (f"{env}'s dom0 booted in {facts['dom0_boot_s']:.1f} s"
+                + (f" and started Xen's toolstack in {toolstack:.1f} s" if toolstack else "")
+                + ", once for the campaign")
+    if facts.get("l1_boot_s"):
+        return f"{env}'s L1 machine booted in {facts['l1_boot_s']:.1f} s, once for the campaign"
+    return ""
 
 
 def boot_totals_table(report: CampaignResults, footnotes: Footnotes) -> Table | None:

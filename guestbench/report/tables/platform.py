@@ -51,13 +51,15 @@ def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
 
 HOST_KERNEL = "none: the host kernel"  # the accelerator of native, namespaces, runc, crun
 # the kinds whose guest has memory and vCPUs of its own
-GUEST_KINDS = ("qemu", "xen", "uml", "command")
+GUEST_KINDS = ("qemu", "xen", "xen-pv", "uml", "command")
 
 
 def accelerator(env) -> str:
     """What runs the guest's instructions, in words: "KVM (hardware)", "TCG (QEMU's
     emulation)", "none: the host kernel", ..."""
     facts, spec, kind = env.facts or {}, env.spec or {}, env.kind
+    if facts.get("accelerator"):  # a kind that says it in its own words (xen-pv)
+        return str(facts["accelerator"])
     nested = spec.get("inside") not in (None, "none")
     if kind in ("qemu", "xen"):
         accel = facts.get("accel") or spec.get("accel")
