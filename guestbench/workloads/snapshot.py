@@ -45,13 +45,15 @@ WORKLOADS = [
              metric_titles={"snapshot_create": "save", "snapshot_size": "image size",
                             "snapshot_create_stop": "guest stopped",
                             "snapshot_create_migrate": "migration",
-                            "snapshot_create_checkpoint": "checkpoint command"}),
+                            "snapshot_create_checkpoint": "checkpoint command",
+                            "snapshot_create_xl_save": "xl save"}),
     Workload("restore", "instance", "a saved instance restored: from asking for it to its "
              "agent's next record, the same process with its memory", RestoreParams,
              _agent_args, **_COMMON, primary_metric="restore", title="restore",
              host_timed=("restore",),
              metric_titles={"restore": "to the agent", "restore_spawn": "VMM started",
-                            "restore_load": "state loaded", "restore_resume": "resumed"}),
+                            "restore_load": "state loaded", "restore_resume": "resumed",
+                            "restore_attach": "console attached"}),
     Workload("restore_first_touch", "instance", "after a restore, the first write to each "
              "page of the agent's memory: per page p50 to max, and all pages", RestoreParams,
              _agent_args, **_COMMON, primary_metric="restore_touch_p50",

@@ -38,7 +38,9 @@ XEN_LOG = "xen-console.log"
 TOOLS = "/usr/lib/xen-*/bin"
 NEEDED = ("xl", "xenstored", "xenconsoled", "xen-init-dom0")
 TOOLSTACK_TIMEOUT_S = 120.0
-XEN_MODULES = ("xen-privcmd", "xenfs", "xen-evtchn", "xen-gntdev", "xen-gntalloc")
+# the toolstack's, and a domU disk's backend: a loop device over the run's file
+XEN_MODULES = ("xen-privcmd", "xenfs", "xen-evtchn", "xen-gntdev", "xen-gntalloc",
+               "xen-blkback", "loop")
 
 
 def tools_folder() -> Path | None:
@@ -102,6 +104,10 @@ for place in /run /var/lib/xen /var/log/xen; do
     mount -t tmpfs tmpfs "$place" || fail "a tmpfs on $place"
 done
 mkdir -p /run/xen /run/lock /run/xen-hotplug /var/log/xen/console
+# udev makes these, and devtmpfs does not: Xen's hotplug lock (locking.sh) stats /dev/stdin
+# and, without it, retries forever (a domU's disk then never attaches)
+ln -sf /proc/self/fd /dev/fd && ln -sf /proc/self/fd/0 /dev/stdin && \
+    ln -sf /proc/self/fd/1 /dev/stdout && ln -sf /proc/self/fd/2 /dev/stderr || fail "/dev/stdin"
 modprobe -a {' '.join(XEN_MODULES)} || fail "modprobe of Xen's dom0 modules"
 mount -t xenfs xenfs /proc/xen || fail "mount of xenfs at /proc/xen"
 xenstored --pid-file /run/xen/xenstored.pid || fail xenstored

@@ -23,6 +23,7 @@ GUEST_SCRATCH = "/scratch"
 MKFS_TIMEOUT_S = 120
 # lazy_*_init=0: the guest kernel must not initialise inode tables in the background
 # while a workload is being measured; -m 0: no blocks reserved for root
+FILESYSTEM_MODULES = ("ext4",)  # the guest's driver for the scratch disk's filesystem
 MKFS_OPTIONS = ("-q", "-F", "-t", "ext4", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0")
 SLACK_MIB = 64
 

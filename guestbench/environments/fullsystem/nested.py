@@ -25,6 +25,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,6 +293,40 @@ class Machine:
             self.runs += 1
             return run
 
+    def side(self, command: str, timeout_s: float) -> tuple[int, str]:
+        """Runs a shell command in the machine beside the run it holds (Xen's `xl save` of
+        the domU that run started): its output goes to a file, its status to another, both
+        in a folder the host reads; the control port carries only its start and its end,
+        which a run's reader skips. (status, output); GuestStartError if the machine is
+        gone or the command did not end within timeout_s (it is then killed)."""
+        with self._lock:
+            if not self.alive:
+                raise GuestStartError(f"the L1 machine is gone; {self.said()}")
+            run_id = next(self._ids)
+            folder = self.workdir()
+            out, status = folder / "out", folder / "status"
+            script = folder / "side.sh"
+            q = shlex.quote
+            script.write_text(
+                f"export PATH={RUN_PATH} TMPDIR={L1_SHM}\n"
+                f"( {command} ) >{q(str(out))} 2>&1 </dev/null\n"
+                f"echo $? >{q(str(status))}.part && mv {q(str(status))}.part {q(str(status))}\n")
+            self._send(f"run {run_id} {script}\n")
+        deadline = proc.now_ns() + int(timeout_s * 1e9)
+        try:
+            while not status.exists():
+                if proc.now_ns() > deadline or not self.alive:
+                    if self.alive:
+                        self._send(f"kill {run_id}\n")
+                    said = out.read_text(errors="replace")[-300:] if out.exists() else ""
+                    raise GuestStartError(
+                        f"'{command}' did not end within {timeout_s:g} s in the L1 machine"
+                        f"{f' (it said: {said.strip()})' if said.strip() else ''}")
+                time.sleep(0.02)
+            return int(status.read_text().strip() or 255), out.read_text(errors="replace")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def _send(self, text: str) -> None:
         try:
             self.channel.setblocking(True)
@@ -348,7 +383,8 @@ class Machine:
         if self.shape.xen:
             return {"dom0": f"QEMU {self.shape.accel.upper()} "
                             f"{'max' if self.shape.accel == 'tcg' else 'host'}, "
-                            f"{self.shape.memory_mib} MiB ({dom0.DOM0_MIB} MiB dom0's), {self.shape.vcpus} vCPU, kernel "
+                            f"{self.shape.memory_mib} MiB ({dom0.DOM0_MIB} MiB dom0's), "
+                            f"{self.shape.vcpus} vCPU, kernel "
                             f"{self.kernel.name if self.kernel else '?'}",
                     "dom0_boot_s": round(self.boot_s, 2) if self.boot_s else None,
                     "dom0_toolstack_s": round(self.toolstack_s, 2) if self.toolstack_s else None}
@@ -442,8 +478,8 @@ class Run:
             if line.startswith(self._exited):
                 self._end(int(line[len(self._exited):].strip() or 255))
                 return
-            if line.startswith(self._started) or line.startswith(b"gbl1: exited "):
-                continue
+            if line.startswith((b"gbl1: started ", b"gbl1: exited ")):  # its own, or a
+                continue                                                  # side command's
             if self.first_byte_ns is None and line:
                 self.first_byte_ns = arrival_ns
             yield arrival_ns, line

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from guestbench import agent, images
-from guestbench.environments.fullsystem import channels, kvm
+from guestbench.environments.fullsystem import channels, guestdisk, kvm
 from guestbench.environments.base import Availability, Capability, GuestStartError
 from guestbench.environments.fullsystem.console import ConsoleGuest
 from guestbench.environments.fullsystem.devices import GuestDevices
@@ -50,7 +50,7 @@ BUSES: dict[tuple[str, str], Bus] = {
                                 "virtio-scsi-pci,id=scsi0"),
     ("q35", "ide"): Bus("ide-hd", ("ahci", "sd_mod"), "/dev/sd"),
 }
-FILESYSTEM_MODULES = ("ext4",)
+FILESYSTEM_MODULES = guestdisk.FILESYSTEM_MODULES
 
 
 def bus(machine: str, name: str) -> Bus:

@@ -23,10 +23,10 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from guestbench import images
-from guestbench.environments.base import Availability, Capability
-from guestbench.environments.fullsystem import dom0, nested
+from guestbench.environments.base import Availability, Capability, GuestStartError
+from guestbench.environments.fullsystem import dom0, guestdisk, nested
 from guestbench.environments.fullsystem.base import (
-    FUNCTIONAL, FullSystem, FullSystemSpec, check_kernel_args)
+    FUNCTIONAL, AttachedDisk, FullSystem, FullSystemSpec, check_kernel_args)
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.kinds.xen import default_hypervisor, xen_version
 from guestbench.host import which
@@ -42,8 +42,9 @@ class XenPvSpec(FullSystemSpec):
     """A PV domU of Xen, which QEMU boots (with a dom0 that runs Xen's toolstack)."""
 
     kind: Literal["xen-pv"] = "xen-pv"
-    memory_mib: int = Field(256, ge=64, le=1 << 20, strict=True,
-                            description="the domU's memory, MiB (dom0 has its own, 768 MiB)")
+    memory_mib: int = Field(512, ge=64, le=1 << 20, strict=True,
+                            description="the domU's memory, MiB, where its image is unpacked "
+                                        "(dom0 has its own, 768 MiB)")
     vcpus: int = Field(1, ge=1, le=8, strict=True, description="the domU's vCPUs")
     accel: Literal["tcg", "kvm"] = Field(
         "tcg", description="how QEMU runs Xen: tcg (emulated, as here) or kvm (a host whose "
@@ -61,6 +62,9 @@ class XenPvSpec(FullSystemSpec):
     tsc_mode: Literal["default", "native", "always_emulate"] = Field(
         "native", description="the domU's TSC (xl.cfg's tsc_mode): native lets the agent read "
                               "it as on the host")
+    disk_mib: int = Field(1024, ge=64, le=1 << 22, strict=True,
+                          description="size of the scratch disk, MiB (grown to fit a "
+                                      "workload's files)")
     boot_timeout_s: float = Field(240.0, gt=0, le=3600, strict=True,
                                   description="limit from `xl create` to the domU's userspace")
 
@@ -77,16 +81,15 @@ class XenPv(FullSystem):
     spec_model = XenPvSpec
     typical_start_s: ClassVar[float] = 20.0  # `xl create` to the agent under TCG, here
     typical_work_factor: ClassVar[float] = 10.0
-    # verified here: the agent, its boot phases, its clock; not yet the domU's disk,
-    # network, upload channels or xl save / restore
+    # verified here: the agent, its boot phases, its clock, its PV disk, xl save and
+    # restore; not yet its network or upload channels
     capabilities = frozenset({
         Capability.AGENT, Capability.PROCESSES, Capability.TSC, Capability.GUEST_KERNEL,
-        Capability.EXEC_CHILDREN, Capability.DROP_CACHES})
+        Capability.EXEC_CHILDREN, Capability.DROP_CACHES, Capability.FILESYSTEM,
+        Capability.BLOCK_DEVICE, Capability.SNAPSHOT})
     lacking = {
         capability: f"xen-pv: {capability.words} in a PV domU is not driven by guestbench yet"
-        for capability in (Capability.FILESYSTEM, Capability.BLOCK_DEVICE,
-                           Capability.TRACED_DISK, Capability.UPLOAD, Capability.NETWORK,
-                           Capability.SNAPSHOT)}
+        for capability in (Capability.TRACED_DISK, Capability.UPLOAD, Capability.NETWORK)}
     lacking[Capability.PORT_IO] = ("xen-pv: a PV domU has no I/O ports of its own (an in or "
                                    "out instruction faults there)")
 
@@ -128,6 +131,20 @@ class XenPv(FullSystem):
         self.xen_version = xen_version(self.elf)
         return super().prepare(host)
 
+    def image_modules(self) -> tuple[str, ...]:
+        return ("xen-blkfront", *guestdisk.FILESYSTEM_MODULES) if self.needs_disk() else ()
+
+    def attach_disk(self, index: int, path: Path, fmt: str) -> AttachedDisk:
+        """Disk number index as a PV block device (xvda, xvdb...): a line of the domU's
+        `disk` list, backed by the run's file, which dom0's block script puts on a loop
+        device for the backend (xen-blkback)."""
+        if fmt != "raw":
+            raise GuestStartError(f"xen-pv: a {fmt} disk needs QEMU in dom0 (qdisk); only "
+                                  "raw files are attached")
+        vdev = f"xvd{chr(ord('a') + index)}"
+        return AttachedDisk((f'"format=raw, vdev={vdev}, access=rw, target={path}"',),
+                            f"/dev/{vdev}")
+
     def start_machine(self) -> Availability:
         """Boot (or share) the dom0 the domUs run in: its memory is its own, Xen's, and the
         domU's."""
@@ -155,18 +172,31 @@ class XenPv(FullSystem):
                                  "it runs and where its time goes, not Xen's speed on hardware")
         return facts
 
+    @staticmethod
+    def domain_name(workdir: Path) -> str:
+        """The domU's name in Xen: the run's folder's, unique per run."""
+        return f"gb-{workdir.name}"
+
+    def snapshots(self, job, folder: Path):
+        """Saved and restored with xl (fullsystem/xen_snapshots.py)."""
+        from guestbench.environments.fullsystem.xen_snapshots import (  # deferred: snapshots
+            XenSnapshots)
+        return XenSnapshots(self, job)
+
     def command_line(self, kernel_args: list[str], workdir: Path,
                      devices: GuestDevices) -> list[str]:
         """`xl create -c` of this run's domU, after destroying any domU a run before left
         (one cut short by its timeout leaves its domain running in Xen)."""
         spec, image = self.spec, self.image
-        name = f"gb-{workdir.name}"
+        name = self.domain_name(workdir)
         extra = " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args])
-        config = [f'name = "{name}"', 'type = "pv"', f'kernel = "{self.boot_kernel or image.kernel}"',
-                  f'ramdisk = "{image.initramfs}"', f'extra = "{extra}"',
+        config = [f'name = "{name}"', 'type = "pv"',
+                  f'kernel = "{self.boot_kernel or image.kernel}"', f'ramdisk = "{image.initramfs}"', f'extra = "{extra}"',
                   f"memory = {spec.memory_mib}", f"vcpus = {spec.vcpus}",
                   'on_poweroff = "destroy"', 'on_reboot = "destroy"', 'on_crash = "destroy"',
-                  f'tsc_mode = "{spec.tsc_mode}"']
+                  f'tsc_mode = "{spec.tsc_mode}"',
+                  # the devices attach() made: each disk a quoted line of xl's disk list
+                  *([f"disk = [ {', '.join(devices.args)} ]"] if devices.args else [])]
         (workdir / CONFIG).write_text("\n".join(config) + "\n")
         xl = shlex.quote(str((dom0.tools_folder() or Path("/usr/sbin")) / "xl"))
         (workdir / SCRIPT).write_text(

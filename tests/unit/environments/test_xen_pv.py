@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from guestbench import environments, images
-from guestbench.environments.base import Capability
+from guestbench.environments.base import Capability, GuestStartError
 from guestbench.environments.fullsystem import dom0, nested
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.kinds import xen_pv
@@ -76,7 +76,7 @@ def test_what_a_pv_domu_cannot_be_given_is_refused(options, said) -> None:
 
 def test_what_a_pv_domu_lacks_is_refused_with_the_reason() -> None:
     environment = domu()
-    assert "not driven by guestbench yet" in environment.refusal(frozenset({Capability.SNAPSHOT}))
+    assert "not driven by guestbench yet" in environment.refusal(frozenset({Capability.NETWORK}))
     assert "I/O ports" in environment.refusal(frozenset({Capability.PORT_IO}))
     # its instance is dom0's and Xen's, inside QEMU: not host processes to read
     assert "L1 machine" in environment.refusal(frozenset({Capability.HOST_PROCESSES}))
@@ -128,3 +128,27 @@ def test_a_host_without_xen_s_toolstack_makes_it_unavailable_with_the_fix(monkey
     answer = domu().probe(host)
     assert not answer.available
     assert "apt-get install --no-install-recommends xen-utils-4.17" in answer.reason
+
+
+def test_a_scratch_disk_is_a_pv_block_device_in_the_domu_s_disk_list(tmp_path) -> None:
+    """Each disk a quoted line of xl's disk list, on xvda, xvdb...; a raw file only (a qcow2
+    would need QEMU in dom0)."""
+    environment = domu()
+    first = environment.attach_disk(0, tmp_path / "scratch.img", "raw")
+    second = environment.attach_disk(1, tmp_path / "other.img", "raw")
+    assert (first.guest_device, second.guest_device) == ("/dev/xvda", "/dev/xvdb")
+    assert first.vmm_args == (f'"format=raw, vdev=xvda, access=rw, '
+                              f'target={tmp_path / "scratch.img"}"',)
+    devices = GuestDevices()
+    devices.args += [*first.vmm_args, *second.vmm_args]
+    environment.command_line([], tmp_path, devices)
+    assert config(tmp_path)["disk"] == f"[ {first.vmm_args[0]}, {second.vmm_args[0]} ]"
+    with pytest.raises(GuestStartError, match="qcow2"):
+        environment.attach_disk(0, tmp_path / "scratch.qcow2", "qcow2")
+
+
+def test_the_image_gets_the_pv_disk_driver_only_when_a_workload_needs_a_disk() -> None:
+    environment = domu()
+    assert environment.image_modules() == ()
+    environment.needs_disk = lambda: True  # a plan with a disk workload
+    assert environment.image_modules() == ("xen-blkfront", "ext4")
