@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guestbench import host
+from guestbench.store import records
 from guestbench.analysis import host_noise, stats, tail_compare
 from guestbench.analysis.summary import analyse, summarise
 from guestbench.analysis.cells import (CellStats, Interval, Cell, Results,
@@ -39,6 +40,8 @@ class Side:
     resamples: int
     # environment name -> why it could not run there (its probe's or preparation's answer)
     unavailable: dict[str, str] = field(default_factory=dict)
+    # environment name -> its functional sentence and VMM version (records.functional_facts)
+    functional: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
@@ -56,7 +59,8 @@ def side(campaign: dict[str, Any], environments: list[dict[str, Any]],
     measured = sum(cell.n for row in results.cells.values() for cell in row.values())
     resamples = analyse(results, stats.resamples_for(2 * measured))
     return Side(campaign, {env.name: env.spec or {} for env in environments}, params,
-                results, resamples, _unavailable(environments))
+                results, resamples, _unavailable(environments),
+                records.functional_facts(environments))
 
 
 def _unavailable(environments) -> dict[str, str]:
@@ -78,7 +82,8 @@ def side_of(results) -> Side | None:
     return Side(results.campaign, {env.name: env.spec or {}
                                    for env in results.environments},
                 params, results.results, results.resamples,
-                _unavailable(results.environments))
+                _unavailable(results.environments),
+                records.functional_facts(results.environments))
 
 
 @dataclass
@@ -157,6 +162,11 @@ class Comparison:
     host_classes: tuple[host.HostClass, host.HostClass] | None = None  # A's, B's
     gate: tuple[str, ...] = tail_compare.DEFAULT_GATE  # the statistics judged (--gate)
     paired: int = 0  # pairs of cells, whatever the gate judged of them
+
+    @property
+    def functional(self) -> dict[str, dict[str, str]]:
+        """The functional environments of A and B (B's words where both have them)."""
+        return {**self.a.functional, **self.b.functional}
 
     @property
     def across_hosts(self) -> str:

@@ -24,6 +24,7 @@ from guestbench.analysis import host_noise
 from guestbench.analysis.cells import MEMORY_METRICS
 from guestbench.analysis.host_noise import HostNoise
 from guestbench.store.errors import StoreError
+from guestbench.store import records
 from guestbench.store.records import Campaign, Environment
 
 # Otava's own defaults (its command line): a change must beat p = 0.001; no minimum size.
@@ -169,6 +170,8 @@ class History:
     min_change: float = MIN_CHANGE
     memory_threshold_mib: float = 1.0  # a memory series' change must exceed it
     crossings: list[Crossing] = field(default_factory=list)
+    # environment -> its functional sentence and VMM version (records.functional_facts)
+    functional: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def hosts(self) -> list[str]:
@@ -203,6 +206,7 @@ def build(readings: Iterable[Reading], host: str | None = None, group: str | Non
             host_noise.of(campaign.host_checks, results.results),
             host_facts.host_class(campaign.host_facts or {})))
         _add_points(series, results, on, environments, workloads)
+        found.functional.update(records.functional_facts(results.environments))
     if not found.campaigns:
         raise StoreError(f"{where}: no finished campaign matches"
                          + _filters(host, group, name)

@@ -16,6 +16,7 @@ The machine formats carry the sentence as a field instead (formats/json.py, csv.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from guestbench.store.records import FUNCTIONAL
@@ -25,6 +26,26 @@ if TYPE_CHECKING:  # model.py imports this module: its Table is named, not impor
 
 MARK = "§"  # one character, as the status marks (model.STATUS_MARKS) and flags (! ~ c)
 LEFT_OUT = f"n/a {MARK}"  # in place of the geometric mean of such an environment
+
+
+@dataclass(frozen=True)
+class _Named:
+    name: str
+    facts: dict
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What compare and history keep of the functional environments of the campaigns they
+    read (records.functional_facts), as a report's environments for this module's rules:
+    their marks and legends (no baseline: neither takes ratios to one)."""
+
+    environments: tuple[_Named, ...]
+    baseline: None = None
+
+
+def kept(facts: dict[str, dict[str, str]]) -> Kept:
+    return Kept(tuple(_Named(name, dict(told)) for name, told in facts.items()))
 
 
 def sentences(report: CampaignResults) -> dict[str, str]:

@@ -85,6 +85,15 @@ class Campaign:
 FUNCTIONAL = "functional"
 
 
+def functional_facts(environments) -> dict[str, dict[str, str]]:
+    """{environment: its FUNCTIONAL sentence and vmm_version} of the environments (records
+    with .name and .facts) whose figures are functional only: what compare and history keep
+    of a campaign to mark them as report does."""
+    return {env.name: {FUNCTIONAL: str(facts[FUNCTIONAL]),
+                       "vmm_version": str(facts.get("vmm_version") or "")}
+            for env in environments for facts in [env.facts or {}] if facts.get(FUNCTIONAL)}
+
+
 @dataclass(frozen=True, slots=True)
 class Environment:
     """One environment of a campaign: its name, kind, full resolved spec and probe's answer."""

@@ -15,6 +15,7 @@ from guestbench.environments.base import (
     StopInfo)
 from guestbench.host import Host
 from guestbench.protocol import ProtocolError, Record, RecordStream, encode
+from guestbench.store.records import FUNCTIONAL
 
 # hang_midway: a guest shared by several workloads reports the first ones whole, then hangs
 # in its last one until its deadline
@@ -35,6 +36,8 @@ class FakeSpec(EnvironmentSpec):
         tuple(Capability), description="capabilities the fake environment claims")
     full_system: bool = Field(False, description="behave as a full-system kind (one guest "
                                                  "per round may serve several workloads)")
+    functional: str | None = Field(None, description="say its figures are functional only, "
+                                                     "with this sentence (as nested kinds do)")
 
 
 class Fake(Environment):
@@ -48,6 +51,12 @@ class Fake(Environment):
         self.capabilities = frozenset(spec.capabilities) | {Capability.AGENT}
         self.full_system = self.shares_rounds = spec.full_system
         self.started = 0
+
+    def facts(self) -> dict:
+        facts = super().facts()
+        if self.spec.functional:
+            facts.update({FUNCTIONAL: self.spec.functional, "vmm_version": "Fake 1.0"})
+        return facts
 
     def probe(self, host: Host) -> Availability:
         if self.spec.behaviour == "unavailable":

@@ -96,8 +96,8 @@ class Xen(Qemu):
         for capability in (Capability.FILESYSTEM, Capability.BLOCK_DEVICE,
                            Capability.TRACED_DISK, Capability.UPLOAD, Capability.NETWORK,
                            Capability.PORT_IO)}
-    lacking[Capability.SNAPSHOT] = ("xen: xl save and restore are not driven by guestbench "
-                                    "yet")
+    lacking[Capability.SNAPSHOT] = ("xen: dom0 cannot be saved (xl save and restore are for "
+                                    "domUs: the xen-pv kind)")
 
     def __init__(self, spec: XenSpec) -> None:
         super().__init__(spec)

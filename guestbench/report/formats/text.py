@@ -75,11 +75,15 @@ def history(found: History, request: Request) -> str:
     too_few = too_few_campaigns(found)
     if too_few:
         crossed = trend.crossings_line(found)  # before any table, as the summary's lead
+        legend = trend.functional_legend(found)  # the summary's, which is not shown
         if series:
             series[0].lead = crossed
-        elif crossed:
-            too_few = textwrap.fill(crossed, width=terminal.TEXT_WIDTH,
-                                    break_on_hyphens=False) + "\n" + too_few
+            series[0].footnotes += legend
+        else:
+            told = [line for line in (crossed, *legend) if line]
+            too_few = "".join(textwrap.fill(line, width=terminal.TEXT_WIDTH,
+                                            break_on_hyphens=False) + "\n"
+                              for line in told) + too_few
         return (draw(series, output) if series else "") + too_few + "\n"
     return draw([trend.summary_table(found), *series], output)
 

@@ -11,6 +11,8 @@ from guestbench.analysis.compare import (FASTER, SAME, SLOWER, Comparison, CellC
 from guestbench.analysis.cells import CONFIDENCE
 from guestbench.analysis.results import RATIO_RULE
 from guestbench.analysis.stats import PERMUTATIONS
+from guestbench.store.records import FUNCTIONAL
+from guestbench.report import functional
 from guestbench.report.model import (Table, format_interval, format_percent, format_value,
                                      value_scale)
 
@@ -66,6 +68,8 @@ def tables(comparison: Comparison, every: bool = True) -> list[Table]:
         for what, why in comparison.unpaired:
             unpaired.add([what, why])
         out.append(unpaired)
+    # a functional environment's name marked wherever a table names it, its legend once
+    functional.mark_tables(out, functional.kept(comparison.functional), {}, legend_each=False)
     return out
 
 
@@ -203,6 +207,8 @@ def document(comparison: Comparison) -> dict[str, Any]:
                 "side": comparison.explanation.side, "reason": comparison.explanation.reason}},
         "cells": [_cell(cell) for cell in comparison.cells],
         "unpaired": [{"what": what, "why": why} for what, why in comparison.unpaired],
+        # environment -> why its figures are functional only (report's JSON says it so too)
+        "functional": {env: told[FUNCTIONAL] for env, told in comparison.functional.items()},
     }
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from guestbench.analysis.cells import MEMORY_METRICS
 from guestbench.analysis.history import Change, History, Point, Series
-from guestbench.report import model
+from guestbench.report import functional, model
 from guestbench.report.model import Table
 
 SCHEMA = "guestbench-history/1"
@@ -57,16 +57,19 @@ def summary_table(found: History) -> Table:
         footnotes.append("Left out: " + ", ".join(f"campaign {cid} ({why})"
                                                    for cid, why in found.left_out) + ".")
     table.footnotes = footnotes
+    functional.mark_tables([table], functional.kept(found.functional), {})
     return table
 
 
 def series_tables(found: History) -> list[Table]:
     """One table per series: each campaign's median and interval, the change points marked."""
     tables = []
+    kept = functional.kept(found.functional)
     for one in found.series:
         at = {change.index: change for change in one.changes}
         unit, divisor = _scale(one)
-        table = Table(f"{one.environment} / {one.label} / {one.metric} ({unit})"
+        table = Table(f"{functional.named(kept, one.environment)} / {one.label} / "
+                      f"{one.metric} ({unit})"
                       + (f" on {one.host}" if len(found.hosts) > 1 else ""),
                       ["campaign", "date", "median", "95% CI", "runs", "versions changed",
                        "change"],
@@ -82,6 +85,12 @@ def series_tables(found: History) -> list[Table]:
                        if change else ""])
         tables.append(table)
     return tables
+
+
+def functional_legend(found: History) -> list[str]:
+    """The legend of the functional environments the series name (summary_table has it
+    under itself): for a view without the summary."""
+    return functional.legend(functional.kept(found.functional))
 
 
 def _scale(one: Series) -> tuple[str, float]:
@@ -172,6 +181,9 @@ def document(found: History) -> dict[str, Any]:
                            for crossing in found.crossings],
         "left_out": [{"campaign": cid, "why": why} for cid, why in found.left_out],
         "series": [_series_document(one) for one in found.series],
+        # environment -> why its figures are functional only (as report's JSON says it)
+        "functional": {env: told[functional.FUNCTIONAL]
+                       for env, told in found.functional.items()},
     }
 
 

@@ -386,3 +386,31 @@ def test_a_burst_whose_b_readied_fewer_instances_is_flaky_by_its_success_rate():
     assert lower_success(side(94.0), side(100.0), "runc", "b50") is None  # B better
     assert lower_success(side(100.0), side(94.0), "runc", "b50", max_failure_rate=0.1) is None
     assert lower_success(side(100.0), side(94.0), "runsc", "b50") is None  # no such cell
+
+
+def test_an_environment_of_functional_figures_is_marked_with_its_legend(run_campaign) -> None:
+    """As report does: its name marked § wherever a table names it, and the legend saying
+    why once (a Xen domU under emulation, a KVM nested in an emulated L1); the JSON says
+    it in a field."""
+    why = 'functional = "run under emulation here"\n'
+    run_campaign("before", extra=""), run_campaign("after", scale=1.5)
+    plain = compare(run_campaign, "before", "after")
+    assert "§" not in plain.stdout
+    marked_plan = PLAN.replace('name = "vm"\nkind = "fake"\n', 'name = "vm"\nkind = "fake"\n'
+                               + why)
+    for name, scale in (("m1", 1.0), ("m2", 1.5)):
+        plan = Path(run_campaign.url.removeprefix("sqlite:///")).parent / f"{name}.toml"
+        plan.write_text(marked_plan.format(name=name, scale=scale, repeat=5, extra="",
+                                           workload="getpid"))
+        assert invoke(["run", str(plan), "--db", run_campaign.url, "--quiet"],
+                      run_campaign.agent).exit_code == 0
+    shown = compare(run_campaign, "m1", "m2", "--ignore-spec", "scale", "--all")
+    assert shown.exit_code == 0, shown.output
+    rows = [line for line in shown.stdout.splitlines() if line.startswith("| vm")]
+    assert rows and all(line.startswith("| vm § ") for line in rows), rows
+    legend = ("§ functional figures only, kept out of geometric means (vm: Fake 1.0): run "
+              "under emulation here.")
+    assert shown.stdout.replace("\n", " ").count(legend.split(":")[0]) == 1
+    document = json.loads(compare(run_campaign, "m1", "m2", "--ignore-spec", "scale",
+                                  "--format", "json").output)
+    assert document["functional"] == {"vm": "run under emulation here"}

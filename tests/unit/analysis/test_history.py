@@ -4,6 +4,7 @@ environment whose values are scaled per campaign; real CLI; SQLite and PostgreSQ
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 
@@ -11,6 +12,7 @@ from guestbench.analysis import history
 from guestbench.analysis.history import Point, Series
 from tests.support.cli import invoke
 from tests.support.history import history_json, noisy
+from tests.unit.conftest import HISTORY_PLAN
 
 
 def test_a_slowdown_from_the_sixth_campaign_is_found_there(campaigns, store_url):
@@ -162,3 +164,27 @@ def test_a_memory_series_changes_only_beyond_the_threshold_in_mib(step_mib, kept
     assert bool(history.beyond_memory_threshold(one, found, 1.0)) == kept
     timed = dataclasses.replace(one, metric="boot_userspace", unit="ms")
     assert history.beyond_memory_threshold(timed, found, 1.0) == found  # not memory
+
+
+def test_an_environment_of_functional_figures_is_marked_with_its_legend(tmp_path, fake_agent):
+    """As report does: the summary's row and each series' title name it with §, and the
+    legend says why once; the JSON says it in a field."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    plan = tmp_path / "functional.toml"
+    for scale in noisy(5, seed=8):
+        plan.write_text(HISTORY_PLAN.format(name="nightly", scale=f"{scale:.6f}")
+                        + '\n[[environment]]\nname = "dom0"\nkind = "fake"\n'
+                          'functional = "Xen under emulation here"\n')
+        assert invoke(["run", str(plan), "--db", url, "--quiet"], fake_agent).exit_code == 0
+    table = invoke(["history", "--db", url, "--detail"], fake_agent)
+    assert table.exit_code == 0, table.output
+    rows = [line for line in table.output.splitlines() if line.startswith("| dom0")]
+    assert rows and all(line.startswith("| dom0 § ") for line in rows), rows
+    assert not [line for line in table.output.splitlines() if line.startswith("| vm §")]
+    assert "dom0 § / getpid /" in table.output
+    flat = " ".join(table.output.split())
+    assert flat.count("§ functional figures only, kept out of geometric means (dom0: Fake "
+                      "1.0): Xen under emulation here.") == 1
+    document = json.loads(invoke(["history", "--db", url, "--format", "json"],
+                                 fake_agent).output)
+    assert document["functional"] == {"dom0": "Xen under emulation here"}
