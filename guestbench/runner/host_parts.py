@@ -167,6 +167,9 @@ class Density(HostPart):
     """density: N instances started together (runner/density.py)."""
 
     def refusal(self) -> str | None:
+        alone = self.environment.one_at_a_time() if self.params.instances > 1 else None
+        if alone:
+            return f"{self.params.instances} instances at once: {alone}"
         return memory_refusal(self.environment, self.params.instances)
 
     def run(self, job: Job, logdir: Path, timeout_s: float) -> Outcome | None:

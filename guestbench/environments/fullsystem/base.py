@@ -84,9 +84,12 @@ FUNCTIONAL = records.FUNCTIONAL  # the fact of figures that are functional only
 NOT_INSIDE = {
     Capability.TRACED_DISK: "the traced disk is a host block device, which the L1 machine "
                             "cannot hand on: run with inside = \"none\"",
-    Capability.HOST_PROCESSES: "inside a VM the instance's processes are the L1 machine's, "
-                               "not the host's: its memory cannot be read apart from L1's",
 }
+# What footprint reads of an instance inside an L1 machine (its facts say it, and the
+# footprint table under its figures): the host sees one process, the machine's QEMU.
+INSIDE_FOOTPRINT = ("the {machine}'s QEMU process, which holds the instance: the {machine}'s "
+                    "memory as touched ({held}) and QEMU's own; beyond guest RAM is QEMU's "
+                    "own, outside the {machine}'s {mib} MiB")
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,22 @@ class FullSystem(Environment):
         return self.spec.memory_mib
 
     def guest_ram(self) -> memory.GuestRam | None:
+        """The instance's RAM among the mappings of the process tree footprint reads: inside
+        a VM, the L1 machine's QEMU (its RAM block, the machine's size); else the guest's."""
+        if self.machine is not None:
+            return memory.sized(self.machine.shape.memory_mib)
+        return self.own_guest_ram()
+
+    def own_guest_ram(self) -> memory.GuestRam | None:
+        """The guest's RAM among its VMM's mappings (a kind whose VMM maps it otherwise says)."""
         return memory.sized(self.spec.memory_mib)
+
+    def footprint_counts(self) -> str | None:
+        """What footprint counts of an instance inside a VM, in a sentence; None on the host."""
+        if self.machine is None:
+            return None
+        return INSIDE_FOOTPRINT.format(machine="L1 machine", mib=self.machine.shape.memory_mib,
+                                       held="its kernel and page cache, the VMM and its guest")
 
     def one_at_a_time(self) -> str | None:
         if self.inside:
@@ -278,6 +296,9 @@ class FullSystem(Environment):
         facts: dict[str, Any] = {}
         if self.machine is not None:
             facts.update(self.machine.facts())
+        counts = self.footprint_counts()
+        if counts:
+            facts["footprint_counts"] = counts
         if self.inside == "tcg":  # reports mark it and keep it out of means (FUNCTIONAL)
             facts[FUNCTIONAL] = ("nested in an L1 guest under TCG: its figures show that it "
                                  "runs and where its time goes, not its speed on hardware")

@@ -111,7 +111,7 @@ class Uml(FullSystem):
             facts["guest_kernel"] = self.vmm_version
         return facts
 
-    def guest_ram(self) -> memory.GuestRam | None:
+    def own_guest_ram(self) -> memory.GuestRam | None:
         # its physical memory is an unlinked file that the kernel process and every address
         # space's process map (at an offset past the kernel image: not one sized mapping)
         return memory.shared_deleted_file

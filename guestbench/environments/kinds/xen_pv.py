@@ -26,7 +26,8 @@ from guestbench import images
 from guestbench.environments.base import Availability, Capability, GuestStartError
 from guestbench.environments.fullsystem import dom0, guestdisk, nested
 from guestbench.environments.fullsystem.base import (
-    FUNCTIONAL, AttachedDisk, FullSystem, FullSystemSpec, check_kernel_args)
+    FUNCTIONAL, INSIDE_FOOTPRINT, AttachedDisk, FullSystem, FullSystemSpec,
+    check_kernel_args)
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.kinds.xen import default_hypervisor, xen_version
 from guestbench.host import which
@@ -86,7 +87,7 @@ class XenPv(FullSystem):
     capabilities = frozenset({
         Capability.AGENT, Capability.PROCESSES, Capability.TSC, Capability.GUEST_KERNEL,
         Capability.EXEC_CHILDREN, Capability.DROP_CACHES, Capability.FILESYSTEM,
-        Capability.BLOCK_DEVICE, Capability.SNAPSHOT})
+        Capability.BLOCK_DEVICE, Capability.SNAPSHOT, Capability.HOST_PROCESSES})
     lacking = {
         capability: f"xen-pv: {capability.words} in a PV domU is not driven by guestbench yet"
         for capability in (Capability.TRACED_DISK, Capability.UPLOAD, Capability.NETWORK)}
@@ -158,6 +159,13 @@ class XenPv(FullSystem):
         return Availability.yes(f"dom0 ready in {self.machine.boot_s:.1f} s, its toolstack "
                                 f"in {self.machine.toolstack_s:.1f} s more")
 
+    def footprint_counts(self) -> str | None:
+        if self.machine is None:
+            return None
+        return INSIDE_FOOTPRINT.format(
+            machine="Xen machine", mib=self.machine.shape.memory_mib,
+            held="Xen, dom0 with its kernel, page cache and toolstack, and the domU")
+
     def ready(self, host) -> Availability:
         return Availability.yes(f"Xen {self.xen_version or '(version unknown)'}, a PV domU")
 
@@ -191,7 +199,8 @@ class XenPv(FullSystem):
         name = self.domain_name(workdir)
         extra = " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args])
         config = [f'name = "{name}"', 'type = "pv"',
-                  f'kernel = "{self.boot_kernel or image.kernel}"', f'ramdisk = "{image.initramfs}"', f'extra = "{extra}"',
+                  f'kernel = "{self.boot_kernel or image.kernel}"',
+                  f'ramdisk = "{image.initramfs}"', f'extra = "{extra}"',
                   f"memory = {spec.memory_mib}", f"vcpus = {spec.vcpus}",
                   'on_poweroff = "destroy"', 'on_reboot = "destroy"', 'on_crash = "destroy"',
                   f'tsc_mode = "{spec.tsc_mode}"',

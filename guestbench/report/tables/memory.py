@@ -59,7 +59,18 @@ def _footprint(report: CampaignResults, label: str, suffix: str) -> Table:
                    *(_value(cell) for cell in cells)], [(env, label)] * (len(metrics) + 1),
                   [None, *(None if cell is not None and cell.unit == "count"
                            else median_figure(cell) for cell in cells)])
+        counts = _counts(report, env)
+        if counts:  # an instance inside a VM: the host reads the machine that holds it
+            table.note += f" {env}: footprint counts {counts}."
     return table
+
+
+def _counts(report: CampaignResults, env: str) -> str:
+    """What the environment's footprint counts where it says (its footprint_counts fact)."""
+    for environment in report.environments:
+        if environment.name == env:
+            return str((environment.facts or {}).get("footprint_counts") or "")
+    return ""
 
 
 def _processes(report: CampaignResults, label: str, suffix: str) -> Table | None:

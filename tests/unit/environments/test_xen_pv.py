@@ -78,8 +78,16 @@ def test_what_a_pv_domu_lacks_is_refused_with_the_reason() -> None:
     environment = domu()
     assert "not driven by guestbench yet" in environment.refusal(frozenset({Capability.NETWORK}))
     assert "I/O ports" in environment.refusal(frozenset({Capability.PORT_IO}))
-    # its instance is dom0's and Xen's, inside QEMU: not host processes to read
-    assert "L1 machine" in environment.refusal(frozenset({Capability.HOST_PROCESSES}))
+    # footprint reads the machine's QEMU, which holds Xen, dom0 and the domU; its facts say so
+    assert environment.refusal(frozenset({Capability.HOST_PROCESSES})) is None
+    environment.machine = SimpleNamespace(shape=nested.Shape("tcg", 1536, 1, xen="x"),
+                                          facts=dict)
+    assert environment.facts()["footprint_counts"] == (
+        "the Xen machine's QEMU process, which holds the instance: the Xen machine's memory "
+        "as touched (Xen, dom0 with its kernel, page cache and toolstack, and the domU) and "
+        "QEMU's own; beyond guest RAM is QEMU's own, outside the Xen machine's 1536 MiB")
+    usage = environment.guest_ram()  # the machine's RAM block is what footprint reads
+    assert usage(1536 * 1024, "") and not usage(512 * 1024, "")
     assert environment.refusal(frozenset({Capability.GUEST_KERNEL, Capability.TSC})) is None
     assert "one inner guest at a time" in environment.one_at_a_time()
 

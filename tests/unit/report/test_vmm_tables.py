@@ -17,6 +17,7 @@ from guestbench.report.formats import markdown
 from guestbench.report.formats.html import page
 from guestbench.store.records import RunRecord
 
+COUNTS = "the L1 machine's QEMU process, which holds the instance"
 STARTED = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.timezone.utc)
 # (environment, PSS of each command name in MiB): runsc's sandbox, gofer and the runtime
 PROCESSES = {"runc": {"getpid": 1.5}, "runsc": {"runsc-sandbox": 30.0, "runsc-gofer": 8.0,
@@ -30,7 +31,9 @@ def report(tmp_path: Path):
                                       "runc", "logs", "test")
     rng = random.Random(3)
     for position, (env, processes) in enumerate(PROCESSES.items()):
-        env_id = opened.add_environment(campaign, env, "oci", {}, True, "yes", position)
+        # runsc stands for an instance inside a VM here: its facts say what footprint counts
+        facts = {"footprint_counts": COUNTS} if env == "runsc" else None
+        env_id = opened.add_environment(campaign, env, "oci", {}, True, "yes", position, facts)
         for repetition in range(5):
             def add(workload: str, label: str, params: dict, samples: list) -> None:
                 opened.add_run(campaign, RunRecord(env_id, workload, label, params, repetition,
@@ -74,6 +77,14 @@ def test_footprint_is_absolute_mib_and_its_processes_by_name(report) -> None:
     rows = [(row[0], row[1], row[3]) for row in by_process.rows]
     assert rows == [("runc", "getpid", "100%"), ("runsc", "runsc-sandbox", "60%"),
                     ("runsc", "runsc", "24%"), ("runsc", "runsc-gofer", "16%")]
+
+
+def test_what_footprint_counts_is_said_under_its_table_where_an_environment_says_it(
+        report) -> None:
+    """Inside a VM the host reads the machine that holds the instance: its facts say so,
+    and the table says it under its figures, for that environment alone."""
+    note = _table(report, "footprint").note
+    assert f"runsc: footprint counts {COUNTS}." in note and "runc:" not in note
 
 
 def test_density_is_memory_per_instance_against_n(report) -> None:
