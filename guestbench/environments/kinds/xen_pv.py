@@ -37,6 +37,7 @@ CONFIG = "domu.cfg"
 SCRIPT = "domu.sh"
 # the domU's console is Xen's paravirtual one; a panic ends the domain (on_crash below)
 KERNEL_ARGS = ("console=hvc0", "quiet", "panic=-1")
+MAX_CMDLINE = 1024  # a PV guest's command line in Xen's start info, with its final NUL
 
 
 class XenPvSpec(FullSystemSpec):
@@ -198,6 +199,10 @@ class XenPv(FullSystem):
         spec, image = self.spec, self.image
         name = self.domain_name(workdir)
         extra = " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args])
+        if len(extra) >= MAX_CMDLINE:  # Xen would cut it, and the agent's arguments with it
+            raise GuestStartError(f"xen-pv: the domU's kernel command line is {len(extra)} "
+                                  f"characters, and Xen keeps {MAX_CMDLINE - 1} (fix: fewer "
+                                  "kernel_args, or shorter workload parameters)")
         config = [f'name = "{name}"', 'type = "pv"',
                   f'kernel = "{self.boot_kernel or image.kernel}"',
                   f'ramdisk = "{image.initramfs}"', f'extra = "{extra}"',

@@ -160,3 +160,9 @@ def test_the_image_gets_the_pv_disk_driver_only_when_a_workload_needs_a_disk() -
     assert environment.image_modules() == ()
     environment.needs_disk = lambda: True  # a plan with a disk workload
     assert environment.image_modules() == ("xen-blkfront", "ext4")
+
+
+def test_a_command_line_xen_would_cut_is_refused_with_the_fix(tmp_path) -> None:
+    environment = domu()
+    with pytest.raises(GuestStartError, match="Xen keeps 1023"):
+        environment.command_line(["gb.args=" + "x" * 1100], tmp_path, GuestDevices())
