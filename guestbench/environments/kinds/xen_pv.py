@@ -173,9 +173,6 @@ class XenPv(FullSystem):
     def facts(self) -> dict[str, Any]:
         facts = super().facts()
         facts["vmm_version"] = f"Xen {self.xen_version or '(version unknown)'}"
-        facts["accelerator"] = ("Xen PV (a domU beside dom0), Xen on "
-                                + ("TCG (QEMU's emulation)" if self.spec.accel == "tcg"
-                                   else "KVM (hardware)"))
         if self.spec.accel == "tcg":
             facts[FUNCTIONAL] = ("a Xen PV domU, Xen under QEMU's TCG: its figures show that "
                                  "it runs and where its time goes, not Xen's speed on hardware")

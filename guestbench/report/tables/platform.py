@@ -58,10 +58,8 @@ def accelerator(env) -> str:
     """What runs the guest's instructions, in words: "KVM (hardware)", "TCG (QEMU's
     emulation)", "none: the host kernel", ..."""
     facts, spec, kind = env.facts or {}, env.spec or {}, env.kind
-    if facts.get("accelerator"):  # a kind that says it in its own words (xen-pv)
-        return str(facts["accelerator"])
     nested = spec.get("inside") not in (None, "none")
-    if kind in ("qemu", "xen"):
+    if kind in ("qemu", "xen", "xen-pv"):
         accel = facts.get("accel") or spec.get("accel")
         words = {"tcg": "TCG (QEMU's emulation)", "kvm": "KVM (hardware)",
                  "auto": "KVM where it boots, else TCG"}.get(accel, str(accel or "-"))
@@ -69,7 +67,7 @@ def accelerator(env) -> str:
             words = ("KVM in an L1 guest that runs under TCG" if accel == "kvm"
                      else f"{ {'tcg': 'TCG', 'auto': 'KVM or TCG'}.get(accel, words)} "
                           "inside an L1 guest under TCG")
-        return f"Xen on {words}" if kind == "xen" else words
+        return {"xen": f"Xen on {words}", "xen-pv": f"Xen PV on {words}"}.get(kind, words)
     if kind == "qemu-user":
         return "TCG (QEMU user-mode translation)"
     if kind == "uml":

@@ -97,9 +97,8 @@ def test_its_figures_are_functional_and_say_what_ran_them() -> None:
     environment.xen_version = "4.17.7"
     facts = environment.facts()
     assert facts["vmm_version"] == "Xen 4.17.7" and "PV domU" in facts["functional"]
-    env = SimpleNamespace(facts=facts, spec={"kind": "xen-pv"}, kind="xen-pv")
-    assert platform.accelerator(env) == ("Xen PV (a domU beside dom0), Xen on TCG (QEMU's "
-                                         "emulation)")
+    env = SimpleNamespace(facts=facts, spec={"kind": "xen-pv", "accel": "tcg"}, kind="xen-pv")
+    assert platform.accelerator(env) == "Xen PV on TCG (QEMU's emulation)"
 
 
 def test_dom0_boots_xen_with_the_l1_image_and_its_devices_on_pci(tmp_path) -> None:
