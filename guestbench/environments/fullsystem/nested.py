@@ -468,7 +468,6 @@ class Run:
         self._stdout_log = logcap.CappedLog(stdout_log, proc.LOG_CAP_BYTES)
         self._stderr_log = stderr_log
         self._exited = f"gbl1: exited {run_id} ".encode()
-        self._started = f"gbl1: started {run_id}".encode()
 
     def lines(self, deadline_ns) -> "itertools.chain":
         deadline = deadline_ns if callable(deadline_ns) else (lambda: deadline_ns)
