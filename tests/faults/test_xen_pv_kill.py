@@ -1,4 +1,4 @@
-"""kill -9 of guestbench while a Xen PV domU runs, and while `xl save` writes it: the host
+"""kill -9 of guestbench while a Xen PV domU runs and `xl save` writes it: the host
 sees one process of the whole stack (the machine's QEMU, which holds Xen, dom0 and the
 domU), and the reaper ends it; no folder of the machine's is left, and the campaign is
 marked interrupted by the next run."""
@@ -44,10 +44,10 @@ def _run_logs_have(tmp_path: Path, pattern: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("workload, when", [
-    ("hang", "the domU's agent runs its workload"),
-    ("snapshot_create", "xl save writes the domU"),
-])
+# One kill covers both: while `xl save` writes the domU, the domU's own run (its
+# `xl create -c`) is running in dom0 too. (A kill while only the agent ran, its workload
+# `hang`, passed as well: 31.6 s alone; left out of the suite for its time.)
+@pytest.mark.parametrize("workload, when", [("snapshot_create", "xl save writes the domU")])
 def test_sigkill_leaves_no_machine_and_no_folder(workload, when, tmp_path, host_facts):
     answer = environments.create(environments.preset_spec("xen-pv-tcg")).probe(host_facts)
     if not answer.available:
