@@ -105,6 +105,12 @@ def test_a_child_without_the_mark_is_the_tests(tmp_path):
     processes, folders = guest_processes(), guest_folders()
     child = subprocess.Popen([str(agent), "300"], env={})
     try:
+        # Popen returns when exec closes its error pipe; the kernel names the process
+        # after that (once seen in CI as a comm that was still python's)
+        deadline = time.monotonic() + 5
+        while _comm(child.pid) != "gbagent":
+            assert time.monotonic() < deadline, f"process {child.pid} never ran gbagent"
+            time.sleep(0.01)
         assert f"process {child.pid}:" in left_since(processes, folders, wait_s=0.0)
     finally:
         child.kill()
