@@ -54,6 +54,16 @@ def _xen_pv() -> type[Environment]:
     return XenPv
 
 
+def _firecracker() -> type[Environment]:
+    from guestbench.environments.kinds.firecracker import Firecracker  # deferred (above)
+    return Firecracker
+
+
+def _cloud_hypervisor() -> type[Environment]:
+    from guestbench.environments.kinds.cloud_hypervisor import CloudHypervisor  # deferred
+    return CloudHypervisor
+
+
 def _command() -> type[Environment]:
     from guestbench.environments.kinds.command import Command  # deferred (above): 20 ms
     return Command
@@ -73,6 +83,8 @@ _KIND_CLASSES: dict[str, Callable[[], type[Environment]]] = {
     "uml": _uml,
     "xen": _xen,
     "xen-pv": _xen_pv,
+    "firecracker": _firecracker,
+    "cloud-hypervisor": _cloud_hypervisor,
     "command": _command,
     "fake": _fake,
 }
@@ -123,6 +135,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "xen-tcg": {"kind": "xen", "kernel_format": "vmlinux"},
     # a PV domU that xl starts in that dom0 (with Xen's toolstack from the host's packages)
     "xen-pv-tcg": {"kind": "xen-pv"},
+    # the two VMMs built from their sources (docs/environments.md), on the host's KVM and
+    # on the KVM of an L1 guest under TCG
+    "firecracker": {"kind": "firecracker"},
+    "firecracker-nested": {"kind": "firecracker", "inside": "tcg"},
+    "cloud-hypervisor": {"kind": "cloud-hypervisor"},
+    "cloud-hypervisor-nested": {"kind": "cloud-hypervisor", "inside": "tcg"},
 }
 
 
@@ -133,6 +151,13 @@ NOT_IN_DEFAULT_CAMPAIGN = {
     "qemu-kvm-nested": "KVM nested in an emulated L1 guest: functional figures, ~5 s a boot",
     "xen-tcg": "Xen under emulation: functional figures, ~6 s a boot",
     "xen-pv-tcg": "a Xen PV domU under emulation: functional figures, ~20 s a boot",
+    "firecracker": "needs Firecracker built from its source, and a host whose KVM runs guests",
+    "firecracker-nested": "Firecracker on KVM nested in an emulated L1 guest: functional "
+                          "figures, seconds a boot",
+    "cloud-hypervisor": "needs Cloud Hypervisor built from its source, and a host whose KVM "
+                        "runs guests",
+    "cloud-hypervisor-nested": "Cloud Hypervisor on KVM nested in an emulated L1 guest: "
+                               "functional figures, seconds a boot",
 }
 DEFAULT_CAMPAIGN = tuple(name for name in PRESETS if name not in NOT_IN_DEFAULT_CAMPAIGN)
 

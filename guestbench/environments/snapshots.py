@@ -5,6 +5,7 @@ is timed and what the agent proves, is runner/snapshot.py; docs/workloads-startu
 
 from __future__ import annotations
 
+import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,25 @@ class Snapshots(ABC):
 
     def close(self) -> None:
         """Ends and removes whatever it made; safe to call twice."""
+
+
+class InMachine(Snapshots):
+    """Snapshots of a guest inside an L1 machine (fullsystem/nested.py), whose image is
+    written there into a folder the machine shares with the host: its size is read on the
+    host, and it goes with the machine if guestbench is killed. close() removes it."""
+
+    inside_image: Path | None = None
+
+    def inside_folder(self, machine) -> Path:
+        """The image's folder in the machine's share, made at the first call."""
+        if self.inside_image is None:
+            self.inside_image = machine.workdir()
+        return self.inside_image
+
+    def close(self) -> None:
+        if self.inside_image is not None:
+            shutil.rmtree(self.inside_image, ignore_errors=True)
+            self.inside_image = None
 
 
 def image_bytes(image: Path) -> int:

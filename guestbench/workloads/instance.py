@@ -89,7 +89,9 @@ WORKLOADS = [
              host_timed=("start_ready", "start_teardown"),
              metric_titles={"start_ready": "to the agent", "start_teardown": "teardown",
                             "start_create": "runtime create", "start_start": "runtime start",
-                            "start_delete": "runtime delete"}),
+                            "start_delete": "runtime delete",
+                            "start_api_ready": "VMM's API up",
+                            "start_configure": "configured via API"}),
     Workload("footprint", "instance", "the host memory of an instance's whole process tree, "
              "ready and idle (PSS, USS; beyond the guest's RAM for full-system guests)",
              FootprintParams,

@@ -26,7 +26,7 @@ from guestbench.environments import scratch
 from guestbench.environments.base import Guest, GuestStartError, Job, SnapshotUnavailable
 from guestbench.environments.fullsystem import nested
 from guestbench.environments.fullsystem.qmp import QMP_CONNECT_S, REFUSED_RETRY_S, connected
-from guestbench.environments.snapshots import Restored, Saved, Snapshots, image_bytes
+from guestbench.environments.snapshots import InMachine, Restored, Saved, image_bytes
 from guestbench.process import proc
 
 STATE_FILE = "state"  # the migration stream, in the image folder
@@ -38,7 +38,7 @@ INSIDE_START_S = 60.0
 WRITTEN_S = 30.0  # inside: from QEMU's completed event to cat's state file, whole
 
 
-class QemuSnapshots(Snapshots):
+class QemuSnapshots(InMachine):
     def __init__(self, qemu, job: Job) -> None:
         if qemu.spec.placement != "none":
             raise SnapshotUnavailable(f"placement {qemu.spec.placement} with snapshots: a "
@@ -49,7 +49,6 @@ class QemuSnapshots(Snapshots):
         self.qemu, self.job = qemu, job
         self.argv: list[str] | None = None
         self.socket: Path | None = None
-        self.inside_image: Path | None = None  # inside: the state's folder, in L1's share
 
     @property
     def machine(self):
@@ -66,8 +65,7 @@ class QemuSnapshots(Snapshots):
         if self.machine is None:
             phases = _run(_save(guest.qmp_socket, _handed(image / STATE_FILE)), "save")
             return Saved(image_bytes(image), phases, note="QEMU's migration stream, uncompressed")
-        self.inside_image = self.machine.workdir()  # removed with the L1 machine if killed
-        state = self.inside_image / STATE_FILE
+        state = self.inside_folder(self.machine) / STATE_FILE
         part = state.with_name(STATE_FILE + ".part")
         # QEMU may say "completed" before cat has written its last bytes, and the guest's
         # stop that follows kills cat with it: the file is whole once cat's rename is done
@@ -112,11 +110,6 @@ class QemuSnapshots(Snapshots):
             guest.stop()
             raise
         return Restored(guest, phases)
-
-    def close(self) -> None:
-        if self.inside_image is not None:
-            shutil.rmtree(self.inside_image, ignore_errors=True)
-            self.inside_image = None
 
 
 def _run(coroutine, what: str) -> dict[str, float]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from guestbench.environments.base import Guest, GuestStartError, Job
 from guestbench.environments.fullsystem import dom0, nested
-from guestbench.environments.snapshots import Restored, Saved, Snapshots
+from guestbench.environments.snapshots import InMachine, Restored, Saved
 from guestbench.process import proc
 
 STATE_FILE = "state"  # xl save's image, in a folder the machine shares with the host
@@ -29,11 +29,10 @@ SAVE_S = 300.0        # an xl save or restore that has not ended by then has fai
 CONSOLE_SCRIPT = "console.sh"
 
 
-class XenSnapshots(Snapshots):
+class XenSnapshots(InMachine):
     def __init__(self, environment, job: Job) -> None:
         self.environment, self.job = environment, job
         self.domain: str | None = None
-        self.inside_image: Path | None = None  # the state's folder, in the machine's share
         self.xl = shlex.quote(str((dom0.tools_folder() or Path("/usr/sbin")) / "xl"))
 
     @property
@@ -46,8 +45,7 @@ class XenSnapshots(Snapshots):
         return guest
 
     def save(self, guest: Guest, image: Path) -> Saved:
-        self.inside_image = self.machine.workdir()  # removed with the machine if killed
-        state = self.inside_image / STATE_FILE
+        state = self.inside_folder(self.machine) / STATE_FILE
         began_ns = proc.now_ns()
         fifo = f"{nested.L1_SHM}/gbsave-{self.domain}"
         self._run(f"rm -f {fifo} && mkfifo {fifo} || exit 1\n"
@@ -104,6 +102,4 @@ class XenSnapshots(Snapshots):
 
     def close(self) -> None:
         self._destroy()
-        if self.inside_image is not None:
-            shutil.rmtree(self.inside_image, ignore_errors=True)
-            self.inside_image = None
+        super().close()

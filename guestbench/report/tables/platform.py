@@ -50,14 +50,23 @@ def what_ran(env: dict[str, Any], host_kernel: str | None) -> str:
 
 
 HOST_KERNEL = "none: the host kernel"  # the accelerator of native, namespaces, runc, crun
-# the kinds whose guest has memory and vCPUs of its own
+# the kinds whose guest has memory and vCPUs of its own, of those that do not record their
+# accelerator (a kind that records one, in its facts, has a guest of its own too)
 GUEST_KINDS = ("qemu", "xen", "xen-pv", "uml", "command")
+ACCELERATOR = "accelerator"  # the fact of a kind that says its accelerator in words
+
+
+def own_guest(env) -> bool:
+    """Whether the environment's guest has memory and vCPUs of its own."""
+    return env.kind in GUEST_KINDS or ACCELERATOR in (env.facts or {})
 
 
 def accelerator(env) -> str:
     """What runs the guest's instructions, in words: "KVM (hardware)", "TCG (QEMU's
     emulation)", "none: the host kernel", ..."""
     facts, spec, kind = env.facts or {}, env.spec or {}, env.kind
+    if facts.get(ACCELERATOR):
+        return str(facts[ACCELERATOR])
     nested = spec.get("inside") not in (None, "none")
     if kind in ("qemu", "xen", "xen-pv"):
         accel = facts.get("accel") or spec.get("accel")
@@ -115,7 +124,7 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
     if not report.environments:
         return None
     host_kernel = report.host_facts.get("kernel")
-    guests = any(env.kind in GUEST_KINDS for env in report.environments)
+    guests = any(own_guest(env) for env in report.environments)
     table = Table(f"Setup: host {host_line(report.host_facts)}",
                   ["environment", "what ran", "accelerator",
                    *(["guest memory", "vCPUs"] if guests else [])],
@@ -137,7 +146,7 @@ def platform_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
         elif (failed := _never_ok(env, report)) is not None:  # it is set up, but never ran
             ran = f"{ran} {problem_text(failed, footnotes)}"
         spec = env.spec or {}
-        own = env.kind in GUEST_KINDS
+        own = own_guest(env)
         table.add([display_name(env), ran, accelerator(env),
                    *([f"{spec['memory_mib']} MiB" if own and spec.get("memory_mib") else "-",
                       str(spec.get("vcpus", 1)) if own else "-"] if guests else [])])

@@ -1,0 +1,195 @@
+"""The firecracker kind against a stand-in that serves Firecracker's HTTP API
+(tests/support/fake_vmm.py): the requests a run sends, in order, and what a refusal gives;
+the snapshot's requests; inside a VM, socat beside it. The real Firecracker runs in
+tests/integration/test_api_vmms_real.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from guestbench import environments, images
+from guestbench.environments.base import GuestStartError, Job
+from guestbench.environments.fullsystem import api_vmm, nested
+from guestbench.environments.fullsystem.devices import GuestDevices
+from guestbench.environments.fullsystem.vmm_api import Api, ApiRefused
+from guestbench.environments.kinds import firecracker
+from guestbench.process import proc
+from guestbench.report.tables import platform
+
+IMAGE = images.Image("id", Path("/boot/vmlinuz-6.1"), "6.1", Path("/cache/i.cpio"), (), (), None)
+def vmm(**options) -> firecracker.Firecracker:
+    spec = environments.preset_spec("firecracker")
+    environment = environments.create(spec.model_copy(update=options))
+    environment.image = IMAGE
+    environment.boot_kernel = Path("/cache/vmlinux")
+    return environment
+
+
+def job() -> Job:
+    return Job("getpid", Path("/gbagent"), ("--values", "3", "getpid"))
+
+
+def deadline() -> int:
+    return proc.now_ns() + int(30e9)
+
+
+def test_a_run_configures_the_guest_through_the_api_then_starts_it(fake, tmp_path) -> None:
+    options, requests, _ = fake
+    environment = vmm(memory_mib=256, vcpus=2, kernel_args=("loglevel=4",), **options)
+    guest = environment.start(job(), tmp_path / "logs", deadline())
+    try:
+        said = requests()
+        assert said[0]["argv"][0] == "--api-sock"
+        calls = [(r["method"], r["path"]) for r in said[1:]]
+        assert calls == [("GET", "/version"), ("PUT", "/boot-source"),
+                         ("PUT", "/machine-config"), ("PUT", "/actions")]
+        boot = said[2]["body"]
+        assert boot["kernel_image_path"] == "/cache/vmlinux"
+        assert boot["initrd_path"] == "/cache/i.cpio"
+        words = boot["boot_args"].split()
+        # the image resets at its end (Firecracker has no power-off), the job comes last
+        assert "reboot=k" in words and "gb.shutdown=reboot" in words
+        assert words[-2] == "loglevel=4" and words[-1].startswith("gb.args=")
+        assert words[-1].endswith(",--values,3,getpid")
+        assert said[3]["body"] == {"vcpu_count": 2, "mem_size_mib": 256,
+                                   "track_dirty_pages": False}
+        assert said[4]["body"] == {"action_type": "InstanceStart"}
+        assert set(guest.start_phases()) == {"api_ready", "configure"}
+    finally:
+        guest.stop()
+    assert not Path(said[0]["argv"][1]).parent.exists()  # the run's folder, its socket
+
+
+def test_a_refused_config_fails_the_start_with_firecracker_s_words(fake, tmp_path) -> None:
+    options, requests, replies = fake
+    replies({"PUT /machine-config": [400, {"fault_message": "The memory size (MiB) is "
+                                                           "either 0, or not a multiple"}]})
+    with pytest.raises(GuestStartError) as refused:
+        vmm(**options).start(job(), tmp_path / "logs", deadline())
+    assert str(refused.value).startswith(
+        "Firecracker refused PUT /machine-config: 400 The memory size (MiB) is either 0")
+    said = requests()
+    assert ("PUT", "/actions") not in [(r.get("method"), r.get("path")) for r in said]
+    assert not Path(said[0]["argv"][1]).parent.exists()  # stopped, its folder gone
+
+
+def test_a_vmm_that_ends_before_its_api_answers_fails_the_start(tmp_path) -> None:
+    program = tmp_path / "gone"
+    program.write_text("#!/bin/sh\necho 'Error: KVM is not there' >&2\nexit 1\n")
+    program.chmod(0o755)
+    with pytest.raises(GuestStartError, match="ended before its API answered.*KVM is not"):
+        vmm(binary=str(program)).start(job(), tmp_path / "logs", deadline())
+
+
+def test_the_run_s_disk_is_a_drive(fake, tmp_path) -> None:
+    options, requests, _ = fake
+    devices = GuestDevices()
+    devices.args.append("/run/disk.img")
+    requests_for = vmm(**options).configure([], devices)
+    server = api_vmm.Api("Firecracker", tmp_path / "none.sock")
+    sent: list = []
+    server.call = lambda method, path, body=None, **_: sent.append((method, path, body))
+    requests_for(server)
+    assert ("PUT", "/drives/disk0", {"drive_id": "disk0", "path_on_host": "/run/disk.img",
+                                     "is_root_device": False, "is_read_only": False}) in sent
+    assert sent[-1][1] == "/actions"
+
+
+def test_a_snapshot_pauses_then_creates_and_a_restore_loads_and_resumes(fake, tmp_path) -> None:
+    options, requests, _ = fake
+    environment = vmm(snapshot_type="Diff", **options)
+    guest = environment.start(job(), tmp_path / "logs", deadline())
+    try:
+        steps = environment.save_requests(guest.api, tmp_path / "image")
+        assert set(steps) == {"pause", "write"}
+        restored = environment.restore_requests(guest.api, tmp_path / "image")
+        assert set(restored) == {"load"}
+    finally:
+        guest.stop()
+    said = [r for r in requests() if "method" in r]
+    assert said[2]["body"]["track_dirty_pages"] is True  # a diff needs tracking from the start
+    assert (said[-3]["method"], said[-3]["path"], said[-3]["body"]) == (
+        "PATCH", "/vm", {"state": "Paused"})
+    assert said[-2]["body"] == {"snapshot_type": "Diff",
+                                "snapshot_path": str(tmp_path / "image" / "vmstate"),
+                                "mem_file_path": str(tmp_path / "image" / "memory")}
+    assert said[-1]["path"] == "/snapshot/load" and said[-1]["body"] == {
+        "snapshot_path": str(tmp_path / "image" / "vmstate"),
+        "mem_backend": {"backend_type": "File",
+                        "backend_path": str(tmp_path / "image" / "memory")},
+        "resume_vm": True}
+
+
+def test_an_error_reply_is_told_in_the_vmm_s_words() -> None:
+    error = ApiRefused("Firecracker", "PUT", "/snapshot/load", 400, "Cannot load: bad file")
+    assert str(error) == "Firecracker refused PUT /snapshot/load: 400 Cannot load: bad file"
+    from guestbench.environments.fullsystem.vmm_api import said_of
+    assert said_of(b'{"fault_message": "no\\n  such file"}') == "no such file"
+    assert said_of(b"Error from API: InvalidState") == "Error from API: InvalidState"
+
+
+def test_the_api_s_absence_is_told_with_what_was_tried(tmp_path) -> None:
+    api = Api("Firecracker", tmp_path / "nobody.sock")
+    with pytest.raises(GuestStartError, match="Firecracker's API did not answer GET /version"):
+        api.call("GET", "/version")
+
+
+def test_inside_a_vm_socat_carries_the_api_and_ends_with_the_vmm(tmp_path) -> None:
+    environment = vmm(inside="tcg", binary="/opt/fc/firecracker")
+    environment.machine = type("M", (), {"qmp_address": ("127.0.0.1", 5555)})()
+    socket = environment.socket(tmp_path / "run-x")
+    assert socket == f"{nested.L1_SHM}/gb-run-x.sock"  # the L1 machine's own tmpfs
+    argv = environment.forwarded(["/opt/fc/firecracker", "--api-sock", socket], socket)
+    assert argv[:2] == ["/bin/sh", "-c"]
+    script = argv[2]
+    assert f"TCP-LISTEN:{nested.INNER_QMP_PORT}" in script and f"UNIX-CONNECT:{socket}" in script
+    assert script.index("socat") < script.index("/opt/fc/firecracker")
+    assert "kill $forward" in script and script.endswith("exit $status")
+    assert environment.api(tmp_path / "run-x").address == ("127.0.0.1", 5555)
+    environment.machine = None
+
+
+def test_without_the_binary_it_is_unavailable_with_the_fix(tmp_path) -> None:
+    answer = vmm(binary=str(tmp_path / "firecracker")).vmm_probe()
+    assert not answer.available
+    assert "firecracker not found (fix: cargo build --release" in answer.reason
+    answer = vmm(binary="no-such-firecracker-here").vmm_probe()
+    assert "no-such-firecracker-here not found" in answer.reason
+
+
+def test_the_platform_table_names_its_accelerator(fake) -> None:
+    options, _, _ = fake
+    env = type("E", (), {})()
+    env.kind, env.spec = "firecracker", {"memory_mib": 512}
+    env.facts = vmm(**options).facts()
+    assert platform.accelerator(env) == "KVM (hardware)" and platform.own_guest(env)
+    nested_vmm = vmm(inside="tcg", **options)
+    nested_vmm.machine = None
+    assert "L1 guest" in nested_vmm.facts()["accelerator"]
+    assert os.environ.get("FAKE_VMM_LOG")
+
+
+def test_a_snapshot_session_saves_one_instance_and_restores_it_in_a_new_vmm(fake,
+                                                                            tmp_path) -> None:
+    options, requests, _ = fake
+    environment = vmm(**options)
+    session = environment.snapshots(job(), tmp_path)
+    image = tmp_path / "image"
+    image.mkdir()
+    guest = session.start(tmp_path / "saved", deadline())
+    saved = session.save(guest, image)
+    guest.stop()
+    restored = session.restore(image, tmp_path / "restored", deadline(), first_seq=6)
+    try:
+        assert set(saved.phases) == {"pause", "write"} and saved.bytes == 0
+        assert set(restored.phases) == {"spawn", "load"}
+        assert restored.guest.first_seq == 6 and restored.guest.resumed
+    finally:
+        restored.guest.stop()
+        session.close()
+    starts = [r["argv"] for r in requests() if "argv" in r]
+    assert len(starts) == 2 and starts[1][:1] == ["--api-sock"]  # the restore: its API only
+    assert not Path(starts[1][1]).parent.exists()  # the restore's folder went with it
