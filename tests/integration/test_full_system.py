@@ -32,10 +32,11 @@ TCG_BOOTS = ("qemu-tcg", "qemu-kvm-nested", "xen-tcg")
 GUEST_PRESETS = [name for name in FULL_SYSTEM_PRESETS if name != "xen-pv-tcg"]
 
 
-# (qemu-kvm-nested's agent, boot phases and console: tests/integration/test_nested_real.py's
-# campaign, which its L1 machine makes the costlier place to run them twice)
+# (a nested guest's agent, boot phases and console: tests/integration/test_nested_real.py's
+# campaign and test_api_vmms_real.py's, which its L1 machine makes the costlier place to
+# run them twice)
 @pytest.mark.parametrize("preset", [name for name in GUEST_PRESETS
-                                    if name != "qemu-kvm-nested"])
+                                    if not name.endswith("-nested")])
 def test_agent_runs_in_the_guest(preset, host_facts, agent_path, tmp_path, nothing_left_behind):
     env = environment(host_facts, preset)
     outcome, guest = run(env, agent_path, tmp_path, ["--min-time", "0.05", "getpid"])
@@ -59,7 +60,8 @@ def test_guest_that_hangs_after_boot_is_killed(preset, host_facts, agent_path, t
     # guest in ~9 s on a quiet host (before its guest had an RTC and the host's CPU model,
     # its hello came at 21.4 s in the parallel suite); three times that and more on the
     # suite's three workers over 2 CPUs (Xen's dom0 missed 15 s there once)
-    timeout_s = {"qemu-tcg": 15.0, "qemu-kvm-nested": 40.0, "xen-tcg": 30.0}.get(preset, 10.0)
+    timeout_s = {"qemu-tcg": 15.0, "qemu-kvm-nested": 40.0, "xen-tcg": 30.0,
+                 "firecracker-nested": 40.0, "cloud-hypervisor-nested": 40.0}.get(preset, 10.0)
     outcome, guest = run(env, agent_path, tmp_path, ["hang"], timeout_s=timeout_s)
     assert outcome.status == Status.TIMEOUT and f"{timeout_s:g} s run timeout" in outcome.reason
     assert "userspace" in guest.boot_phases()  # it did boot; the agent hung

@@ -8,7 +8,7 @@ its command line names, and nothing else: no KVM, no guest.
 Each request is appended to $FAKE_VMM_LOG as a JSON line {"method", "path", "body"}; the
 answer is $FAKE_VMM_REPLIES's entry for "METHOD PATH" ([status, body]) where there is
 one, else 204 with no body (200 with {} for a GET). After $FAKE_VMM_PRINT_AFTER's request
-("METHOD PATH") it prints $FAKE_VMM_PRINT on its stdout, as a console would."""
+("METHOD PATH") it prints $FAKE_VMM_PRINT on its stdout, as a console would, and exits."""
 
 from __future__ import annotations
 
@@ -40,10 +40,12 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         if data:
             self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(data)
+        self.end_headers()  # flushes the headers; the client may close once it has them
+        if data:
+            self.wfile.write(data)
         if key == os.environ.get("FAKE_VMM_PRINT_AFTER"):
             print(os.environ.get("FAKE_VMM_PRINT", ""), flush=True)
+            os._exit(0)  # as a VMM whose guest powered off
 
     do_GET = do_PUT = do_PATCH = _serve
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from guestbench.environments import oci_leftovers
 
 GUEST_NAMES = ("gbagent", "runc", "runsc", "exe", "qemu-system-x86", "qemu-x86_64", "linux.uml",
-               "setpriv", "criu")
+               "setpriv", "criu", "firecracker", "cloud-hyperviso")  # comm keeps 15 bytes
 # the suite's own PostgreSQL server; the reapers' journals (a folder shared by every run)
 NOT_A_GUESTS = ("guestbench-pg-", "guestbench-reaper")
 OWNER = "GUESTBENCH_TEST_OWNER"  # the pid of the pytest process whose tests started it

@@ -67,6 +67,7 @@ class ApiGuest(ConsoleGuest):
         super().__post_init__()
         if self.api is None:
             return
+        self.api.log = self.logdir / "api.log"  # the requests, as one would send them by hand
         try:
             self._phases["api_ready"] = self.api.wait_ready(
                 self.ready_path, lambda: self._process.poll() is None)
@@ -91,7 +92,7 @@ class ApiVmm(FullSystem):
     typical_work_factor: ClassVar[float] = 1.05
     vmm_name: ClassVar[str]  # in reasons: "Firecracker"
     ready_path: ClassVar[str]  # a GET that answers once the API is up
-    install_hint: ClassVar[str]
+    install_hint: ClassVar[str] = "cargo build --release in its source, docs/environments.md"
     disk_modules: ClassVar[tuple[str, ...]]
     capabilities = frozenset({
         Capability.AGENT, Capability.PROCESSES, Capability.TSC, Capability.GUEST_KERNEL,

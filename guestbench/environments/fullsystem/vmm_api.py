@@ -63,7 +63,7 @@ class Api:
 
     def __init__(self, vmm: str, address: Path | tuple[str, int]) -> None:
         self.vmm, self.address = vmm, address
-        self.calls: list[tuple[str, str, float]] = []  # (method, path, ms), in order
+        self.log: Path | None = None  # each request, its answer's status and ms (a run's api.log)
 
     def _connection(self, timeout_s: float) -> http.client.HTTPConnection:
         if isinstance(self.address, tuple):
@@ -89,7 +89,10 @@ class Api:
                                   f"{type(error).__name__}: {error}") from None
         finally:
             connection.close()
-        self.calls.append((method, path, (proc.now_ns() - began_ns) / 1e6))
+        if self.log is not None:
+            with self.log.open("a") as log:
+                log.write(f"{method} {path} {data.decode() if data else ''} -> {reply.status} "
+                          f"in {(proc.now_ns() - began_ns) / 1e6:.1f} ms\n")
         if reply.status >= 300:
             raise ApiRefused(self.vmm, method, path, reply.status, said_of(answer))
         try:

@@ -44,7 +44,6 @@ class CloudHypervisor(ApiVmm):
     spec_model = CloudHypervisorSpec
     vmm_name = "Cloud Hypervisor"
     ready_path = f"{API}/vmm.ping"
-    install_hint = "cargo build --release in its source, docs/environments.md"
     disk_modules = ("virtio_pci", "virtio_blk")
     lacking = {
         Capability.NETWORK: "cloud-hypervisor: a tap NIC is not driven by guestbench yet",

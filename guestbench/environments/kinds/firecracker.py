@@ -50,7 +50,6 @@ class Firecracker(ApiVmm):
     spec_model = FirecrackerSpec
     vmm_name = "Firecracker"
     ready_path = "/version"
-    install_hint = "cargo build --release in its source, docs/environments.md"
     disk_modules = ("virtio_mmio", "virtio_blk")
     lacking = {
         Capability.NETWORK: "firecracker: a tap NIC is not driven by guestbench yet",

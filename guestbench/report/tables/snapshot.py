@@ -44,7 +44,7 @@ def snapshot_table(report: CampaignResults, footnotes: Footnotes) -> Table | Non
                        "Restore: from asking for a restore to the restored agent's first "
                        "record, which proves it is the process saved, with its memory. Save: "
                        "the instance's state written (QEMU's migration, the runtime's "
-                       "checkpoint); image: its size on the host's disk (runsc compresses "
+                       "checkpoint, the VMM's snapshot request); image: its size on the host's disk (runsc compresses "
                        "it). First touch: the first write to each page of the agent's memory "
                        "after the restore; its p50 and p99 are over the pages of one restore "
                        "(thousands), then the median over the runs. Each p50: the median of "

@@ -58,6 +58,9 @@ def test_a_run_configures_the_guest_through_the_api_then_starts_it(fake, tmp_pat
                                    "track_dirty_pages": False}
         assert said[4]["body"] == {"action_type": "InstanceStart"}
         assert set(guest.start_phases()) == {"api_ready", "configure"}
+        logged = (tmp_path / "logs" / "api.log").read_text().splitlines()
+        assert logged[0].startswith("GET /version  -> 200 in ")
+        assert logged[-1].startswith('PUT /actions {"action_type": "InstanceStart"} -> 204 in ')
     finally:
         guest.stop()
     assert not Path(said[0]["argv"][1]).parent.exists()  # the run's folder, its socket
@@ -193,3 +196,42 @@ def test_a_snapshot_session_saves_one_instance_and_restores_it_in_a_new_vmm(fake
     starts = [r["argv"] for r in requests() if "argv" in r]
     assert len(starts) == 2 and starts[1][:1] == ["--api-sock"]  # the restore: its API only
     assert not Path(starts[1][1]).parent.exists()  # the restore's folder went with it
+
+
+@pytest.fixture
+def quick_test_boot(monkeypatch, tmp_path):
+    """A test boot of 1 s, its answer neither read from nor kept in this host's cache."""
+    from guestbench.environments.fullsystem import kvm
+    monkeypatch.setattr(kvm, "KVM_PROBE_S", 1.0)
+    monkeypatch.setattr(kvm, "remembered", lambda key: None)
+    kept = []
+    monkeypatch.setattr(kvm, "remember", lambda key, answer: kept.append((key, answer)))
+    monkeypatch.setattr(api_vmm.tempfile, "tempdir", str(tmp_path))
+    return kept
+
+
+def test_on_the_host_a_guest_that_never_boots_makes_it_unavailable(fake, quick_test_boot,
+                                                                  tmp_path) -> None:
+    options, _, _ = fake
+    environment = vmm(**options)
+    answer = environment.ready(None)
+    assert not answer.available
+    assert answer.reason == ("/dev/kvm exists but a test guest did not boot under Firecracker "
+                             "within 1 s")
+    [(key, kept)] = quick_test_boot
+    assert key == [options["binary"], "id", "firecracker"] and kept == answer
+    assert not list(tmp_path.glob("guestbench-firecracker-test-*"))  # its folder is gone
+
+
+def test_on_the_host_a_guest_whose_agent_ran_makes_it_available(fake, quick_test_boot,
+                                                               monkeypatch) -> None:
+    options, requests, _ = fake
+    monkeypatch.setenv("FAKE_VMM_PRINT_AFTER", "PUT /actions")
+    monkeypatch.setenv("FAKE_VMM_PRINT", "guestbench-init: agent exited with status 0")
+    from guestbench.environments.fullsystem import kvm
+    monkeypatch.setattr(kvm, "KVM_PROBE_S", 30.0)  # it ends with the VMM, long before
+    environment = vmm(**options)
+    answer = environment.ready(None)
+    assert answer.available, answer.reason
+    boot = next(r for r in requests() if r.get("path") == "/boot-source")
+    assert boot["body"]["boot_args"].endswith(",--version")  # the agent prints its version

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""A Firecracker or Cloud Hypervisor restore as guestbench times it, against the same restore
+run by hand with the VMM's own tools, side by side, nested in an L1 guest under TCG.
+
+    .venv/bin/python benchmarks/vmm_restore_by_hand.py [PRESET ...]
+        (default: firecracker-nested cloud-hypervisor-nested)
+
+For each preset, ROUNDS rounds alternate a guestbench campaign of `restore` (RESTORES
+restores of one image, dirty_mib = 64) with RESTORES restores by hand, and the medians of
+each side are compared. By hand runs in an L1 machine of the same shape (booted through
+guestbench's nested module: the test bed, not what is measured) as one bash script:
+
+- the instance is booted from the campaign's own logs: Firecracker from `firecracker
+  --api-sock` and the requests of its `saved/api.log` replayed with `curl --unix-socket`;
+  Cloud Hypervisor from the VMM's command line in `saved/command`;
+- saved with `curl` (`PATCH /vm` Paused, `PUT /snapshot/create`) or `ch-remote` (`pause`,
+  `snapshot file://DIR`) into a folder the machine shares;
+- each restore timed by the machine's clock (`date +%s%N`) from spawning the VMM to the
+  restored agent's `restored_token` line on its output: `curl PUT /snapshot/load` with
+  `resume_vm`, or `ch-remote restore` and `resume` (Cloud Hypervisor under `script`, as its
+  serial port reads input only from a terminal), then "go" into its console.
+
+The machine's clock is checked against the host's over the whole script (printed as a
+ratio). Run it on a quiet host; it prints one line per preset.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from snapshot_by_hand import DIRTY_MIB, RESTORES, ROUNDS, guestbench_round  # noqa: E402
+
+from guestbench import environments  # noqa: E402
+from guestbench.environments.fullsystem import nested  # noqa: E402
+
+SCRIPT_S = 1800.0
+
+COMMON = r"""
+set -u -f
+DIR=$1; N=$2
+echo "clock $(date +%s%N)"
+cd "$DIR"
+until_line() {  # reads the VMM's output FIFO until a line holds $1
+    while IFS= read -r line; do case $line in *"$1"*) return 0;; esac; done <&4
+    return 1
+}
+start_vmm() {  # $@: the VMM's argv; its stdin and stdout are FIFOs, held on fds 3 and 4
+    rm -f in out; mkfifo in out
+    "$@" <in >out 2>>vmm.err & VMM=$!
+    exec 3>in 4<out
+}
+stop_vmm() { kill -9 $VMM 2>/dev/null; wait $VMM 2>/dev/null; exec 3>&- 4<&-; }
+wait_socket() { until [ -S "$1" ]; do sleep 0.005; done; }
+host_ns() { date +%s%N; }
+"""
+
+FIRECRACKER = COMMON + r"""
+API=/dev/shm/byhand.sock
+curl_api() { curl -sS -f --unix-socket $API -X "$1" -H 'Content-Type: application/json' \
+    ${3:+-d "$3"} "http://localhost$2" >/dev/null; }
+rm -f $API; start_vmm firecracker --api-sock $API
+wait_socket $API; until curl_api GET /version; do sleep 0.005; done
+while IFS= read -r request; do
+    set -- $request; method=$1; path=$2; body=${request#* * }
+    curl_api "$method" "$path" "$body" || exit 1
+done < requests
+until_line snapshot_ready
+curl_api PATCH /vm '{"state": "Paused"}'
+curl_api PUT /snapshot/create "{\"snapshot_type\": \"Full\", \"snapshot_path\": \"$DIR/vmstate\", \"mem_file_path\": \"$DIR/memory\"}"
+stop_vmm
+for i in $(seq "$N"); do
+    rm -f $API
+    began=$(host_ns)
+    start_vmm firecracker --api-sock $API
+    wait_socket $API; until curl_api GET /version 2>/dev/null; do sleep 0.005; done
+    curl_api PUT /snapshot/load "{\"snapshot_path\": \"$DIR/vmstate\", \"mem_backend\": {\"backend_type\": \"File\", \"backend_path\": \"$DIR/memory\"}, \"resume_vm\": true}"
+    echo go >&3
+    until_line restored_token
+    echo "took $(( ($(host_ns) - began) / 1000 ))"
+    stop_vmm
+done
+"""
+
+CLOUD_HYPERVISOR = COMMON + r"""
+API=/dev/shm/byhand.sock
+rm -f $API; eval "start_vmm $(cat argv)"
+wait_socket $API
+until_line snapshot_ready
+ch-remote --api-socket $API pause && ch-remote --api-socket $API snapshot "file://$DIR/image" || exit 1
+stop_vmm
+for i in $(seq "$N"); do
+    rm -f $API
+    began=$(host_ns)
+    start_vmm script -qfec "cloud-hypervisor --api-socket path=$API" /dev/null
+    wait_socket $API
+    until ch-remote --api-socket $API ping >/dev/null 2>&1; do sleep 0.005; done
+    ch-remote --api-socket $API restore "source_url=file://$DIR/image" || exit 1
+    ch-remote --api-socket $API resume || exit 1
+    echo go >&3
+    until_line restored_token
+    echo "took $(( ($(host_ns) - began) / 1000 ))"
+    stop_vmm
+done
+"""
+
+
+def by_hand(preset: str, logs: Path, machine: nested.Machine) -> tuple[list[float], float]:
+    """RESTORES restores by hand in the machine: their ms, and the machine's clock rate
+    against the host's over the script (its seconds over the host's: a little under 1,
+    as the side command's start and end cross the control port)."""
+    folder = machine.workdir()
+    (folder / "image").mkdir()
+    if preset.startswith("firecracker"):
+        requests = []
+        for line in (logs / "saved" / "api.log").read_text().splitlines():
+            request = line.rsplit(" -> ", 1)[0]
+            if not request.startswith("GET "):
+                requests.append(request)
+        (folder / "requests").write_text("\n".join(requests) + "\n")
+        script = FIRECRACKER
+    else:
+        argv = shlex.split((logs / "saved" / "command").read_text())[2]  # sh -c SCRIPT
+        vmm = shlex.split(argv.split("& forward=$!; ", 1)[1].split("; status=$?", 1)[0])
+        vmm[vmm.index("--api-socket") + 1] = "path=/dev/shm/byhand.sock"
+        (folder / "argv").write_text(shlex.join(vmm) + "\n")
+        script = CLOUD_HYPERVISOR
+    (folder / "by-hand.sh").write_text(script)
+    began = time.monotonic()
+    status, said = machine.side(f"bash {shlex.quote(str(folder / 'by-hand.sh'))} "
+                                f"{shlex.quote(str(folder))} {RESTORES} "
+                                f"2>{shlex.quote(str(folder / 'script.err'))}; "
+                                f"echo clock $(date +%s%N)", SCRIPT_S)
+    host_s = time.monotonic() - began
+    clocks = [int(line.split()[1]) for line in said.splitlines() if line.startswith("clock ")]
+    rate = (clocks[-1] - clocks[0]) / 1e9 / host_s if len(clocks) == 2 else float("nan")
+    took = [int(line.split()[1]) / 1000 for line in said.splitlines() if line.startswith("took ")]
+    if status != 0 or len(took) != RESTORES:
+        errors = (folder / "script.err").read_text()[-800:] if (folder / "script.err").exists() \
+            else ""
+        raise RuntimeError(f"by hand: status {status}: {said[-800:]} {errors}")
+    return took, rate
+
+
+def main() -> None:
+    presets = sys.argv[1:] or ["firecracker-nested", "cloud-hypervisor-nested"]
+    for preset in presets:
+        spec = environments.preset_spec(preset)
+        shape = nested.Shape("tcg", spec.memory_mib + nested.L1_EXTRA_MIB, 1)
+        ours, theirs, rates = [], [], []
+        for _ in range(ROUNDS):
+            with tempfile.TemporaryDirectory(prefix="vmm-by-hand-") as folder:
+                values, logs = guestbench_round(preset, Path(folder))
+                ours += values
+                machine = nested.acquire(shape)
+                try:
+                    took, rate = by_hand(preset, logs, machine)
+                finally:
+                    nested.release(machine)
+                theirs += took
+                rates.append(rate)
+        ours_ms, theirs_ms = statistics.median(ours), statistics.median(theirs)
+        print(json.dumps({"preset": preset, "guestbench_ms": round(ours_ms, 1),
+                          "by_hand_ms": round(theirs_ms, 1), "restores": [len(ours), len(theirs)],
+                          "ratio": round(ours_ms / theirs_ms, 3),
+                          "machine_clock_rate": [round(rate, 4) for rate in rates]}))
+        print(f"{preset}: guestbench restore median {ours_ms:.1f} ms ({len(ours)} restores), "
+              f"by hand {theirs_ms:.1f} ms ({len(theirs)}), guestbench / by hand "
+              f"{ours_ms / theirs_ms:.3f}")
+
+
+if __name__ == "__main__":
+    main()
