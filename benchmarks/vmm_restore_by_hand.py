@@ -21,7 +21,9 @@ guestbench's nested module: the test bed, not what is measured) as one bash scri
   serial port reads input only from a terminal), then "go" into its console.
 
 The machine's clock is checked against the host's over the whole script (printed as a
-ratio). Run it on a quiet host; it prints one line per preset.
+ratio), and the start of the API's client there is timed apart (`client_start_ms`): under
+emulation a process's start costs what a host-side client does not. Run it on a quiet
+host; it prints a JSON line and a sentence per preset.
 """
 
 from __future__ import annotations
@@ -49,27 +51,36 @@ COMMON = r"""
 set -u -f
 DIR=$1; N=$2
 echo "clock $(date +%s%N)"
-cd "$DIR"
+# the FIFOs in the machine's own tmpfs (its 9p share makes none), the image in the share
+FIFOS=$(mktemp -d /dev/shm/byhand-XXXXXX); cd "$FIFOS"
+cp "$DIR"/requests "$DIR"/argv . 2>/dev/null
 until_line() {  # reads the VMM's output FIFO until a line holds $1
     while IFS= read -r line; do case $line in *"$1"*) return 0;; esac; done <&4
     return 1
 }
+fifos() { rm -f in out; mkfifo in out; }  # made before a restore's time starts
 start_vmm() {  # $@: the VMM's argv; its stdin and stdout are FIFOs, held on fds 3 and 4
-    rm -f in out; mkfifo in out
     "$@" <in >out 2>>vmm.err & VMM=$!
     exec 3>in 4<out
 }
 stop_vmm() { kill -9 $VMM 2>/dev/null; wait $VMM 2>/dev/null; exec 3>&- 4<&-; }
-wait_socket() { until [ -S "$1" ]; do sleep 0.005; done; }
-host_ns() { date +%s%N; }
+mkfifo never; exec 5<>never  # read -t on it: a 5 ms sleep without a process
+snooze() { read -r -t 0.005 -u 5 || :; }
+tool_start() {  # what starting the API's client costs here: 5 runs of "$@", each timed
+    for i in 1 2 3 4 5; do
+        began=${EPOCHREALTIME/./}; "$@" >/dev/null 2>&1; ended=${EPOCHREALTIME/./}
+        echo "tool $(( ended - began ))"
+    done
+}
+wait_socket() { until [ -S "$1" ]; do snooze; done; }
 """
 
 FIRECRACKER = COMMON + r"""
 API=/dev/shm/byhand.sock
-curl_api() { curl -sS -f --unix-socket $API -X "$1" -H 'Content-Type: application/json' \
-    ${3:+-d "$3"} "http://localhost$2" >/dev/null; }
-rm -f $API; start_vmm firecracker --api-sock $API
-wait_socket $API; until curl_api GET /version; do sleep 0.005; done
+curl_api() { curl -sS --fail-with-body --unix-socket $API -X "$1" -H 'Content-Type: application/json' \
+    ${3:+-d "$3"} "http://localhost$2" >&2; }
+rm -f $API; fifos; start_vmm firecracker --api-sock $API
+wait_socket $API; until curl_api GET /version; do snooze; done
 while IFS= read -r request; do
     set -- $request; method=$1; path=$2; body=${request#* * }
     curl_api "$method" "$path" "$body" || exit 1
@@ -78,54 +89,62 @@ until_line snapshot_ready
 curl_api PATCH /vm '{"state": "Paused"}'
 curl_api PUT /snapshot/create "{\"snapshot_type\": \"Full\", \"snapshot_path\": \"$DIR/vmstate\", \"mem_file_path\": \"$DIR/memory\"}"
 stop_vmm
+tool_start curl --version
 for i in $(seq "$N"); do
-    rm -f $API
-    began=$(host_ns)
+    rm -f $API; fifos
+    began=${EPOCHREALTIME/./}
     start_vmm firecracker --api-sock $API
-    wait_socket $API; until curl_api GET /version 2>/dev/null; do sleep 0.005; done
+    wait_socket $API
     curl_api PUT /snapshot/load "{\"snapshot_path\": \"$DIR/vmstate\", \"mem_backend\": {\"backend_type\": \"File\", \"backend_path\": \"$DIR/memory\"}, \"resume_vm\": true}"
     echo go >&3
     until_line restored_token
-    echo "took $(( ($(host_ns) - began) / 1000 ))"
+    ended=${EPOCHREALTIME/./}
+    echo "took $(( ended - began ))"
     stop_vmm
 done
 """
 
 CLOUD_HYPERVISOR = COMMON + r"""
 API=/dev/shm/byhand.sock
-rm -f $API; eval "start_vmm $(cat argv)"
-wait_socket $API
+rm -f $API; fifos; eval "start_vmm $(cat argv)"
+wait_socket $API; until ch-remote --api-socket $API ping >/dev/null 2>&1; do snooze; done
 until_line snapshot_ready
 ch-remote --api-socket $API pause && ch-remote --api-socket $API snapshot "file://$DIR/image" || exit 1
 stop_vmm
+tool_start ch-remote --version
 for i in $(seq "$N"); do
-    rm -f $API
-    began=$(host_ns)
+    rm -f $API; fifos
+    began=${EPOCHREALTIME/./}
     start_vmm script -qfec "cloud-hypervisor --api-socket path=$API" /dev/null
     wait_socket $API
-    until ch-remote --api-socket $API ping >/dev/null 2>&1; do sleep 0.005; done
     ch-remote --api-socket $API restore "source_url=file://$DIR/image" || exit 1
     ch-remote --api-socket $API resume || exit 1
     echo go >&3
     until_line restored_token
-    echo "took $(( ($(host_ns) - began) / 1000 ))"
+    ended=${EPOCHREALTIME/./}
+    echo "took $(( ended - began ))"
     stop_vmm
 done
 """
 
 
-def by_hand(preset: str, logs: Path, machine: nested.Machine) -> tuple[list[float], float]:
-    """RESTORES restores by hand in the machine: their ms, and the machine's clock rate
-    against the host's over the script (its seconds over the host's: a little under 1,
-    as the side command's start and end cross the control port)."""
+def by_hand(preset: str, logs: Path, machine: nested.Machine
+            ) -> tuple[list[float], float, float]:
+    """RESTORES restores by hand in the machine: their ms; the machine's clock rate against
+    the host's over the script (its seconds over the host's: a little under 1, as the side
+    command's start and end cross the control port); and the median ms of starting the
+    API's client there (`curl --version`, `ch-remote --version`), which each restore by
+    hand pays once (curl) or twice (ch-remote) and guestbench, a client on the host, not."""
     folder = machine.workdir()
     (folder / "image").mkdir()
     if preset.startswith("firecracker"):
-        requests = []
+        requests = []  # the boot's, up to InstanceStart (the save's follow in the log)
         for line in (logs / "saved" / "api.log").read_text().splitlines():
             request = line.rsplit(" -> ", 1)[0]
             if not request.startswith("GET "):
                 requests.append(request)
+            if "InstanceStart" in request:
+                break
         (folder / "requests").write_text("\n".join(requests) + "\n")
         script = FIRECRACKER
     else:
@@ -138,17 +157,18 @@ def by_hand(preset: str, logs: Path, machine: nested.Machine) -> tuple[list[floa
     began = time.monotonic()
     status, said = machine.side(f"bash {shlex.quote(str(folder / 'by-hand.sh'))} "
                                 f"{shlex.quote(str(folder))} {RESTORES} "
-                                f"2>{shlex.quote(str(folder / 'script.err'))}; "
-                                f"echo clock $(date +%s%N)", SCRIPT_S)
+                                f"2>{shlex.quote(str(folder / 'script.err'))}; ended=$?; "
+                                f"echo clock $(date +%s%N); exit $ended", SCRIPT_S)
     host_s = time.monotonic() - began
     clocks = [int(line.split()[1]) for line in said.splitlines() if line.startswith("clock ")]
     rate = (clocks[-1] - clocks[0]) / 1e9 / host_s if len(clocks) == 2 else float("nan")
     took = [int(line.split()[1]) / 1000 for line in said.splitlines() if line.startswith("took ")]
+    tool = [int(line.split()[1]) / 1000 for line in said.splitlines() if line.startswith("tool ")]
     if status != 0 or len(took) != RESTORES:
         errors = (folder / "script.err").read_text()[-800:] if (folder / "script.err").exists() \
             else ""
         raise RuntimeError(f"by hand: status {status}: {said[-800:]} {errors}")
-    return took, rate
+    return took, rate, statistics.median(tool)
 
 
 def main() -> None:
@@ -156,23 +176,25 @@ def main() -> None:
     for preset in presets:
         spec = environments.preset_spec(preset)
         shape = nested.Shape("tcg", spec.memory_mib + nested.L1_EXTRA_MIB, 1)
-        ours, theirs, rates = [], [], []
+        ours, theirs, rates, tools = [], [], [], []
         for _ in range(ROUNDS):
             with tempfile.TemporaryDirectory(prefix="vmm-by-hand-") as folder:
                 values, logs = guestbench_round(preset, Path(folder))
                 ours += values
                 machine = nested.acquire(shape)
                 try:
-                    took, rate = by_hand(preset, logs, machine)
+                    took, rate, tool = by_hand(preset, logs, machine)
                 finally:
                     nested.release(machine)
                 theirs += took
                 rates.append(rate)
+                tools.append(tool)
         ours_ms, theirs_ms = statistics.median(ours), statistics.median(theirs)
         print(json.dumps({"preset": preset, "guestbench_ms": round(ours_ms, 1),
                           "by_hand_ms": round(theirs_ms, 1), "restores": [len(ours), len(theirs)],
                           "ratio": round(ours_ms / theirs_ms, 3),
-                          "machine_clock_rate": [round(rate, 4) for rate in rates]}))
+                          "machine_clock_rate": [round(rate, 4) for rate in rates],
+                          "client_start_ms": round(statistics.median(tools), 1)}))
         print(f"{preset}: guestbench restore median {ours_ms:.1f} ms ({len(ours)} restores), "
               f"by hand {theirs_ms:.1f} ms ({len(theirs)}), guestbench / by hand "
               f"{ours_ms / theirs_ms:.3f}")
