@@ -79,7 +79,7 @@ FIRECRACKER = COMMON + r"""
 API=/dev/shm/byhand.sock
 curl_api() { curl -sS --fail-with-body --unix-socket $API -X "$1" -H 'Content-Type: application/json' \
     ${3:+-d "$3"} "http://localhost$2" >&2; }
-rm -f $API; fifos; start_vmm firecracker --api-sock $API
+rm -f $API; fifos; start_vmm firecracker --api-sock $API --level warning
 wait_socket $API; until curl_api GET /version; do snooze; done
 while IFS= read -r request; do
     set -- $request; method=$1; path=$2; body=${request#* * }
@@ -93,7 +93,7 @@ tool_start curl --version
 for i in $(seq "$N"); do
     rm -f $API; fifos
     began=${EPOCHREALTIME/./}
-    start_vmm firecracker --api-sock $API
+    start_vmm firecracker --api-sock $API --level warning
     wait_socket $API
     curl_api PUT /snapshot/load "{\"snapshot_path\": \"$DIR/vmstate\", \"mem_backend\": {\"backend_type\": \"File\", \"backend_path\": \"$DIR/memory\"}, \"resume_vm\": true}"
     echo go >&3

@@ -62,7 +62,10 @@ class Firecracker(ApiVmm):
         return [*self.restore_argv(socket), *self.spec.extra_args]
 
     def restore_argv(self, socket: str) -> list[str]:
-        return [self.binary() or self.spec.binary, "--api-sock", socket,
+        """Its API only. --level warning: Firecracker logs to its stdout, the guest's
+        console, by default at info (a line per request): its warnings stay there, and the
+        console's first byte is the guest's."""
+        return [self.binary() or self.spec.binary, "--api-sock", socket, "--level", "warning",
                 *([] if self.spec.seccomp else ["--no-seccomp"])]
 
     def configure(self, kernel_args: list[str], devices: GuestDevices):

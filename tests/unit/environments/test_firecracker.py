@@ -43,6 +43,7 @@ def test_a_run_configures_the_guest_through_the_api_then_starts_it(fake, tmp_pat
     try:
         said = requests()
         assert said[0]["argv"][0] == "--api-sock"
+        assert said[0]["argv"][2:] == ["--level", "warning"]  # its info lines off the console
         calls = [(r["method"], r["path"]) for r in said[1:]]
         assert calls == [("GET", "/version"), ("PUT", "/boot-source"),
                          ("PUT", "/machine-config"), ("PUT", "/actions")]
