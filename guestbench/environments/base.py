@@ -168,7 +168,10 @@ class StopInfo:
 
 
 class GuestStartError(Exception):
-    """The environment could not start a guest (status infra)."""
+    """The environment could not start a guest (status infra, unless a subclass knows
+    better: a VMM that refused the plan's configuration failed it)."""
+
+    status = "infra"
 
 
 class SnapshotUnavailable(Exception):

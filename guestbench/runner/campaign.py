@@ -344,7 +344,7 @@ class Runner:
         try:
             guest = column.environment.start(job, logdir, proc.now_ns() + int(timeout_s * 1e9))
         except GuestStartError as error:
-            return dict.fromkeys(names, Outcome(Status.INFRA, f"could not start: {error}"))
+            return dict.fromkeys(names, Outcome(error.status, f"could not start: {error}"))
         seen = Seen()
         with guest:
             try:
@@ -476,7 +476,7 @@ class Runner:
         try:
             guest = column.environment.start(job, logdir, deadline_ns)
         except GuestStartError as error:
-            return Outcome(Status.INFRA, f"could not start: {error}")
+            return Outcome(error.status, f"could not start: {error}")
         seen = Seen()
         with guest:
             if workload.uses_agent:

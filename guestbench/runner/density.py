@@ -83,7 +83,7 @@ def run_density(environment: Environment, job: Job, count: int, logdir: Path,
             try:
                 guest = environment.start(job, logdir / f"instance{index + 1}", deadline_ns)
             except GuestStartError as error:
-                return Outcome(Status.INFRA, f"instance {index + 1} of {count} could not start: "
+                return Outcome(error.status, f"instance {index + 1} of {count} could not start: "
                                              f"{error}")
             instances_alive.callback(guest.stop)
             instances.append(_Instance(guest, launched_ns))

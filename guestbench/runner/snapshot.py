@@ -73,7 +73,7 @@ def run_snapshot(environment: Environment, job: Job, workload: str, restores: in
     except RunEnded as ended:
         return ended.outcome
     except GuestStartError as error:
-        return Outcome(Status.INFRA, str(error))
+        return Outcome(error.status, str(error))
     except proc.DeadlineExceeded as error:
         return Outcome(Status.TIMEOUT, f"the run timeout passed: {error}")
     except GuestCrashed as error:

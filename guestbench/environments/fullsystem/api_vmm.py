@@ -75,10 +75,12 @@ class ApiGuest(ConsoleGuest):
                 began_ns = proc.now_ns()
                 self.configure(self.api)
                 self._phases["configure"] = (proc.now_ns() - began_ns) / 1e6
-        except GuestStartError as error:
+        except GuestStartError as error:  # told with the VMM's last words, its kind kept
             said = self.diagnostics()
             self.stop()
-            raise GuestStartError(f"{error}" + (f" ({said})" if said else "")) from None
+            if said:
+                error.args = (f"{error} ({said})",)
+            raise error from None
         except BaseException:
             self.stop()
             raise

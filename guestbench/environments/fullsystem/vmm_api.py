@@ -24,10 +24,13 @@ READY_S = 30.0     # from the VMM's start to its API answering (inside an L1 mac
 
 
 class ApiRefused(GuestStartError):
-    """The VMM answered a request with an error status."""
+    """The VMM answered a request with an error status: it refused what the plan asked (a
+    run that failed, with the VMM's words), not a fault of the host."""
+
+    status = "failed"
 
     def __init__(self, vmm: str, method: str, path: str, status: int, said: str) -> None:
-        self.status, self.said = status, said
+        self.http_status, self.said = status, said
         super().__init__(f"{vmm} refused {method} {path}: {status} {said}".rstrip())
 
 

@@ -236,3 +236,20 @@ def test_on_the_host_a_guest_whose_agent_ran_makes_it_available(fake, quick_test
     assert answer.available, answer.reason
     boot = next(r for r in requests() if r.get("path") == "/boot-source")
     assert boot["body"]["boot_args"].endswith(",--version")  # the agent prints its version
+
+
+def test_a_vmm_s_refusal_is_a_failed_run_with_its_words(build_plan, run_plan, store,
+                                                        monkeypatch) -> None:
+    """Through the runner: the VMM refused what the plan asked (failed), where a start that
+    broke for the host's reasons is infra."""
+    from guestbench.environments.kinds.fake import Fake
+
+    def refuses(self, job, logdir, deadline_ns):
+        raise ApiRefused("Firecracker", "PUT", "/machine-config", 400,
+                         "The memory size (MiB) is either 0, or not a multiple")
+    monkeypatch.setattr(Fake, "start", refuses)
+    plan = build_plan([{"name": "env", "kind": "fake"}], repeat=1, timeout_s=5)
+    (run,) = store.runs(run_plan(plan))
+    assert run.status == "failed"
+    assert run.reason == ("could not start: Firecracker refused PUT /machine-config: 400 The "
+                          "memory size (MiB) is either 0, or not a multiple")
