@@ -20,11 +20,12 @@ SUDO=""
 # one of the programs Kbuild runs). iproute2 (ip): the network workloads' veth pairs, taps
 # and namespaces; sockperf, iperf3: benchmarks/net_fidelity.py. criu, iptables (CRIU
 # locks a container's network with iptables-restore): runc's and crun's checkpoint and
-# restore (the snapshot workloads).
+# restore (the snapshot workloads). socat: the API of a Firecracker or Cloud Hypervisor
+# inside an L1 machine (the -nested presets; the VMMs themselves are built from source).
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
           busybox-static cpio kmod linux-perf fio dbench bonnie++ e2fsprogs qemu-utils chromium fonts-dejavu-core
-          sysbench stress-ng postgresql linux-source flex bison bc iproute2 sockperf iperf3 criu iptables)
+          sysbench stress-ng postgresql linux-source flex bison bc iproute2 sockperf iperf3 criu iptables socat)
 # install PACKAGE... (with --no-install-recommends first: without their recommends) installs
 # those of them that are not installed yet.
 install() {

@@ -116,9 +116,12 @@ for i in $(seq "$N"); do
     rm -f $API; fifos
     began=${EPOCHREALTIME/./}
     start_vmm script -qfec "cloud-hypervisor --api-socket path=$API" /dev/null
-    wait_socket $API
+    wait_socket $API; socket=${EPOCHREALTIME/./}
     ch-remote --api-socket $API restore "source_url=file://$DIR/image" || exit 1
+    loaded=${EPOCHREALTIME/./}
     ch-remote --api-socket $API resume || exit 1
+    resumed=${EPOCHREALTIME/./}
+    echo "steps socket $(( socket - began )) load $(( loaded - socket )) resume $(( resumed - loaded ))"
     echo go >&3
     until_line restored_token
     ended=${EPOCHREALTIME/./}
@@ -164,6 +167,9 @@ def by_hand(preset: str, logs: Path, machine: nested.Machine
     rate = (clocks[-1] - clocks[0]) / 1e9 / host_s if len(clocks) == 2 else float("nan")
     took = [int(line.split()[1]) / 1000 for line in said.splitlines() if line.startswith("took ")]
     tool = [int(line.split()[1]) / 1000 for line in said.splitlines() if line.startswith("tool ")]
+    for line in said.splitlines():
+        if line.startswith("steps "):
+            print(f"  by hand, one restore's steps (us): {line[6:]}", file=sys.stderr)
     if status != 0 or len(took) != RESTORES:
         errors = (folder / "script.err").read_text()[-800:] if (folder / "script.err").exists() \
             else ""

@@ -234,14 +234,20 @@ class ApiVmm(FullSystem):
         return Api(self.vmm_name, address)
 
     def forwarded(self, argv: list[str], socket: str) -> list[str]:
-        """argv as the run starts it: inside a VM, with socat beside it (ended with it)."""
+        """argv as the run starts it: inside a VM, with socat beside it (ended with it).
+        socat's connection to the VMM's socket retries every 5 ms (up to 10 s) within the
+        one process it forks for a connection: the host's first request waits there until
+        the VMM listens, instead of trying again and again, each try a socat forked under
+        emulation on the machine's one CPU while the VMM starts. The script runs no other
+        program before the VMM: under emulation each costs tens of ms of its start."""
         if self.machine is None:
             return argv
         listen = f"TCP-LISTEN:{nested.INNER_QMP_PORT},bind={nested.L1_ADDRESS.split('/')[0]}," \
                  "reuseaddr,fork"
+        connect = f"UNIX-CONNECT:{socket},retry=2000,interval=0.005"
         q = shlex.quote
-        script = (f"rm -f {q(socket)}; {SOCAT} {q(listen)} {q('UNIX-CONNECT:' + socket)} "
-                  f"2>/dev/null & forward=$!; {' '.join(q(a) for a in argv)}; status=$?; "
+        script = (f"{SOCAT} {q(listen)} {q(connect)} 2>/dev/null & forward=$!; "
+                  f"{' '.join(q(a) for a in argv)}; status=$?; "
                   f"kill $forward 2>/dev/null; rm -f {q(socket)}; exit $status")
         return ["/bin/sh", "-c", script]
 

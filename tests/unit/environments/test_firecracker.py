@@ -149,7 +149,9 @@ def test_inside_a_vm_socat_carries_the_api_and_ends_with_the_vmm(tmp_path) -> No
     argv = environment.forwarded(["/opt/fc/firecracker", "--api-sock", socket], socket)
     assert argv[:2] == ["/bin/sh", "-c"]
     script = argv[2]
-    assert f"TCP-LISTEN:{nested.INNER_QMP_PORT}" in script and f"UNIX-CONNECT:{socket}" in script
+    assert f"TCP-LISTEN:{nested.INNER_QMP_PORT}" in script
+    # one forked socat per connection, which waits there for the VMM to listen
+    assert f"UNIX-CONNECT:{socket},retry=2000,interval=0.005" in script
     assert script.index("socat") < script.index("/opt/fc/firecracker")
     assert "kill $forward" in script and script.endswith("exit $status")
     assert environment.api(tmp_path / "run-x").address == ("127.0.0.1", 5555)
