@@ -5,28 +5,19 @@ Cloud Hypervisor runs in tests/integration/test_api_vmms_real.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
-from guestbench import environments
-from guestbench.environments.base import GuestStartError, Job
+from guestbench.environments.base import GuestStartError
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.kinds import cloud_hypervisor
 from guestbench.process import proc
-from tests.unit.environments.test_firecracker import IMAGE
+from tests.unit.environments import test_firecracker as firecracker_test
+from tests.unit.environments.test_firecracker import job
 
 
 def vmm(**options) -> cloud_hypervisor.CloudHypervisor:
-    spec = environments.preset_spec("cloud-hypervisor")
-    environment = environments.create(spec.model_copy(update=options))
-    environment.image = IMAGE
-    environment.boot_kernel = Path("/cache/vmlinux")
-    return environment
-
-
-def job() -> Job:
-    return Job("getpid", Path("/gbagent"), ("--values", "3", "getpid"))
+    return firecracker_test.vmm("cloud-hypervisor", **options)
 
 
 def test_its_command_line_boots_the_image_with_the_job_and_the_disk(tmp_path) -> None:

@@ -20,8 +20,9 @@ from guestbench.process import proc
 from guestbench.report.tables import platform
 
 IMAGE = images.Image("id", Path("/boot/vmlinuz-6.1"), "6.1", Path("/cache/i.cpio"), (), (), None)
-def vmm(**options) -> firecracker.Firecracker:
-    spec = environments.preset_spec("firecracker")
+def vmm(preset: str = "firecracker", **options) -> firecracker.Firecracker:
+    """The preset's environment with options changed, its image a stand-in (nothing boots)."""
+    spec = environments.preset_spec(preset)
     environment = environments.create(spec.model_copy(update=options))
     environment.image = IMAGE
     environment.boot_kernel = Path("/cache/vmlinux")
