@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from guestbench.process import memory, proc, reaper
+from guestbench.process import memory, proc, reaper, threads
 from guestbench.host import Host
 from guestbench.network.paths import NetPath
 from guestbench.protocol import Record, RecordStream
@@ -153,6 +153,9 @@ class Job:
     needs: JobNeeds = JobNeeds()
     # the path made for it (network workloads), to attach
     network: NetPath | None = field(default=None, kw_only=True)
+    # the host reads the VMM's threads over its workloads (runner/thread_cpu.py), where the
+    # kind has them: a run that times the instance's own life (start, restore) is not read
+    read_threads: bool = field(default=False, kw_only=True)
 
     def with_agent_options(self, *options: str) -> tuple[str, ...]:
         """The agent's arguments with options put first (before the workload name and exec's
@@ -352,6 +355,12 @@ class Environment(ABC):
         process kinds."""
         return None
 
+    def thread_reader(self, guest: Guest) -> "tuple[Any, threads.Classify] | None":
+        """How to read the host CPU of the instance's VMM threads over each workload
+        (runner/thread_cpu.py), and which thread is which; None: no VMM threads to read
+        (process kinds: their workload's own threads are the instance)."""
+        return None
+
     def refusal(self, needed: frozenset[Capability], needs: JobNeeds = JobNeeds()) -> str | None:
         """Why this environment cannot run a job (the run is then unsupported), or None.
 
@@ -502,6 +511,15 @@ class ProcessGuest(Guest):
 
     def root_pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
+
+    def thread_text(self) -> tuple[str, int | None]:
+        """A reading of the threads of the instance's process (process/threads.py), and the
+        session whose threads are the VMM's (None: all of them); the process's own way where
+        it has one (a run inside an L1 machine)."""
+        own = getattr(self._process, "thread_text", None)
+        if own is not None:
+            return own()
+        return threads.host_text(self._process.pid), None
 
     def _finalize(self) -> None:
         """Each finalizer once (the list may be shared with whoever made them)."""

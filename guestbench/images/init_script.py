@@ -33,12 +33,14 @@ done < /guestbench/modules
 args=
 fault=
 shutdown=poweroff
+linger=0
 mounts=
 for word in $($bb cat /proc/cmdline 2>/dev/null); do
     case "$word" in
         gb.args=*) args=${word#gb.args=} ;;
         gb.fault=*) fault=${word#gb.fault=} ;;
         gb.shutdown=*) shutdown=${word#gb.shutdown=} ;;
+        gb.linger=*) linger=${word#gb.linger=} ;;
         gb.mount=*) mounts="$mounts ${word#gb.mount=}" ;;
     esac
 done
@@ -72,6 +74,9 @@ unset IFS
 set +f
 /bin/gbagent "$@"
 echo "guestbench-init: agent exited with status $?"
+# gb.linger=MS: the VMM lives MS more, for the host's last reading of its threads
+# (inside an L1 machine, where a reading takes a while to start)
+[ "$linger" -gt 0 ] 2>/dev/null && $bb usleep $((linger * 1000))
 
 # -f: there is no init system to ask. Should poweroff fail, the script ends and the
 # kernel panics, which the host sees as a crash rather than a hang.

@@ -27,9 +27,9 @@ from guestbench.environments.base import (
 from guestbench.runner.estimate import REFUSED_RUN_S, first_estimate, seconds_left, typical_run_s
 from guestbench.host import Host
 from guestbench.plan.schema import AutoSection, Plan, WorkloadCase
-from guestbench.protocol import ProtocolError
+from guestbench.protocol import ProtocolError, Record
 from guestbench.runner.caches import drop_host_caches
-from guestbench.runner import host_parts
+from guestbench.runner import host_parts, thread_cpu
 from guestbench.runner.outcomes import (
     Outcome, Seen, Status, agent_span_s, broken, derived, ended_midway, keep_outputs,
     part_outcome, read_to_the_end, watch, watch_own_program)
@@ -337,7 +337,8 @@ class Runner:
                          logdir: Path) -> dict[str, Outcome]:
         names = [part.name for part in parts]
         args = job_arguments(parts, repetition)
-        job = Job("+".join(names), self.agent_path, run_in(column, args), JobNeeds())
+        job = Job("+".join(names), self.agent_path, run_in(column, args), JobNeeds(),
+                  read_threads=True)
         # the run timeout holds for each workload: the shared guest gets it once per workload
         each_s = self.plan.campaign.timeout_s
         timeout_s = each_s * len(parts)
@@ -346,9 +347,15 @@ class Runner:
         except GuestStartError as error:
             return dict.fromkeys(names, Outcome(error.status, f"could not start: {error}"))
         seen = Seen()
+        threads = thread_cpu.watching(column.environment, guest, job, logdir)
+
+        def take(record: Record) -> None:
+            seen.add(record)
+            if threads is not None:
+                threads.on_record(record)
         with guest:
             try:
-                ended = read_to_the_end(guest, timeout_s, seen.add, timeout_said=(
+                ended = read_to_the_end(guest, timeout_s, take, timeout_said=(
                     f"the {timeout_s:g} s timeout of a guest shared by {len(parts)} workloads "
                     f"(the run timeout, {each_s:g} s, for each)"))
             except ProtocolError as error:
@@ -357,6 +364,9 @@ class Runner:
         if ended is not None:
             return ended_midway(ended, seen, names, guest)
         outcomes = {name: part_outcome(seen, name, stop.exit_code, guest) for name in names}
+        by_workload = threads.finish() if threads is not None else {}
+        for name, outcome in outcomes.items():
+            thread_cpu.add(outcome, by_workload, name)
         span = agent_span_s(seen)
         for outcome in outcomes.values():
             if outcome.status == Status.OK and span is not None:  # its share, as its host time
@@ -451,10 +461,11 @@ class Runner:
             if dropped:
                 return Outcome(Status.UNSUPPORTED, dropped)
         args = workload.agent_args(case.params)
-        job = Job(case.name, self.agent_path,
-                  run_in(column, args) if workload.uses_agent else tuple(args), needs)
-        timeout_s = self.plan.campaign.timeout_s
         host_part = host_parts.part(workload.host_part, column.environment, case.params)
+        job = Job(case.name, self.agent_path,
+                  run_in(column, args) if workload.uses_agent else tuple(args), needs,
+                  read_threads=workload.uses_agent and host_part.reads_threads)
+        timeout_s = self.plan.campaign.timeout_s
         refused_part = host_part.refusal()
         if refused_part is not None:
             return Outcome(Status.UNSUPPORTED, refused_part)
@@ -480,12 +491,19 @@ class Runner:
         seen = Seen()
         with guest:
             if workload.uses_agent:
+                threads = thread_cpu.watching(column.environment, guest, job, logdir)
+
+                def on_record(record: Record) -> None:
+                    host_part.on_record(guest, record)
+                    if threads is not None:
+                        threads.on_record(record)
                 outcome = watch(guest, timeout_s,
                                 host_part.agent_workloads(workload.agent_workload),
-                                workload.produces_samples, seen,
-                                lambda record: host_part.on_record(guest, record))
+                                workload.produces_samples, seen, on_record)
                 if outcome.status == Status.OK:  # watch() has stopped it
                     outcome = host_part.finish(outcome, seen, guest, launched_ns, proc.now_ns())
+                if threads is not None:
+                    thread_cpu.add(outcome, threads.finish(), workload.agent_workload)
             else:
                 outcome = watch_own_program(guest, timeout_s)
                 seen.outputs["stdout"] = [guest.console_text()]

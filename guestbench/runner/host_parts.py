@@ -23,7 +23,7 @@ import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from guestbench.process import memory
 from guestbench.environments.base import Environment, Guest, Job
@@ -46,6 +46,10 @@ class PartFailed(Exception):
 
 class HostPart:
     """No part: the agent's records are the run's samples."""
+
+    # the VMM's threads are read over its agent workloads (runner/thread_cpu.py): not in a
+    # run that times the instance's own life, whose instance must not wait to be read
+    reads_threads: ClassVar[bool] = True
 
     def __init__(self, environment: Environment, params: Any) -> None:
         self.environment = environment
@@ -81,6 +85,8 @@ class Start(HostPart):
     kind's own steps (an OCI runtime's delete), in ms on the host's clock. Not the whole
     span: a full-system guest's agent waits for its clock check in between."""
 
+    reads_threads = False
+
     def finish(self, outcome: Outcome, seen: Seen, guest: Guest, launched_ns: int,
                stopped_ns: int) -> Outcome:
         if seen.hello is None or seen.end is None or not seen.hello.host_arrival_ns:
@@ -106,6 +112,8 @@ class Footprint(HostPart):
     processes; beyond the guest's RAM where the kind maps one). With a load, read it again
     every PEAK_INTERVAL_MS while the load runs, and keep the reading of the highest PSS
     (footprint_peak_*); the load's own samples are not the run's."""
+
+    reads_threads = False
 
     def __init__(self, environment: Environment, params: Any) -> None:
         super().__init__(environment, params)
@@ -166,6 +174,8 @@ class Footprint(HostPart):
 class Density(HostPart):
     """density: N instances started together (runner/density.py)."""
 
+    reads_threads = False
+
     def refusal(self) -> str | None:
         alone = self.environment.one_at_a_time() if self.params.instances > 1 else None
         if alone:
@@ -179,6 +189,8 @@ class Density(HostPart):
 
 class Burst(HostPart):
     """burst: N instances started together, staggered or in turn (runner/burst.py)."""
+
+    reads_threads = False
 
     def refusal(self) -> str | None:
         at_once = alive_at_once(self.params.mode, self.params.instances)
@@ -194,6 +206,8 @@ class Burst(HostPart):
 class Snapshot(HostPart):
     """snapshot_create, restore, restore_first_touch: one instance saved, then restored
     (runner/snapshot.py); the workload's name says which figures the run keeps."""
+
+    reads_threads = False
 
     def run(self, job: Job, logdir: Path, timeout_s: float) -> Outcome | None:
         return run_snapshot(self.environment, job, job.workload,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from guestbench.process import proc
+from guestbench.process import proc, threads
 from guestbench.analysis import clock
 from guestbench.environments.base import Guest, GuestCrashed
 from guestbench.protocol import ProtocolError, Record
@@ -68,7 +68,8 @@ def derived(outcome: Outcome, workload, params, seen: "Seen", artifacts: dict) -
         derived, flags = derived.samples, [*flags, *derived.flags]
     # kept beside the derived ones: the clock check, and the boot phases the host measured
     context = [sample for sample in outcome.samples
-               if sample[0] == "clock_ratio" or (workload.boot_phases and sample[0].startswith("boot_"))]
+               if sample[0] == "clock_ratio" or sample[0].startswith(threads.METRIC)
+               or (workload.boot_phases and sample[0].startswith("boot_"))]
     return Outcome(Status.OK, "", [*derived, *context], flags)
 
 

@@ -27,6 +27,9 @@ METRIC_TITLES = {
     "boot_userspace": "VMM start to userspace", "boot_agent_ready": "VMM start to agent ready",
     "boot_first_byte": "VMM start to first console byte", "guest_uptime": "guest uptime",
     "throughput": "throughput", "fsync_honoured": "fsync honoured",
+    # the VMM's threads over the workload, in % of one host CPU (process/threads.py)
+    "threads_cpu_vcpus": "VMM's vCPU threads", "threads_cpu_vmm": "VMM's own threads",
+    "threads_cpu_io": "VMM's I/O threads",
 }
 
 # A run flag scoped to one metric is written "flag:metric" (too-fast:create).

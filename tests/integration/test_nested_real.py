@@ -56,6 +56,7 @@ accel = "kvm"
 cpu = "host"
 inside = "tcg"
 kernel = "{kernel}"
+thread_cpu = true          # read in the L1 machine, beside the run
 
 [[environment]]
 name = "uml-nested"
@@ -151,6 +152,27 @@ def test_cpuid_exits_to_the_l1_machines_kvm(campaign):
         assert nested_kvm > 100 * emulated, (environment, nested_kvm, emulated)
     statuses = {(run["environment"], run["workload"]): run["status"] for run in report["runs"]}
     assert statuses[("cmd-nested", "getpid")] == statuses[("cmd-nested", "cpuid")] == "ok"
+
+
+def test_the_vmm_threads_host_cpu_is_read_on_the_host_and_inside(campaign):
+    """Over cpuid: on the host from QEMU's /proc, inside from one grep in the L1 machine
+    beside the run (whose console it leaves whole: the run is ok); its vCPU thread took
+    most of the window in both. Off inside unless asked: cmd-nested has none."""
+    _, report, _ = campaign
+    runs = {(run["environment"], run["workload"]): run for run in report["runs"]}
+    for environment in ("tcg", "kvm-nested"):
+        run = runs[(environment, "cpuid")]
+        assert run["status"] == "ok", run["reason"]
+        values = {s["metric"]: s["value"] for s in run["samples"]}
+        assert values["threads_cpu_vcpus"] > 30, (environment, values)
+        assert values["threads_cpu_vcpus"] > values["threads_cpu_vmm"], (environment, values)
+        listed = (Path(run["log_path"]) / "vmm-threads.txt").read_text()
+        vcpu = "CPU 0/KVM" if environment == "kvm-nested" else "CPU 0/TCG"
+        assert "cpuid: " in listed and "vcpus" in listed and vcpu in listed, listed
+    assert not [s for s in runs[("cmd-nested", "cpuid")]["samples"]
+                if s["metric"].startswith("threads_cpu_")]
+    facts = {env["name"]: env["facts"] for env in report["environments"]}
+    assert "thread_cpu = true" in facts["cmd-nested"]["vmm_threads"]
 
 
 def test_both_nested_environments_ran_in_one_l1_machine_with_kvm(campaign):

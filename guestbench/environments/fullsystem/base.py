@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -18,7 +19,7 @@ from pydantic import AfterValidator, Field
 
 from guestbench import images
 from guestbench.images import vmlinux
-from guestbench.process import memory, proc
+from guestbench.process import memory, proc, threads
 from guestbench.environments import scratch
 from guestbench.environments.fullsystem import channels, guestdisk, nested, placement, tracedisk
 from guestbench.environments.base import (
@@ -76,7 +77,15 @@ class FullSystemSpec(EnvironmentSpec):
         "none", description="run the VMM inside an L1 VM that QEMU boots under tcg (emulating "
                             "SVM, so a kvm guest inside is real KVM, nested) or kvm (the host's, "
                             "nested=1); none: on the host")
+    thread_cpu: bool | None = Field(None, description=(
+        "read the VMM's threads' host CPU over each agent workload (threads_cpu_vcpus, _vmm, "
+        "_io); unset: on where the VMM is a host process, off inside an L1 machine, where "
+        "each reading is a process there beside the workload"))
 
+
+# How long a guest whose VMM's threads are read inside an L1 machine waits after its agent
+# ends (the image's /init, gb.linger): the reading there starts 0.1-0.3 s after the end.
+LINGER_MS = 1000
 
 FUNCTIONAL = records.FUNCTIONAL  # the fact of figures that are functional only
 
@@ -113,6 +122,11 @@ class FullSystem(Environment):
     capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)
     guest_class: ClassVar[type[ConsoleGuest]] = ConsoleGuest
     disk_format: str = "raw"  # of the scratch disk; qemu's spec may say qcow2
+    # The VMM's threads by name (process/threads.py); a kind whose guest has no VMM threads
+    # apart says why instead (UML's guest is its processes, Xen's vCPUs are the hypervisor's)
+    vcpu_threads: ClassVar[str] = threads.DEFAULT_VCPU
+    io_threads: ClassVar[str] = threads.DEFAULT_IO
+    no_vmm_threads: ClassVar[str | None] = None
 
     def __init__(self, spec: FullSystemSpec) -> None:
         super().__init__(spec)
@@ -155,6 +169,30 @@ class FullSystem(Environment):
 
     def network_path(self) -> str:
         return "tap"
+
+    def thread_reader(self, guest: Guest) -> "tuple[Callable[[], tuple[str, int | None]], threads.Classify] | None":
+        """How to read the VMM's threads of this guest, and which is which; None: not read
+        (the kind has none apart, or thread_cpu is off)."""
+        if self.threads_not_read():
+            return None
+        return guest.thread_text, threads.classifier(self.vcpu_threads, self.io_threads)
+
+    def lingers(self, job: Job) -> bool:
+        """Whether the guest waits LINGER_MS after its agent's end: inside an L1 machine,
+        where the last reading of the VMM's threads starts a while after the end arrives
+        and would otherwise find them gone with the guest."""
+        return bool(job.read_threads and self.inside and not self.threads_not_read())
+
+    def threads_not_read(self) -> str | None:
+        """Why the VMM's threads are not read over its runs; None: they are."""
+        if self.no_vmm_threads:
+            return self.no_vmm_threads
+        if self.spec.thread_cpu is False:
+            return "thread_cpu = false"
+        if self.spec.thread_cpu is None and self.inside:
+            return ("inside an L1 machine each reading is a process there, beside the "
+                    "workload (thread_cpu = true reads them)")
+        return None
 
     def attach_network(self, path: NetPath) -> list[str]:
         """The VMM's arguments for a NIC on the path made for the run (network/paths.py)."""
@@ -304,6 +342,8 @@ class FullSystem(Environment):
                                  "runs and where its time goes, not its speed on hardware")
         if self.vmm_version:
             facts["vmm_version"] = self.vmm_version
+        if self.threads_not_read():  # why threads_cpu_* are missing from its runs
+            facts["vmm_threads"] = f"not read: {self.threads_not_read()}"
         if self.image is not None:
             facts["guest_kernel"] = self.image.kernel_version
             facts["image"] = self.image.id
@@ -378,7 +418,9 @@ class FullSystem(Environment):
             if self.console_kind() != "stdio":
                 devices.open_console(CONSOLES[self.console_kind()](workdir, logdir))
             job = self.attach(job, workdir, logdir, devices)
-            argv = [*self.command_line(kernel_arguments(job), workdir, devices), *vmm_args]
+            linger = [f"gb.linger={LINGER_MS}"] if self.lingers(job) else []
+            argv = [*self.command_line([*linger, *kernel_arguments(job)], workdir, devices),
+                    *vmm_args]
             return self.guest_class(argv, logdir, deadline_ns, scratch=[workdir],
                                     finalizers=devices.finalizers, collected=devices.collected,
                                     pass_fds=devices.pass_fds,

@@ -9,6 +9,8 @@ serves the host on the virtio-serial port gb.ctl, one line per command:
                      output (the inner VMM's console) goes to the port as it comes
     runin ID SCRIPT  the same, its standard input a FIFO that `line` writes to (else
                      /dev/null)
+    side ID SCRIPT   start `sh SCRIPT` the same way, beside the run, and say nothing on the
+                     port (its script writes its output and status to files)
     line ID TEXT     TEXT and a newline to that run's standard input
     kill ID          SIGKILL to that run's process group
 
@@ -118,6 +120,12 @@ while read -r verb id script <&3; do
                 echo >&3
                 echo "gbl1: exited $id $status" >&3
             ) &
+            ;;
+        side)
+            # beside a run: silent on the port, where a line of its own could land inside
+            # a line of the run's console; its script keeps its output and status in files
+            $bb setsid $bb chroot /host /bin/sh "$script" </dev/null >/dev/null 2>&1 3>&- &
+            echo $! > /tmp/run-$id
             ;;
         line)
             [ -p /tmp/in-$id ] && echo "$script" > /tmp/in-$id

@@ -54,6 +54,12 @@ L1_BOOT_TIMEOUT_S = 180.0
 KILL_WAIT_S = 10.0
 RUN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 FEED_SCRIPT = "feed.sh"  # sourced by a run's script before it starts the VMM, if there
+SESSION_FILE = "l2.session"  # the id of the session the run's VMM is in (its shell's pid)
+# A reading of every thread in the machine (process/threads.py); the run's session picks the
+# VMM's. One grep: under emulation each process started there costs tens of milliseconds.
+THREADS_READ = ("grep -H '' /proc/uptime /proc/[0-9]*/task/*/stat /proc/[0-9]*/task/*/schedstat "
+                "2>/dev/null; true")
+THREADS_READ_TIMEOUT_S = 10
 L1_SHM = "/dev/shm"      # the L1 machine's own tmpfs: sockets and FIFOs live there
 # UML's serial line inside the L1 machine: the two descriptors the shell gives it (one
 # digit: the shell's limit; not 4, which is UML's ubd pipe)
@@ -286,6 +292,7 @@ class Machine:
             script.write_text(
                 f"export PATH={RUN_PATH} TMPDIR={L1_SHM}\n"
                 f"if [ -f {folder}/{FEED_SCRIPT} ]; then . {folder}/{FEED_SCRIPT}; fi\n"
+                f"echo $$ >{folder}/{SESSION_FILE}\n"  # the session's leader: a builtin
                 f"exec {' '.join(shlex.quote(a) for a in argv)} 2>{folder}/vmm-stderr.log\n")
             run = Run(self, run_id, argv, workdir, stdout_log, stderr_log)
             self._send(f"{'runin' if stdin_pipe else 'run'} {run_id} {script}\n")
@@ -296,9 +303,10 @@ class Machine:
     def side(self, command: str, timeout_s: float) -> tuple[int, str]:
         """Runs a shell command in the machine beside the run it holds (Xen's `xl save` of
         the domU that run started): its output goes to a file, its status to another, both
-        in a folder the host reads; the control port carries only its start and its end,
-        which a run's reader skips. (status, output); GuestStartError if the machine is
-        gone or the command did not end within timeout_s (it is then killed)."""
+        in a folder the host reads; nothing of it comes on the control port, where a line
+        could land inside one of the run's console lines. (status, output); GuestStartError
+        if the machine is gone or the command did not end within timeout_s (it is then
+        killed)."""
         with self._lock:
             if not self.alive:
                 raise GuestStartError(f"the L1 machine is gone; {self.said()}")
@@ -311,7 +319,7 @@ class Machine:
                 f"export PATH={RUN_PATH} TMPDIR={L1_SHM}\n"
                 f"( {command} ) >{q(str(out))} 2>&1 </dev/null\n"
                 f"echo $? >{q(str(status))}.part && mv {q(str(status))}.part {q(str(status))}\n")
-            self._send(f"run {run_id} {script}\n")
+            self._send(f"side {run_id} {script}\n")
         deadline = proc.now_ns() + int(timeout_s * 1e9)
         try:
             while not status.exists():
@@ -468,6 +476,17 @@ class Run:
         self._stdout_log = logcap.CappedLog(stdout_log, proc.LOG_CAP_BYTES)
         self._stderr_log = stderr_log
         self._exited = f"gbl1: exited {run_id} ".encode()
+
+    def thread_text(self) -> tuple[str, int | None]:
+        """A reading of the machine's threads and the session of this run's VMM
+        (process/threads.py); GuestStartError if the machine cannot read them."""
+        try:
+            session = int((self.workdir / SESSION_FILE).read_text().strip())
+        except (OSError, ValueError):
+            raise GuestStartError("the run's session id was not written (its script has not "
+                                  "started yet)") from None
+        _, text = self.machine.side(THREADS_READ, THREADS_READ_TIMEOUT_S)
+        return text, session
 
     def lines(self, deadline_ns) -> "itertools.chain":
         deadline = deadline_ns if callable(deadline_ns) else (lambda: deadline_ns)

@@ -306,6 +306,8 @@ class Qemu(FullSystem):
             "-smp", str(spec.vcpus), "-m", str(spec.memory_mib),
             "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
             "-no-reboot",
+            # the threads named ("CPU 0/KVM", "IO iothread0"): the VMM threads' CPU by kind
+            "-name", "guestbench,debug-threads=on",
             "-kernel", str(self.boot_kernel or image.kernel), "-initrd", str(image.initramfs),
             "-append", " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args]),
             *(["-qmp", f"unix:{qmp_socket},server=on,wait=off"] if qmp_socket else []),

@@ -86,6 +86,8 @@ class Uml(FullSystem):
                Capability.SNAPSHOT: "uml: User-Mode Linux has no snapshot and restore of a "
                                     "running guest"}
     spec_model = UmlSpec
+    no_vmm_threads = ("uml: the guest's kernel and its processes are host processes; there "
+                      "are no VMM threads apart from the guest")
 
     def vmm_probe(self) -> Availability:
         program = which(self.spec.binary)

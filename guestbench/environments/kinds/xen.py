@@ -85,6 +85,8 @@ def multiboot_arg(text: str) -> str:
 
 class Xen(Qemu):
     kind: ClassVar[str] = "xen"
+    no_vmm_threads = ("xen: the domain's vCPUs run in the Xen hypervisor, not in a process: "
+                      "the host sees the threads of the QEMU machine that runs Xen")
     spec_model = XenSpec
     # verified here: the agent in dom0, its boot phases, its clock; dom0 owns the emulated
     # disk and NIC, which no run here has tried yet

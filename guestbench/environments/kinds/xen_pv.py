@@ -80,6 +80,8 @@ class XenPvSpec(FullSystemSpec):
 
 class XenPv(FullSystem):
     kind: ClassVar[str] = "xen-pv"
+    no_vmm_threads = ("xen: the domain's vCPUs run in the Xen hypervisor, not in a process: "
+                      "the host sees the threads of the QEMU machine that runs Xen")
     spec_model = XenPvSpec
     typical_start_s: ClassVar[float] = 20.0  # `xl create` to the agent under TCG, here
     typical_work_factor: ClassVar[float] = 10.0

@@ -16,7 +16,7 @@ from guestbench.environments.fullsystem import api_vmm, nested
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.vmm_api import Api, ApiRefused
 from guestbench.environments.kinds import firecracker
-from guestbench.process import proc
+from guestbench.process import proc, threads
 from guestbench.report.tables import platform
 
 IMAGE = images.Image("id", Path("/boot/vmlinuz-6.1"), "6.1", Path("/cache/i.cpio"), (), (), None)
@@ -256,3 +256,30 @@ def test_a_vmm_s_refusal_is_a_failed_run_with_its_words(build_plan, run_plan, st
     assert run.status == "failed"
     assert run.reason == ("could not start: Firecracker refused PUT /machine-config: 400 The "
                           "memory size (MiB) is either 0, or not a multiple")
+
+
+def test_the_vmm_process_s_threads_are_read_on_the_host(fake, tmp_path) -> None:
+    options, _, _ = fake
+    environment = vmm(**options)
+    guest = environment.start(job(), tmp_path / "logs", deadline())
+    try:
+        read, classify = environment.thread_reader(guest)
+        text, session = read()
+        reading = threads.parse(text, session)
+        assert session is None and reading.threads  # the stand-in's own threads
+        assert {classify(name) for name, _ in reading.threads.values()} <= {"vmm", "io"}
+    finally:
+        guest.stop()
+
+
+def test_inside_a_vm_the_threads_are_read_only_when_asked_and_the_guest_lingers() -> None:
+    read = Job("getpid", Path("/gbagent"), ("getpid",), read_threads=True)
+    timed = Job("start", Path("/gbagent"), ("idle",))  # a run that times the instance's life
+    assert not vmm("firecracker-nested").lingers(read)
+    assert "thread_cpu = true" in vmm("firecracker-nested").facts()["vmm_threads"]
+    asked = vmm("firecracker-nested", thread_cpu=True)
+    assert asked.lingers(read) and not asked.lingers(timed)
+    assert "vmm_threads" not in asked.facts()
+    assert not vmm(thread_cpu=True).lingers(read)  # on the host the reading is at once
+    assert "thread_cpu = false" in vmm(thread_cpu=False).facts()["vmm_threads"]
+

@@ -1,0 +1,73 @@
+"""The VMM threads' CPU over each agent workload's window: opened by its workload record,
+closed by the next one or the agent's end, read off the record loop's thread."""
+
+import threading
+
+from guestbench.process import threads
+from guestbench.protocol import Record
+from guestbench.runner import thread_cpu
+from guestbench.runner.outcomes import Outcome, Status
+
+
+class Clockwork:
+    """Readings whose clock advances a second each, the vCPU thread busy half of it."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.count = 0
+        self.fail_at = fail_at
+        self.threads: set[str] = set()
+
+    def __call__(self):
+        self.count += 1
+        self.threads.add(threading.current_thread().name)
+        if self.count == self.fail_at:
+            raise OSError("the L1 machine is gone")
+        ns = self.count * 500_000_000
+        return (f"/proc/uptime:{self.count}.0 0\n"
+                f"/proc/9/task/9/stat:9 (fc_vcpu 0) S 1 4 4 0 -1 0 0 0 0 0 0 0 0 0\n"
+                f"/proc/9/task/9/schedstat:{ns} 0 0\n"
+                f"/proc/8/task/8/stat:8 (firecracker) S 1 4 4 0 -1 0 0 0 0 0 0 0 0 0\n"
+                f"/proc/8/task/8/schedstat:{self.count * 10_000_000} 0 0\n"
+                f"/proc/7/task/7/stat:7 (socat) S 1 4 4 0 -1 0 0 0 0 0 0 0 0 0\n"
+                f"/proc/7/task/7/schedstat:{ns * 2} 0 0"), 4
+
+
+def _records(*names):
+    out = [Record(0, "hello", {"type": "hello"})]
+    out += [Record(i + 1, "workload", {"type": "workload", "workload": name})
+            for i, name in enumerate(names)]
+    return out + [Record(len(out), "end", {"type": "end", "status": "ok"})]
+
+
+def test_each_workload_gets_its_own_window_read_off_the_record_thread(tmp_path):
+    read = Clockwork()
+    watch = thread_cpu.ThreadWatch(read, threads.classifier(), tmp_path / "vmm-threads.txt")
+    for record in _records("getpid", "stream"):
+        watch.on_record(record)
+    by_workload = watch.finish()
+    assert read.count == 3  # getpid's start, stream's start, the end
+    assert set(by_workload) == {"getpid", "stream"}
+    assert dict((m, v) for m, _, v in by_workload["getpid"]) == {
+        "threads_cpu_vcpus": 50.0, "threads_cpu_vmm": 1.0, "threads_cpu_io": 0.0}
+    assert read.threads == {"guestbench-thread-cpu"}
+    log = (tmp_path / "vmm-threads.txt").read_text()
+    assert "getpid: 1000.0 ms" in log and "fc_vcpu 0" in log and "socat" not in log
+
+
+def test_a_failed_reading_loses_only_the_windows_it_bounds(tmp_path):
+    watch = thread_cpu.ThreadWatch(Clockwork(fail_at=2), threads.classifier(),
+                                   tmp_path / "vmm-threads.txt")
+    for record in _records("getpid", "stream", "cpuid"):
+        watch.on_record(record)
+    by_workload = watch.finish()
+    assert set(by_workload) == {"cpuid"}  # the second reading bounded getpid and stream
+    assert "the L1 machine is gone" in (tmp_path / "vmm-threads.txt").read_text()
+
+
+def test_only_an_ok_outcome_gets_the_figures():
+    figures = {"getpid": [("threads_cpu_vcpus", "%", 50.0)]}
+    ok, failed = Outcome(Status.OK), Outcome(Status.FAILED, "no")
+    thread_cpu.add(ok, figures, "getpid")
+    thread_cpu.add(failed, figures, "getpid")
+    thread_cpu.add(ok, figures, "stream")  # no window closed for it
+    assert ok.samples == [("threads_cpu_vcpus", "%", 50.0)] and failed.samples == []
