@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--enough S] [--kernels K,...] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] [--peer A.B.C.D:PORT] [--net-if NAME] [--net-addr A.B.C.D/PREFIX] [--net-gw A.B.C.D] [--cpu N] [--congestion NAME] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | --listen A.B.C.D [--congestion NAME] net_peer | --list | --version"
+#define USAGE "usage: gbagent [--min-time S] [--values N] [--array-mib N] [--ntimes N] [--enough S] [--kernels K,...] [--pages N] [--seconds S] [--placement P] [--device PATH] [--count N] [--source PATH] [--dest PATH] [--mode M] [--size-mib N] [--peer A.B.C.D:PORT] [--net-if NAME] [--net-addr A.B.C.D/PREFIX] [--net-gw A.B.C.D] [--cpu N] [--congestion NAME] [--vsock-port N] WORKLOAD... | [--cwd DIR] [--wrapper PROG] [--drop-caches] [--warmup-runs N] exec PROGRAM [ARG...] | (--listen A.B.C.D | --listen-unix PATH | --listen-vsock PORT) [--congestion NAME] net_peer | --list | --version"
 
 static const struct workload *const families[] = { micro_workloads, stream_workloads, hang_workloads, boot_workloads,
 						     exec_workloads, durable_workloads, upload_workloads, vmexit_workloads,
@@ -66,6 +66,9 @@ static const struct option_spec option_specs[] = {
 	{ "--congestion", STRING, AT(congestion), 0, 1, 0, "a TCP congestion control's name", "--congestion cubic" },
 	{ "--cpu", COUNT, AT(cpu), 0, 1, 4095, "a CPU number from 0 to 4095", "--cpu 0" },
 	{ "--listen", IPV4, AT(listen), 0, 1, 0, "an IPv4 address A.B.C.D", "--listen 127.0.0.1" },
+	{ "--listen-unix", STRING, AT(listen_unix), 0, 1, 0, "a Unix socket's path", "--listen-unix /run/v.sock_5000" },
+	{ "--listen-vsock", COUNT, AT(listen_vsock), 1, 1, 2147483647, "a vsock port from 1 to 2147483647", "--listen-vsock 5000" },
+	{ "--vsock-port", COUNT, AT(vsock_port), 1, 1, 2147483647, "a vsock port from 1 to 2147483647", "--vsock-port 5000" },
 };
 
 #define OPTION_COUNT (sizeof option_specs / sizeof option_specs[0])
@@ -266,8 +269,9 @@ static int parse_args(int argc, char **argv, struct options *opt, const struct w
 	}
 	if (*peer && count > 0)
 		bad_usage("net_peer serves until it is killed, so it runs alone, not with %s", workloads[0]->name);
-	if (*peer && !opt->listen)
-		bad_usage("net_peer needs --listen A.B.C.D, the address to listen on (try --listen 127.0.0.1)");
+	if (*peer && (!!opt->listen + !!opt->listen_unix + !!opt->listen_vsock) != 1)
+		bad_usage("net_peer needs one of --listen A.B.C.D, --listen-unix PATH or --listen-vsock PORT, "
+			  "where it listens (try --listen 127.0.0.1)");
 	if (count == 0 && !*peer)
 		bad_usage("no workload named; " USAGE);
 	return count;

@@ -51,8 +51,10 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/vm_sockets.h>
 
 #define NET_MAGIC "GBN1"
 #define HEADER_BYTES 12
@@ -464,6 +466,21 @@ static int set_options(int fd, const struct options *opt, const char *what, char
 	return 0;
 }
 
+/* The 12-byte header that says what the connection is for (the file's opening comment). */
+static int send_header(struct conn *c, char op, uint32_t chunk)
+{
+	unsigned char header[HEADER_BYTES] = NET_MAGIC;
+
+	header[4] = (unsigned char)op;
+	put_le32(header + 8, chunk);
+	if (send_all(c, header, sizeof header) != 0) {
+		close(c->fd);
+		c->fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
 /* The peer's "connection refused" while it starts, or "unreachable" while the guest's
  * interface comes up, is retried for CONNECT_RETRY_MS; then a connection and its header. */
 static int connect_peer(const struct options *opt, const char *what, char op, uint32_t chunk, struct conn *c)
@@ -471,7 +488,6 @@ static int connect_peer(const struct options *opt, const char *what, char op, ui
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	unsigned port;
 	uint64_t until = monotonic_ns() + ms_to_ns(CONNECT_RETRY_MS);
-	unsigned char header[HEADER_BYTES] = NET_MAGIC;
 
 	c->fd = -1;
 	c->peer = opt->peer;
@@ -501,14 +517,52 @@ static int connect_peer(const struct options *opt, const char *what, char op, ui
 					     tries > 1 ? " (retried for 5 s)" : "");
 		pause_poll();
 	}
-	header[4] = (unsigned char)op;
-	put_le32(header + 8, chunk);
-	if (send_all(c, header, sizeof header) != 0) {
-		close(c->fd);
-		c->fd = -1;
-		return -1;
+	return send_header(c, op, chunk);
+}
+
+/* vsock_rr's connection: AF_VSOCK to the host (CID 2), port --vsock-port, where the VMM
+ * hands it on (Firecracker and Cloud Hypervisor: to the Unix socket UDS_PORT beside their
+ * vsock socket; vhost-vsock: to the host's AF_VSOCK listener). A reset or refusal while the
+ * peer starts, or no transport while the driver loads, is retried for CONNECT_RETRY_MS. */
+static int connect_vsock(const struct options *opt, const char *what, struct conn *c)
+{
+	static char shown[32];
+	struct sockaddr_vm svm = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_HOST, .svm_port = opt->vsock_port };
+	uint64_t until = monotonic_ns() + ms_to_ns(CONNECT_RETRY_MS);
+	struct timeval silence = { .tv_sec = SILENCE_S };
+
+	snprintf(shown, sizeof shown, "vsock %u:%u", (unsigned)VMADDR_CID_HOST, opt->vsock_port);
+	c->fd = -1;
+	c->peer = shown;
+	c->what = what;
+	for (int tries = 1;; tries++) {
+		int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			int err = errno;
+			if (err == EAFNOSUPPORT)
+				return workload_unsupported("%s: socket(AF_VSOCK): %s (the guest has no vsock "
+							    "driver, or its kernel no vsock)", what, strerror(err));
+			return workload_fail("%s: socket(AF_VSOCK): %s", what, strerror(err));
+		}
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &silence, sizeof silence) != 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &silence, sizeof silence) != 0) {
+			close(fd);
+			return workload_fail("%s: setsockopt SO_RCVTIMEO/SO_SNDTIMEO: %s", what, strerror(errno));
+		}
+		if (connect(fd, (struct sockaddr *)&svm, sizeof svm) == 0) {
+			c->fd = fd;
+			break;
+		}
+		int err = errno;
+		close(fd);
+		int transient = err == ECONNRESET || err == ECONNREFUSED || err == ENODEV ||
+				err == ENETUNREACH || err == EHOSTUNREACH || err == EINTR || err == ETIMEDOUT;
+		if (!transient || monotonic_ns() > until)
+			return workload_fail("%s: connect to %s: %s%s", what, shown, strerror(err),
+					     tries > 1 ? " (retried for 5 s)" : "");
+		pause_poll();
 	}
-	return 0;
+	return send_header(c, 'R', 0);
 }
 
 static void close_conn(struct conn *c)
@@ -716,6 +770,34 @@ static int run_net_rr(const char *name, const struct options *opt)
 	return unpin_agent(&pin, result);
 }
 
+/* ---- vsock_rr ---- */
+
+static int run_vsock_rr(const char *name, const struct options *opt)
+{
+	struct rr rr = { .c = { .fd = -1 } };
+	struct pin pin;
+	int result = -1;
+	struct param params[4] = {
+		PARAM_NUM("min_time_s", opt->min_time_s), PARAM_NUM("values", opt->values),
+		PARAM_NUM("vsock_port", opt->vsock_port),
+	};
+	size_t count = 3;
+
+	if (opt->cpu != NO_CPU)
+		params[count++] = (struct param)PARAM_NUM("agent_cpu", opt->cpu);
+	proto_workload(name, params, count);
+	if (!opt->vsock_port)
+		return workload_fail("%s needs --vsock-port N, the host's port where its peer listens "
+				     "(try --vsock-port 5000)", name);
+	if (pin_agent(opt, &pin) != 0)
+		return -1;
+	if (connect_vsock(opt, "round trips", &rr.c) == 0)
+		result = rr_measure(name, &rr, opt);
+	close_conn(&rr.c);
+	free(rr.trips);
+	return unpin_agent(&pin, result);
+}
+
 /* ---- net_stream ---- */
 
 struct stream {
@@ -916,8 +998,11 @@ static void serve(int fd)
 	if (peer_recv_all(fd, header, sizeof header) != 0 || memcmp(header, NET_MAGIC, 4) != 0)
 		return;
 	uint32_t chunk = get_le32(header + 8);
-	if (header[4] == 'R' && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0)
+	if (header[4] == 'R') {
+		/* TCP: no Nagle delay on the echo; a Unix or vsock connection has none to turn off */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		serve_echo(fd, buf);
+	}
 	else if (chunk == 0 || chunk > MAX_CHUNK)
 		return;
 	else if (header[4] == 'U')
@@ -932,44 +1017,86 @@ static int peer_error(const char *step, const char *addr)
 	return 1;
 }
 
-int net_peer(const struct options *opt)
+/* The listening socket of --listen (TCP, a port the kernel picks), --listen-unix or
+ * --listen-vsock, and the line that says where: "gbagent-peer listening A.B.C.D:PORT",
+ * "unix:PATH" or "vsock:PORT". -1 after saying why on stderr (*status: the exit code). */
+static int peer_listener(const struct options *opt, int *status)
 {
+	char shown[INET_ADDRSTRLEN];
+	const char *where = opt->listen ? opt->listen : opt->listen_unix ? opt->listen_unix : "vsock";
+	int one = 1, fd;
+
+	*status = 1;
+	if (opt->listen_unix) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+		if (strlen(opt->listen_unix) >= sizeof sun.sun_path) {
+			fprintf(stderr, "gbagent: net_peer: --listen-unix %s: longer than a socket path may be (%zu bytes)\n",
+				opt->listen_unix, sizeof sun.sun_path - 1);
+			*status = 2;
+			return -1;
+		}
+		strcpy(sun.sun_path, opt->listen_unix);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof sun) != 0 || listen(fd, 64) != 0)
+			return peer_error("listen on", where), -1;
+		printf("gbagent-peer listening unix:%s\n", opt->listen_unix);
+		return fd;
+	}
+	if (opt->listen_vsock) {
+		struct sockaddr_vm svm = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY, .svm_port = opt->listen_vsock };
+		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&svm, sizeof svm) != 0 || listen(fd, 64) != 0)
+			return peer_error("listen on", where), -1;
+		printf("gbagent-peer listening vsock:%u\n", opt->listen_vsock);
+		return fd;
+	}
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t len = sizeof sin;
-	char shown[INET_ADDRSTRLEN];
 	unsigned unused;
-	int one = 1;
-	pid_t parent = getpid();
 
 	if (parse_net_text(opt->listen, NET_ADDR, &sin.sin_addr, &unused) != 0) {
 		fprintf(stderr, "gbagent: net_peer: --listen %s is not an IPv4 address\n", opt->listen);
-		return 2;
+		*status = 2;
+		return -1;
 	}
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return peer_error("socket for", opt->listen);
+		return peer_error("socket for", where), -1;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
-		return peer_error("setsockopt SO_REUSEADDR on", opt->listen);
+		return peer_error("setsockopt SO_REUSEADDR on", where), -1;
 	/* Set on the listener, every accepted connection has it. */
 	if (opt->congestion &&
 	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, opt->congestion, (socklen_t)strlen(opt->congestion)) != 0) {
 		char offered[256];
 		fprintf(stderr, "gbagent: net_peer: congestion %s: %s (this kernel offers: %s)\n", opt->congestion,
 			strerror(errno), offered_congestion(offered, sizeof offered));
-		return 2;
+		*status = 2;
+		return -1;
 	}
 	/* Port 0: the kernel picks a free one, and the line below tells it. */
 	if (bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0)
-		return peer_error("bind", opt->listen);
+		return peer_error("bind", where), -1;
 	if (listen(fd, 64) != 0)
-		return peer_error("listen on", opt->listen);
+		return peer_error("listen on", where), -1;
 	if (getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
-		return peer_error("getsockname of", opt->listen);
+		return peer_error("getsockname of", where), -1;
 	inet_ntop(AF_INET, &sin.sin_addr, shown, sizeof shown);
 	printf("gbagent-peer listening %s:%u\n", shown, (unsigned)ntohs(sin.sin_port));
+	return fd;
+}
+
+int net_peer(const struct options *opt)
+{
+	pid_t parent = getpid();
+	int status;
+	int fd = peer_listener(opt, &status);
+	const char *where = opt->listen ? opt->listen : opt->listen_unix ? opt->listen_unix : "vsock";
+
+	if (fd < 0)
+		return status;
 	/* Flushed before any fork, or a child would print it again. */
 	if (fflush(stdout) != 0)
-		return peer_error("writing the listening line for", opt->listen);
+		return peer_error("writing the listening line for", where);
 	/* Children are reaped by the kernel; a client gone mid-write is EPIPE, not a signal. */
 	signal(SIGCHLD, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
@@ -983,7 +1110,7 @@ int net_peer(const struct options *opt)
 				pause_poll();
 				continue;
 			}
-			return peer_error("accept on", opt->listen);
+			return peer_error("accept on", where);
 		}
 		pid_t pid = fork();
 		if (pid == 0) {
@@ -1004,5 +1131,6 @@ int net_peer(const struct options *opt)
 const struct workload net_workloads[] = {
 	{ "net_rr", run_net_rr },
 	{ "net_stream", run_net_stream },
+	{ "vsock_rr", run_vsock_rr },
 	{ NULL, NULL },
 };

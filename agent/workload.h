@@ -38,6 +38,9 @@ struct options {
 	const char *net_addr; /* net_*: its address, A.B.C.D/PREFIX */
 	const char *net_gw;   /* net_*: its default route's gateway (a peer beyond its subnet), or NULL */
 	const char *listen;   /* net_peer: the IPv4 address to listen on */
+	const char *listen_unix; /* net_peer: or the Unix socket to listen on (a VMM's hybrid vsock) */
+	unsigned listen_vsock;   /* net_peer: or the vsock port to listen on (vhost-vsock); 0: none */
+	unsigned vsock_port;     /* vsock_rr: the host's port the agent connects to (CID 2) */
 	unsigned cpu;         /* net_*: the CPU the agent measures on (iperf3's -A); NO_CPU: the scheduler's choice */
 	const char *congestion; /* net_*, net_peer: TCP congestion control of every connection (iperf3's -C) */
 	/* exec: the command (everything after the word exec), NULL-terminated */

@@ -44,6 +44,7 @@ class Capability(enum.Enum):
     NETWORK = "network"            # a TCP path to a peer on the host (guestbench/network/)
     HOST_PROCESSES = "host_processes"  # the instance is host processes the host can read
     SNAPSHOT = "snapshot"          # a running instance can be saved and restored (snapshots())
+    VSOCK = "vsock"                # a virtio-vsock device to the host (fullsystem/vsock.py)
 
     @property
     def words(self) -> str:
@@ -66,6 +67,7 @@ _CAPABILITY_WORDS = {
     Capability.NETWORK: "a network path to the host",
     Capability.HOST_PROCESSES: "an instance made of host processes, whose memory the host reads",
     Capability.SNAPSHOT: "a snapshot of a running instance and its restore",
+    Capability.VSOCK: "a virtio-vsock device to the host",
 }
 
 
@@ -156,6 +158,8 @@ class Job:
     # the host reads the VMM's threads over its workloads (runner/thread_cpu.py), where the
     # kind has them: a run that times the instance's own life (start, restore) is not read
     read_threads: bool = field(default=False, kw_only=True)
+    # the vsock port its agent connects to on the host (vsock_rr): the guest gets a device
+    vsock_port: int | None = field(default=None, kw_only=True)
 
     def with_agent_options(self, *options: str) -> tuple[str, ...]:
         """The agent's arguments with options put first (before the workload name and exec's
@@ -353,6 +357,11 @@ class Environment(ABC):
         """Which of the instance's mappings hold its guest's RAM, where the kind boots a guest
         with memory of its own (footprint then gives the overhead beyond it); None for
         process kinds."""
+        return None
+
+    def vsock_refusal(self) -> str | None:
+        """Why a vsock device cannot be given here though the kind has one (the host lacks
+        what it needs); None: it can."""
         return None
 
     def thread_reader(self, guest: Guest) -> "tuple[Any, threads.Classify] | None":

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from guestbench.process import memory
+
 PROC = Path("/proc")
 TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 CLASSES = ("vcpus", "vmm", "io")
@@ -32,10 +34,10 @@ METRIC = "threads_cpu_"
 # QEMU's "CPU 0/KVM", "CPU 1/TCG" and (one TCG thread for every vCPU) "ALL CPUs/TCG", Firecracker's "fc_vcpu 0", Cloud Hypervisor's "vcpu0",
 # kvmtool's "kvm-vcpu-0"; QEMU's "IO iothread0" and thread-pool "worker", Cloud Hypervisor's
 # per-queue device threads ("_disk0_q0", "_net1_qp0"), kvmtool's "virtio-blk-io". The rest is
-# the VMM's own. A shell or socat beside the VMM in its session is no VMM thread.
+# the VMM's own. A shell, socat or the vsock's peer (gbagent) beside the VMM is no VMM thread.
 DEFAULT_VCPU = r"CPU \d+/|CPUs/|fc_vcpu|vcpu"
 DEFAULT_IO = r"IO |worker|iothread|^_|-io$|virtio"
-NOT_VMM = frozenset({"sh", "bash", "socat", "script", "grep", "cat"})
+NOT_VMM = frozenset({"sh", "bash", "socat", "script", "grep", "cat", "gbagent"})
 
 
 @dataclass(frozen=True)
@@ -64,20 +66,22 @@ def classifier(vcpu: str = DEFAULT_VCPU, io: str = DEFAULT_IO) -> Classify:
     return classify
 
 
-def host_text(pid: int) -> str:
-    """A reading of one host process's threads, in the text form (the boot clock in ns)."""
+def host_text(root: int) -> str:
+    """A reading of the threads of a host process and the processes below it (a VMM that a
+    shell started beside a helper), in the text form (the boot clock in ns)."""
     lines = [f"/proc/uptime:{time.clock_gettime_ns(time.CLOCK_BOOTTIME) / 1e9:.9f} 0"]
-    try:
-        tids = os.listdir(PROC / str(pid) / "task")
-    except OSError:
-        return "\n".join(lines)
-    for tid in tids:
-        for name in ("stat", "schedstat"):
-            path = PROC / str(pid) / "task" / tid / name
-            try:
-                lines.append(f"{path}:{path.read_text().strip()}")
-            except OSError:  # the thread ended while it was read
-                continue
+    for pid in memory.tree(root):
+        try:
+            tids = os.listdir(PROC / str(pid) / "task")
+        except OSError:  # the process ended while it was read
+            continue
+        for tid in tids:
+            for name in ("stat", "schedstat"):
+                path = PROC / str(pid) / "task" / tid / name
+                try:
+                    lines.append(f"{path}:{path.read_text().strip()}")
+                except OSError:  # the thread ended while it was read
+                    continue
     return "\n".join(lines)
 
 

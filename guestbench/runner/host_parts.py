@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from guestbench.process import memory
 from guestbench.environments.base import Environment, Guest, Job
+from guestbench.environments.fullsystem import vsock
 from guestbench.network import paths, peer
 from guestbench.protocol import Record
 from guestbench.runner.burst import alive_at_once, run_burst
@@ -249,8 +250,22 @@ class Network(HostPart):
                                    agent_args=job.with_agent_options(*options))
 
 
+class Vsock(HostPart):
+    """vsock_rr: the guest given a vsock device whose host end is the agent's peer, which
+    the environment starts beside its VMM (environments/fullsystem/vsock.py); the agent
+    told the port."""
+
+    def refusal(self) -> str | None:
+        return self.environment.vsock_refusal()
+
+    def arrange(self, job: Job, stack: ExitStack, logdir: Path) -> Job:
+        return dataclasses.replace(job, vsock_port=vsock.PORT, agent_args=job.with_agent_options(
+            "--vsock-port", str(vsock.PORT)))
+
+
 PARTS: dict[str, type[HostPart]] = {"start": Start, "footprint": Footprint, "density": Density,
-                                    "burst": Burst, "snapshot": Snapshot, "network": Network}
+                                    "burst": Burst, "snapshot": Snapshot, "network": Network,
+                                    "vsock": Vsock}
 
 
 def part(name: str | None, environment: Environment, params: Any) -> HostPart:

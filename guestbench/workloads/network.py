@@ -1,7 +1,9 @@
 """Network workloads: TCP between the instance's agent and the agent's peer on the host,
 over the instance's own path (loopback, a veth pair, a tap, QEMU's user-mode network:
 guestbench/network/). The host makes the path and starts the peer (runner/host_parts.py);
-the agent in the instance measures. docs/workloads-network.md."""
+the agent in the instance measures. vsock_rr: the same round trips over a full-system
+guest's virtio-vsock device, its peer beside the VMM (environments/fullsystem/vsock.py).
+docs/workloads-network.md."""
 
 from __future__ import annotations
 
@@ -54,6 +56,19 @@ class StreamParams(Ends):
         "values per run and direction, the directions alternating, after a warm-up"))
 
 
+class VsockParams(Params):
+    agent_cpu: int | None = Field(None, ge=0, le=4095, description=(
+        "the vCPU the agent measures on; unset: the scheduler's choice"))
+    min_time_s: float = Field(0.2, ge=0.01, le=3600, description=(
+        "each value's round trips last about this long (its p50 and p99 come from them)"))
+    values: int = Field(5, ge=1, le=1000, description="values per run, after a warm-up")
+
+
+def _vsock_args(params: VsockParams) -> list[str]:
+    cpu = [] if params.agent_cpu is None else ["--cpu", str(params.agent_cpu)]
+    return ["--min-time", repr(params.min_time_s), "--values", str(params.values), *cpu]
+
+
 def _args(params: RrParams | StreamParams) -> list[str]:
     cpu = [] if params.agent_cpu is None else ["--cpu", str(params.agent_cpu)]
     congestion = [] if params.congestion is None else ["--congestion", params.congestion]
@@ -74,4 +89,10 @@ WORKLOADS = [
              metric_titles={"to_guest": "host to guest", "to_host": "guest to host",
                             "to_guest_chunk": "moved per value, to guest",
                             "to_host_chunk": "moved per value, to host"}),
+    Workload("vsock_rr", "network", "1-byte round trips over virtio-vsock with a peer on the "
+             "host side of the VMM (its hybrid vsock's Unix socket, or vhost-vsock): median and "
+             "99th percentile", VsockParams, _vsock_args, frozenset({Capability.VSOCK}),
+             quick=False, host_part="vsock", primary_metric="rr_p50",
+             title="vsock round trip",
+             metric_titles={"rr_p50": "p50", "rr_p99": "p99", "time_per_op": "mean"}),
 ]

@@ -41,8 +41,9 @@ def _preset(kind: str, host_facts) -> str:
 
 @pytest.fixture(scope="module", params=VMMS)
 def campaign(request, tmp_path_factory, host_facts):
-    """getpid, boot, a sequential write to the scratch disk, a save and a restore: (the
-    preset, the run, its JSON report, what was there before)."""
+    """getpid (its VMM's threads read), vsock round trips, boot, a sequential write to the
+    scratch disk, a save and a restore: (the preset, the run, its JSON report, what was
+    there before)."""
     preset = _preset(request.param, host_facts)
     before = guest_processes(), guest_folders()
     folder = tmp_path_factory.mktemp(request.param)
@@ -57,9 +58,14 @@ name = "vm"
 preset = "{preset}"
 memory_mib = 384
 disk_mib = 128
+thread_cpu = true
 
 [[workload]]
 name = "getpid"
+
+[[workload]]
+name = "vsock_rr"
+values = 2
 
 [[workload]]
 name = "boot"
@@ -122,6 +128,18 @@ def test_the_guest_is_saved_and_restored_through_the_vmm_s_requests(campaign):
     saved = (Path(run["log_path"]) / "snapshot.txt").read_text()
     assert "snapshot: its state and guest memory" in saved
     assert 384 <= float(saved.split("image: ")[1].split(" MiB")[0]) < 400  # all its memory
+
+
+def test_round_trips_cross_the_vmm_s_vsock_and_its_threads_are_read(campaign):
+    """The guest's connection to port 5000 reaches the agent's peer on the VMM's hybrid
+    vsock socket (UDS_5000) and every byte comes back; over getpid the vCPU thread worked."""
+    _, _, report, _ = campaign
+    run = _run(report, "vsock_rr")
+    assert run["status"] == "ok", run["reason"]
+    values = [s["value"] for s in run["samples"] if s["metric"] == "rr_p50"]
+    assert len(values) == 2 and all(value > 0 for value in values)
+    getpid = {s["metric"]: s["value"] for s in _run(report, "getpid")["samples"]}
+    assert getpid["threads_cpu_vcpus"] > 10, getpid
 
 
 def test_nothing_is_left(campaign):

@@ -29,7 +29,8 @@ def campaign(tmp_path_factory):
     """One campaign: kvm-nested and uml-nested booting once, cpuid in kvm-nested, in
     cmd-nested (with getpid, in the same guest) and in a plain tcg guest to compare, and
     kvm-nested a TCP round trip to the host's peer (through its VMM's user network, then
-    the L1 machine's) and a save and restore; (the run's result, its JSON report, its
+    the L1 machine's), vsock round trips (vhost-vsock in the L1 machine) and a save and
+    restore; (the run's result, its JSON report, its
     store's folder). Each run inside boots a guest there, 6-16 s: what one run proves is
     not run twice (UML's agent runs inside in its boot, its micro workloads on the host)."""
     answer = nested.probe("tcg")
@@ -94,6 +95,11 @@ name = "net_rr"
 environments = ["kvm-nested"]
 
 [[workload]]
+name = "vsock_rr"
+environments = ["kvm-nested"]
+values = 2
+
+[[workload]]
 name = "restore"
 environments = ["kvm-nested"]
 dirty_mib = 16
@@ -121,6 +127,8 @@ def test_every_nested_run_is_ok(campaign):
     statuses = {(run["environment"], run["workload"]): (run["status"], run["reason"])
                 for run in report["runs"]}
     assert statuses[("kvm-nested", "net_rr")][0] == "ok", statuses[("kvm-nested", "net_rr")]
+    # vhost-vsock in the L1 machine, the agent's peer beside the inner QEMU there
+    assert statuses[("kvm-nested", "vsock_rr")][0] == "ok", statuses[("kvm-nested", "vsock_rr")]
     for run in ("kvm-nested", "boot"), ("kvm-nested", "cpuid"), ("uml-nested", "boot"):
         assert statuses[run][0] == "ok", (run, statuses[run])
 

@@ -27,7 +27,7 @@ from pydantic import Field
 from guestbench import images
 from guestbench.environments import scratch
 from guestbench.environments.base import Availability, Capability, Guest, GuestStartError, Job
-from guestbench.environments.fullsystem import guestdisk, kvm, nested
+from guestbench.environments.fullsystem import guestdisk, kvm, nested, vsock
 from guestbench.environments.fullsystem.base import AttachedDisk, FullSystem, FullSystemSpec
 from guestbench.environments.fullsystem.console import ConsoleGuest
 from guestbench.environments.fullsystem.devices import GuestDevices
@@ -95,11 +95,13 @@ class ApiVmm(FullSystem):
     vmm_name: ClassVar[str]  # in reasons: "Firecracker"
     ready_path: ClassVar[str]  # a GET that answers once the API is up
     install_hint: ClassVar[str] = "cargo build --release in its source, docs/environments.md"
+    bus_modules: ClassVar[tuple[str, ...]]  # the guest's virtio transport (mmio, pci)
     disk_modules: ClassVar[tuple[str, ...]]
     capabilities = frozenset({
         Capability.AGENT, Capability.PROCESSES, Capability.TSC, Capability.GUEST_KERNEL,
         Capability.EXEC_CHILDREN, Capability.DROP_CACHES, Capability.FILESYSTEM,
-        Capability.BLOCK_DEVICE, Capability.SNAPSHOT, Capability.HOST_PROCESSES})
+        Capability.BLOCK_DEVICE, Capability.SNAPSHOT, Capability.HOST_PROCESSES,
+        Capability.VSOCK})
 
     def typical_cost(self) -> tuple[float, float]:
         if self.inside:
@@ -162,7 +164,9 @@ class ApiVmm(FullSystem):
     def image_modules(self) -> tuple[str, ...]:
         modules: list[str] = []
         if self.needs_disk():
-            modules += [*self.disk_modules, *guestdisk.FILESYSTEM_MODULES]
+            modules += [*self.bus_modules, *self.disk_modules, *guestdisk.FILESYSTEM_MODULES]
+        if self.needs_vsock():
+            modules += [*self.bus_modules, *vsock.MODULES]
         return tuple(dict.fromkeys(modules))
 
     def ready(self, host) -> Availability:
@@ -227,6 +231,15 @@ class ApiVmm(FullSystem):
         if self.machine is not None:
             return f"{nested.L1_SHM}/gb-{workdir.name}.sock"
         return str(workdir / SOCKET)
+
+    def attach_vsock(self, workdir: Path, devices: GuestDevices, agent: Path, port: int) -> None:
+        """The VMM's hybrid vsock: a Unix socket beside its API's, where the peer listens
+        for the guest's port (fullsystem/vsock.py); the kind gives it to its VMM."""
+        path = self.socket(workdir).removesuffix(".sock") + ".vsock"
+        devices.vsock = Path(path)
+        devices.beside.append(vsock.unix_peer(agent, devices.vsock, port))
+        if self.machine is not None:  # the L1 machine's tmpfs, not the run's folder
+            devices.leftovers += [path, f"{path}_{port}"]
 
     def api(self, workdir: Path) -> Api:
         address = self.machine.qmp_address if self.machine is not None else Path(

@@ -21,7 +21,8 @@ from guestbench import images
 from guestbench.images import vmlinux
 from guestbench.process import memory, proc, threads
 from guestbench.environments import scratch
-from guestbench.environments.fullsystem import channels, guestdisk, nested, placement, tracedisk
+from guestbench.environments.fullsystem import (
+    channels, guestdisk, nested, placement, tracedisk, vsock)
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
     JobNeeds)
@@ -197,6 +198,14 @@ class FullSystem(Environment):
     def attach_network(self, path: NetPath) -> list[str]:
         """The VMM's arguments for a NIC on the path made for the run (network/paths.py)."""
         raise GuestStartError(f"{self.kind} attaches no network device")
+
+    def attach_vsock(self, workdir: Path, devices: GuestDevices, agent: Path, port: int) -> None:
+        """A virtio-vsock device whose host end is the peer for `port` (fullsystem/vsock.py):
+        the kind adds its VMM's arguments (or devices.vsock) and the peer to devices.beside."""
+        raise GuestStartError(f"{self.kind} attaches no vsock device")
+
+    def needs_vsock(self) -> bool:
+        return Capability.VSOCK in self.plan_needs.capabilities
 
     def channel(self, name: str, source: Path, workdir: Path) -> channels.ChannelSetup:
         """The upload channel `name` feeding source's bytes into the guest."""
@@ -421,6 +430,9 @@ class FullSystem(Environment):
             linger = [f"gb.linger={LINGER_MS}"] if self.lingers(job) else []
             argv = [*self.command_line([*linger, *kernel_arguments(job)], workdir, devices),
                     *vmm_args]
+            if devices.beside:  # the vsock's peer, where the VMM runs (inside a VM: there)
+                argv = vsock.beside(argv, devices.beside, workdir / "beside.log",
+                                    devices.leftovers)
             return self.guest_class(argv, logdir, deadline_ns, scratch=[workdir],
                                     finalizers=devices.finalizers, collected=devices.collected,
                                     pass_fds=devices.pass_fds,
@@ -470,4 +482,6 @@ class FullSystem(Environment):
             devices.args += setup.vmm_args
             mounts += setup.kernel_args
             options += channels.agent_options(setup, guestdisk.GUEST_SCRATCH)
+        if job.vsock_port is not None:
+            self.attach_vsock(workdir, devices, job.agent_path, job.vsock_port)
         return guest_job(job, needs, mounts=mounts, options=options)

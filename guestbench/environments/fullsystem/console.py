@@ -62,7 +62,8 @@ def guest_job(job: Job, needs: JobNeeds, mounts: list[str] = (), options: list[s
     if needs.drop_caches:
         added.append("--drop-caches")
     return GuestJob(job.workload, job.agent_path, job.with_agent_options(*added), needs,
-                    network=job.network, read_threads=job.read_threads, mounts=tuple(mounts))
+                    network=job.network, read_threads=job.read_threads,
+                    vsock_port=job.vsock_port, mounts=tuple(mounts))
 
 
 def kernel_arguments(job: Job) -> list[str]:

@@ -23,6 +23,9 @@ class GuestDevices:
     pass_fds: tuple = ()  # descriptors the VMM inherits (UML's serial line)
     disks: list = field(default_factory=list)  # host paths of the disks attached, in order
     console: "Console | None" = None  # where the guest's console is, when not the VMM's stdout
+    vsock: Path | None = None  # the VMM's hybrid vsock socket (Firecracker's, Cloud Hypervisor's)
+    beside: list = field(default_factory=list)  # argvs run beside the VMM, ended with it
+    leftovers: list = field(default_factory=list)  # paths removed when those end (sockets)
 
     def open_console(self, console: "Console") -> "Console":
         """A console other than stdout; closed with the rest, after the VMM is gone."""

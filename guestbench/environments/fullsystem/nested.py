@@ -42,7 +42,7 @@ L1_BINARY = "qemu-system-x86_64"
 # TCG's model of an AMD CPU with SVM and nested paging: kvm_amd loads on it (max works too).
 TCG_CPU = "EPYC-v3,+svm,+npt"
 L1_MODULES = ("kvm_amd", "kvm_intel", "9p", "9pnet_virtio", "virtio_mmio", "virtio_console",
-              "virtio_net")
+              "virtio_net", "vhost_vsock")  # vhost_vsock: an inner QEMU's vsock (vsock_rr)
 # The L1 machine's own user network (slirp), apart from its guests' 10.0.2.0/24: a guest's
 # agent reaches the host's peer at L1_HOST, through its VMM's slirp, then L1's
 L1_NET = "10.1.0.0/24"

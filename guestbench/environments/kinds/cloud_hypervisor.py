@@ -19,6 +19,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from guestbench.environments.base import Capability
+from guestbench.environments.fullsystem import vsock
 from guestbench.environments.fullsystem.api_vmm import SLOW_CALL_S, ApiVmm, ApiVmmSpec, timed
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.vmm_api import Api
@@ -44,7 +45,8 @@ class CloudHypervisor(ApiVmm):
     spec_model = CloudHypervisorSpec
     vmm_name = "Cloud Hypervisor"
     ready_path = f"{API}/vmm.ping"
-    disk_modules = ("virtio_pci", "virtio_blk")
+    bus_modules = ("virtio_pci",)
+    disk_modules = ("virtio_blk",)
     lacking = {
         Capability.NETWORK: "cloud-hypervisor: a tap NIC is not driven by guestbench yet",
         Capability.UPLOAD: "cloud-hypervisor: upload channels are not mapped for it",
@@ -55,6 +57,8 @@ class CloudHypervisor(ApiVmm):
                  devices: GuestDevices) -> list[str]:
         spec, image = self.spec, self.image
         disks = [arg for path in devices.args for arg in ("--disk", f"path={path}")]
+        if devices.vsock is not None:
+            disks += ["--vsock", f"cid={vsock.GUEST_CID},socket={devices.vsock}"]
         return [*self._argv(socket),
                 "--kernel", str(self.boot_kernel or image.kernel),
                 "--initramfs", str(image.initramfs),

@@ -296,7 +296,7 @@ class Command(FullSystem):
             has.discard(Capability.NETWORK)
         if not spec.port_io:
             has.discard(Capability.PORT_IO)
-        has.discard(Capability.SNAPSHOT)
+        has -= {Capability.SNAPSHOT, Capability.VSOCK}
         return frozenset(has)
 
     lacking = {
@@ -308,6 +308,8 @@ class Command(FullSystem):
         Capability.TRACED_DISK: "command: traced disks are not mapped for command VMMs",
         Capability.SNAPSHOT: "command: guestbench knows the VMM only by its command line, "
                              "and has no way to ask it for a snapshot",
+        Capability.VSOCK: "command: a vsock device is not mapped for command VMMs (its host "
+                          "end differs by VMM: vhost-vsock, or a hybrid Unix socket)",
     }
 
     def vmm_probe(self) -> Availability:

@@ -18,6 +18,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from guestbench.environments.base import Capability
+from guestbench.environments.fullsystem import vsock
 from guestbench.environments.fullsystem.api_vmm import SLOW_CALL_S, ApiVmm, ApiVmmSpec, timed
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.vmm_api import Api
@@ -50,7 +51,8 @@ class Firecracker(ApiVmm):
     spec_model = FirecrackerSpec
     vmm_name = "Firecracker"
     ready_path = "/version"
-    disk_modules = ("virtio_mmio", "virtio_blk")
+    bus_modules = ("virtio_mmio",)
+    disk_modules = ("virtio_blk",)
     lacking = {
         Capability.NETWORK: "firecracker: a tap NIC is not driven by guestbench yet",
         Capability.UPLOAD: "firecracker: upload channels are not mapped for Firecracker",
@@ -76,6 +78,8 @@ class Firecracker(ApiVmm):
         machine = {"vcpu_count": spec.vcpus, "mem_size_mib": spec.memory_mib,
                    "track_dirty_pages": spec.snapshot_type == "Diff"}
         disks = list(devices.args)
+        vsock_device = None if devices.vsock is None else {
+            "guest_cid": vsock.GUEST_CID, "uds_path": str(devices.vsock)}
 
         def requests(api: Api) -> None:
             api.call("PUT", "/boot-source", boot)
@@ -84,6 +88,8 @@ class Firecracker(ApiVmm):
                 api.call("PUT", f"/drives/disk{index}", {
                     "drive_id": f"disk{index}", "path_on_host": path,
                     "is_root_device": False, "is_read_only": False})
+            if vsock_device is not None:
+                api.call("PUT", "/vsock", vsock_device)
             api.call("PUT", "/actions", {"action_type": "InstanceStart"})
         return requests
 

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from guestbench import agent, images
-from guestbench.environments.fullsystem import channels, guestdisk, kvm
+from guestbench.environments.fullsystem import channels, guestdisk, kvm, vsock
 from guestbench.environments.base import Availability, Capability, GuestStartError
 from guestbench.environments.fullsystem.console import ConsoleGuest
 from guestbench.environments.fullsystem.devices import GuestDevices
@@ -83,6 +83,7 @@ def guest_device(spec_bus: Bus, index: int) -> str:
 VHOST_NET = Path("/dev/vhost-net")
 # the NIC's drivers: virtio-net on PCI (pc, q35) or on virtio-mmio (microvm)
 NET_MODULES = {False: ("virtio_pci", "virtio_net"), True: ("virtio_mmio", "virtio_net")}
+VHOST_VSOCK = "/dev/vhost-vsock"
 
 
 class QemuSpec(FullSystemSpec):
@@ -229,6 +230,9 @@ class Qemu(FullSystem):
                 modules += channel_modules(channel, self.spec.machine)
         if Capability.NETWORK in self.plan_needs.capabilities:
             modules += [*NET_MODULES[self.spec.machine == "microvm"]]
+        if self.needs_vsock():
+            bus = "virtio_mmio" if self.spec.machine == "microvm" else "virtio_pci"
+            modules += [bus, *vsock.MODULES]
         return tuple(dict.fromkeys(modules))
 
     def network_path(self) -> str:
@@ -251,6 +255,20 @@ class Qemu(FullSystem):
                       f"vhost={'on' if self.spec.vhost else 'off'}")
         nic = "virtio-net-device" if self.spec.machine == "microvm" else "virtio-net-pci"
         return ["-netdev", netdev, "-device", f"{nic},netdev=gbnet,mac={path.mac}"]
+
+    def attach_vsock(self, workdir: Path, devices: GuestDevices, agent: Path, port: int) -> None:
+        """vhost-vsock: the host kernel's vsock, where the peer listens on the port (inside
+        a VM: the L1 machine's kernel, which loads vhost_vsock)."""
+        cid = vsock.GUEST_CID if self.inside else vsock.host_cid()
+        device = "vhost-vsock-device" if self.spec.machine == "microvm" else "vhost-vsock-pci"
+        devices.args += ["-device", f"{device},guest-cid={cid}"]
+        devices.beside.append(vsock.vsock_peer(agent, port))
+
+    def vsock_refusal(self) -> str | None:
+        if not self.inside and not Path(VHOST_VSOCK).exists():
+            return (f"qemu: no {VHOST_VSOCK} on this host, which vhost-vsock needs (fix: "
+                    "modprobe vhost_vsock, as root)")
+        return None
 
     def attach_disk(self, index: int, path: Path, fmt: str) -> AttachedDisk:
         return AttachedDisk(tuple(disk_args(self.bus, index, path, fmt, self.spec.disk_cache)),

@@ -80,11 +80,13 @@ class Uml(FullSystem):
     typical_start_s: ClassVar[float] = 0.19  # a boot (1.4 s) a round, shared by its runs
     typical_work_factor: ClassVar[float] = 3.0
     # a UML guest's instructions run as a host process: an in/out instruction faults there
-    capabilities = frozenset(Capability) - {Capability.PORT_IO, Capability.SNAPSHOT}
+    capabilities = frozenset(Capability) - {Capability.PORT_IO, Capability.SNAPSHOT,
+                                            Capability.VSOCK}
     lacking = {Capability.PORT_IO: "uml: the guest runs as a host process, where an I/O port "
                                    "instruction faults",
                Capability.SNAPSHOT: "uml: User-Mode Linux has no snapshot and restore of a "
-                                    "running guest"}
+                                    "running guest",
+               Capability.VSOCK: "uml: User-Mode Linux has no virtio-vsock device"}
     spec_model = UmlSpec
     no_vmm_threads = ("uml: the guest's kernel and its processes are host processes; there "
                       "are no VMM threads apart from the guest")
