@@ -34,6 +34,7 @@ from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.vmm_api import SLOW_CALL_S, Api
 from guestbench.environments.snapshots import InMachine, Restored, Saved, image_bytes
 from guestbench.host import which
+from guestbench.network.paths import NetPath
 from guestbench.process import proc
 
 SOCKET = "api.sock"
@@ -101,7 +102,7 @@ class ApiVmm(FullSystem):
         Capability.AGENT, Capability.PROCESSES, Capability.TSC, Capability.GUEST_KERNEL,
         Capability.EXEC_CHILDREN, Capability.DROP_CACHES, Capability.FILESYSTEM,
         Capability.BLOCK_DEVICE, Capability.SNAPSHOT, Capability.HOST_PROCESSES,
-        Capability.VSOCK})
+        Capability.VSOCK, Capability.NETWORK})
 
     def typical_cost(self) -> tuple[float, float]:
         if self.inside:
@@ -167,6 +168,8 @@ class ApiVmm(FullSystem):
             modules += [*self.bus_modules, *self.disk_modules, *guestdisk.FILESYSTEM_MODULES]
         if self.needs_vsock():
             modules += [*self.bus_modules, *vsock.MODULES]
+        if Capability.NETWORK in self.plan_needs.capabilities:
+            modules += [*self.bus_modules, "virtio_net"]
         return tuple(dict.fromkeys(modules))
 
     def ready(self, host) -> Availability:
@@ -231,6 +234,13 @@ class ApiVmm(FullSystem):
         if self.machine is not None:
             return f"{nested.L1_SHM}/gb-{workdir.name}.sock"
         return str(workdir / SOCKET)
+
+    def attach_network(self, path: NetPath) -> list[str]:
+        """A virtio-net NIC on the run's tap: the kind gives devices.nic to its VMM (an API
+        request, or its command line)."""
+        if path.kind != "tap":
+            raise GuestStartError(f"{self.kind}: a {path.kind} path has no tap to give it")
+        return []
 
     def attach_vsock(self, workdir: Path, devices: GuestDevices, agent: Path, port: int) -> None:
         """The VMM's hybrid vsock: a Unix socket beside its API's, where the peer listens

@@ -475,6 +475,7 @@ class FullSystem(Environment):
             devices.args += disk.vmm_args
             options += ["--device", disk.guest_device]
         if job.network is not None:
+            devices.nic = job.network
             devices.args += self.attach_network(job.network)
         if needs.upload is not None:
             setup = devices.channel(lambda: self.inside_channel(self.channel(

@@ -9,6 +9,7 @@ from pathlib import Path
 from guestbench.environments.fullsystem import channels, guestdisk, tracedisk
 from guestbench.environments.base import GuestStartError
 from guestbench.environments.fullsystem.consoles import Console
+from guestbench.network.paths import NetPath
 
 TRACED_DISK_MIB = 64
 
@@ -24,6 +25,7 @@ class GuestDevices:
     disks: list = field(default_factory=list)  # host paths of the disks attached, in order
     console: "Console | None" = None  # where the guest's console is, when not the VMM's stdout
     vsock: Path | None = None  # the VMM's hybrid vsock socket (Firecracker's, Cloud Hypervisor's)
+    nic: "NetPath | None" = None  # the run's network path, for a VMM configured through its API
     beside: list = field(default_factory=list)  # argvs run beside the VMM, ended with it
     leftovers: list = field(default_factory=list)  # paths removed when those end (sockets)
 

@@ -48,7 +48,6 @@ class CloudHypervisor(ApiVmm):
     bus_modules = ("virtio_pci",)
     disk_modules = ("virtio_blk",)
     lacking = {
-        Capability.NETWORK: "cloud-hypervisor: a tap NIC is not driven by guestbench yet",
         Capability.UPLOAD: "cloud-hypervisor: upload channels are not mapped for it",
         Capability.TRACED_DISK: "cloud-hypervisor: traced disks are not mapped for it",
     }
@@ -56,15 +55,17 @@ class CloudHypervisor(ApiVmm):
     def vmm_argv(self, socket: str, workdir: Path, kernel_args: list[str],
                  devices: GuestDevices) -> list[str]:
         spec, image = self.spec, self.image
-        disks = [arg for path in devices.args for arg in ("--disk", f"path={path}")]
+        attached = [arg for path in devices.args for arg in ("--disk", f"path={path}")]
         if devices.vsock is not None:
-            disks += ["--vsock", f"cid={vsock.GUEST_CID},socket={devices.vsock}"]
+            attached += ["--vsock", f"cid={vsock.GUEST_CID},socket={devices.vsock}"]
+        if devices.nic is not None:
+            attached += ["--net", f"tap={devices.nic.host_if},mac={devices.nic.mac}"]
         return [*self._argv(socket),
                 "--kernel", str(self.boot_kernel or image.kernel),
                 "--initramfs", str(image.initramfs),
                 "--cmdline", " ".join([*KERNEL_ARGS, *spec.kernel_args, *kernel_args]),
                 "--cpus", f"boot={spec.vcpus}", "--memory", f"size={spec.memory_mib}M",
-                "--serial", "tty", "--console", "off", *disks, *spec.extra_args]
+                "--serial", "tty", "--console", "off", *attached, *spec.extra_args]
 
     def restore_argv(self, socket: str) -> list[str]:
         """A restored guest's serial port is Cloud Hypervisor's stdout again, but it takes

@@ -54,7 +54,6 @@ class Firecracker(ApiVmm):
     bus_modules = ("virtio_mmio",)
     disk_modules = ("virtio_blk",)
     lacking = {
-        Capability.NETWORK: "firecracker: a tap NIC is not driven by guestbench yet",
         Capability.UPLOAD: "firecracker: upload channels are not mapped for Firecracker",
         Capability.TRACED_DISK: "firecracker: traced disks are not mapped for Firecracker",
     }
@@ -78,6 +77,8 @@ class Firecracker(ApiVmm):
         machine = {"vcpu_count": spec.vcpus, "mem_size_mib": spec.memory_mib,
                    "track_dirty_pages": spec.snapshot_type == "Diff"}
         disks = list(devices.args)
+        nic = None if devices.nic is None else {
+            "iface_id": "eth0", "host_dev_name": devices.nic.host_if, "guest_mac": devices.nic.mac}
         vsock_device = None if devices.vsock is None else {
             "guest_cid": vsock.GUEST_CID, "uds_path": str(devices.vsock)}
 
@@ -88,6 +89,8 @@ class Firecracker(ApiVmm):
                 api.call("PUT", f"/drives/disk{index}", {
                     "drive_id": f"disk{index}", "path_on_host": path,
                     "is_root_device": False, "is_read_only": False})
+            if nic is not None:
+                api.call("PUT", "/network-interfaces/eth0", nic)
             if vsock_device is not None:
                 api.call("PUT", "/vsock", vsock_device)
             api.call("PUT", "/actions", {"action_type": "InstanceStart"})

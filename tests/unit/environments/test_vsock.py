@@ -1,4 +1,4 @@
-"""vsock_rr's device and peer: the shell that runs the peer beside the VMM and ends it; the
+"""vsock_rr's device and peer, and the API VMMs' tap NIC: the shell that runs the peer beside the VMM and ends it; the
 peer itself (the agent's net_peer on a Unix socket, as a hybrid vsock hands a connection
 on); each kind's device; the kinds that have none say why. The real round trips, nested:
 tests/integration/test_api_vmms_real.py."""
@@ -18,6 +18,7 @@ from guestbench.environments.base import Job
 from guestbench.environments.fullsystem import vsock
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.kinds import qemu
+from guestbench.network.paths import NetPath
 from tests.unit.environments.test_firecracker import IMAGE, deadline, vmm
 
 
@@ -113,3 +114,32 @@ def test_a_kind_without_vsock_says_so(preset, said) -> None:
     from guestbench.environments.base import Capability
     environment = environments.create(environments.preset_spec(preset))
     assert said in environment.refusal(frozenset({Capability.VSOCK}))
+
+
+def test_firecracker_gets_its_nic_on_the_run_s_tap_through_the_api(fake, tmp_path) -> None:
+    """Not run here for real: a tap cannot reach into the L1 machine, and this host's own
+    KVM runs no guest (environments.md)."""
+    options, requests, _ = fake
+    path = NetPath("tap", "10.77.0.1", "10.77.0.1", guest_cidr="10.77.0.2/30",
+                   host_if="gb1n0", mac="52:54:00:12:34:56")
+    job = Job("net_rr", Path("/gbagent"), ("net_rr",), network=path)
+    guest = vmm(**options).start(job, tmp_path / "logs", deadline())
+    try:
+        [nic] = [r["body"] for r in requests()[1:]
+                 if r.get("path") == "/network-interfaces/eth0"]
+        assert nic == {"iface_id": "eth0", "host_dev_name": "gb1n0",
+                       "guest_mac": "52:54:00:12:34:56"}
+    finally:
+        guest.stop()
+
+
+def test_cloud_hypervisor_gets_its_nic_on_the_command_line_and_none_inside(tmp_path) -> None:
+    environment = environments.create(environments.preset_spec("cloud-hypervisor"))
+    environment.image, environment.boot_kernel = IMAGE, Path("/cache/vmlinux")
+    devices = GuestDevices(nic=NetPath("tap", "10.77.0.1", "10.77.0.1", host_if="gb1n0",
+                                       mac="52:54:00:12:34:56"))
+    argv = environment.vmm_argv(str(tmp_path / "api.sock"), tmp_path, [], devices)
+    assert argv[argv.index("--net") + 1] == "tap=gb1n0,mac=52:54:00:12:34:56"
+    assert environment.network_refusal() is None
+    inside = environments.create(environments.preset_spec("cloud-hypervisor-nested"))
+    assert "cannot be handed into the L1 machine" in inside.network_refusal()
