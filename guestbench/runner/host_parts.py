@@ -180,7 +180,7 @@ class Density(HostPart):
     def refusal(self) -> str | None:
         alone = self.environment.one_at_a_time() if self.params.instances > 1 else None
         if alone:
-            return f"{self.params.instances} instances at once: {alone}"
+            return f"{self.params.instances} instances at once: {alone} (fix: instances = 1)"
         return memory_refusal(self.environment, self.params.instances)
 
     def run(self, job: Job, logdir: Path, timeout_s: float) -> Outcome | None:
@@ -197,7 +197,7 @@ class Burst(HostPart):
         at_once = alive_at_once(self.params.mode, self.params.instances)
         alone = self.environment.one_at_a_time() if at_once > 1 else None
         if alone:
-            return f"a burst of {at_once} {self.params.mode}: {alone}"
+            return f"a burst of {at_once} {self.params.mode}: {alone} (fix: mode = \"serial\")"
         return memory_refusal(self.environment, at_once)
 
     def run(self, job: Job, logdir: Path, timeout_s: float) -> Outcome | None:

@@ -238,8 +238,8 @@ class FullSystem(Environment):
 
     def one_at_a_time(self) -> str | None:
         if self.inside:
-            return ("inside a VM the L1 machine runs one inner guest at a time (fix: mode = "
-                    "\"serial\", or inside = \"none\")")
+            return ("inside a VM the L1 machine runs one inner guest at a time (on the host, "
+                    "inside = \"none\", several run)")
         return None
 
     def memory_limit_mib(self) -> int:

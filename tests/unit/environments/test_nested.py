@@ -68,6 +68,10 @@ def test_runs_that_need_the_host_side_of_a_guest_are_unsupported_with_the_reason
     from guestbench.runner import host_parts  # here: the runner's, only this test needs it
     many = host_parts.PARTS["density"](environment, density.params_model(instances=3))
     assert "one inner guest at a time" in many.refusal()
+    assert many.refusal().endswith("(fix: instances = 1)")  # density has no serial mode
+    burst = workloads.CATALOGUE["burst"]
+    several = host_parts.PARTS["burst"](environment, burst.params_model(instances=3))
+    assert several.refusal().endswith('(fix: mode = "serial")')
     # what does follow it: the agent, a scratch disk, the VM-exit instructions, boot phases
     assert environment.refusal(workloads.CATALOGUE["cpuid"].requires, JobNeeds(scratch=True)) is None
     assert environment.refusal(frozenset({Capability.GUEST_KERNEL, Capability.PORT_IO})) is None

@@ -193,7 +193,8 @@ def test_a_burst_of_several_at_once_inside_a_vm_is_refused_one_by_one_is_not(mon
     for mode in ("together", "staggered"):
         refused = host_parts.part("burst", inside, _params(instances=10, mode=mode)).refusal()
         assert refused == (f"a burst of 10 {mode}: inside a VM the L1 machine runs one inner "
-                           "guest at a time (fix: mode = \"serial\", or inside = \"none\")")
+                           "guest at a time (on the host, inside = \"none\", several run) "
+                           "(fix: mode = \"serial\")")
     for given in ({"instances": 10, "mode": "serial"}, {"instances": 1}):
         assert host_parts.part("burst", inside, _params(**given)).refusal() is None
     outside = environments.create(environments.preset_spec("qemu-tcg"))
