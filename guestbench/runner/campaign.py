@@ -361,12 +361,15 @@ class Runner:
             except ProtocolError as error:
                 ended = broken(guest, seen, error)
             stop = guest.stop()
-        if ended is not None:
-            return ended_midway(ended, seen, names, guest)
-        outcomes = {name: part_outcome(seen, name, stop.exit_code, guest) for name in names}
         by_workload = threads.finish() if threads is not None else {}
+        if ended is not None:
+            outcomes = ended_midway(ended, seen, names, guest)
+        else:
+            outcomes = {name: part_outcome(seen, name, stop.exit_code, guest) for name in names}
         for name, outcome in outcomes.items():
             thread_cpu.add(outcome, by_workload, name)
+        if ended is not None:
+            return outcomes
         span = agent_span_s(seen)
         for outcome in outcomes.values():
             if outcome.status == Status.OK and span is not None:  # its share, as its host time
