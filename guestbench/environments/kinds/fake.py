@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from guestbench.process import proc
+from guestbench.process import proc, threads
 from guestbench.environments.base import (
     Availability, Capability, Environment, EnvironmentSpec, Guest, GuestStartError, Job,
     StopInfo)
@@ -38,6 +39,8 @@ class FakeSpec(EnvironmentSpec):
                                                  "per round may serve several workloads)")
     functional: str | None = Field(None, description="say its figures are functional only, "
                                                      "with this sentence (as nested kinds do)")
+    vmm_threads: bool = Field(False, description="read guestbench's own threads as its VMM's "
+                                                 "(the runner's thread watch, in tests)")
 
 
 class Fake(Environment):
@@ -57,6 +60,11 @@ class Fake(Environment):
         if self.spec.functional:
             facts.update({FUNCTIONAL: self.spec.functional, "vmm_version": "Fake 1.0"})
         return facts
+
+    def thread_reader(self, guest: Guest):
+        if not self.spec.vmm_threads:
+            return None
+        return (lambda: (threads.host_text(os.getpid()), None)), threads.classifier()
 
     def probe(self, host: Host) -> Availability:
         if self.spec.behaviour == "unavailable":

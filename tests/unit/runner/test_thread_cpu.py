@@ -71,3 +71,33 @@ def test_only_an_ok_outcome_gets_the_figures():
     thread_cpu.add(failed, figures, "getpid")
     thread_cpu.add(ok, figures, "stream")  # no window closed for it
     assert ok.samples == [("threads_cpu_vcpus", "%", 50.0)] and failed.samples == []
+
+
+def test_the_runner_adds_each_workload_s_figures_alone_and_in_a_shared_guest(
+        build_plan, run_plan, store):
+    """The fake kind reads guestbench's own threads as its VMM's: every ok run of an agent
+    workload has the three figures, whether it ran alone (boot is never shared) or in the
+    round's shared guest; a run that times the instance's own life (start) has none."""
+    plan = build_plan([{"name": "vm", "kind": "fake", "full_system": True,
+                        "vmm_threads": True}],
+                      [{"name": "getpid"}, {"name": "sched_yield"}, {"name": "boot"},
+                       {"name": "start"}], repeat=1)
+    campaign_id = run_plan(plan)
+    runs = {run.id: run for run in store.runs(campaign_id)}
+    metrics: dict[str, set] = {run.label: set() for run in runs.values()}
+    for sample in store.samples(campaign_id):
+        metrics[runs[sample.run_id].label].add(sample.metric)
+    assert all(run.status == Status.OK for run in runs.values()), runs
+    figures = {"threads_cpu_vcpus", "threads_cpu_vmm", "threads_cpu_io"}
+    for label in ("getpid", "sched_yield"):
+        assert figures <= metrics[label], (label, metrics[label])
+    assert not figures & metrics["start"]
+
+
+def test_a_shared_guest_killed_midway_ends_its_watch(build_plan, run_plan, store):
+    plan = build_plan([{"name": "vm", "kind": "fake", "full_system": True,
+                        "behaviour": "hang_midway", "vmm_threads": True}],
+                      [{"name": "getpid"}, {"name": "sched_yield"}], repeat=1, timeout_s=0.2)
+    before = {thread.name for thread in threading.enumerate()}
+    run_plan(plan)
+    assert "guestbench-thread-cpu" not in {thread.name for thread in threading.enumerate()} - before
