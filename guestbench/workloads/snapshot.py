@@ -48,7 +48,9 @@ WORKLOADS = [
                             "snapshot_create_checkpoint": "checkpoint command",
                             "snapshot_create_xl_save": "xl save",
                             "snapshot_create_pause": "guest paused",
-                            "snapshot_create_write": "snapshot written"}),
+                            "snapshot_create_write": "snapshot written",
+                            # QEMU inside a VM: from the migration's end to cat's file whole
+                            "snapshot_create_written": "file whole after migration"}),
     Workload("restore", "instance", "a saved instance restored: from asking for it to its "
              "agent's next record, the same process with its memory", RestoreParams,
              _agent_args, **_COMMON, primary_metric="restore", title="restore",

@@ -32,7 +32,18 @@ def test_a_fast_guest_clock_is_flagged_in_every_run(host_facts, agent_path, tmp_
 
 @pytest.mark.parametrize("preset", ["qemu-tcg", "uml"])
 def test_a_guest_with_a_right_clock_is_not_flagged(preset, host_facts, agent_path, tmp_path):
-    outcome, _ = run(environment(host_facts, preset), agent_path, tmp_path,
-                     ["--min-time", "0.01", "getpid"])
-    assert outcome.status == Status.OK, outcome.reason
-    assert outcome.flags == [] and abs(clock_of(outcome) - 1) < 0.05, outcome.samples
+    """Never clock-drift. A host too busy to timestamp the console evenly makes the check
+    abstain (console-latency: the fresh-clone suite, three workers on two CPUs, once for
+    qemu-tcg): then it is tried again, and one of three tries must judge the clock right."""
+    env = environment(host_facts, preset)
+    judged = []
+    for attempt in range(3):
+        outcome, _ = run(env, agent_path, tmp_path / f"try{attempt}",
+                         ["--min-time", "0.01", "getpid"])
+        assert outcome.status == Status.OK, outcome.reason
+        assert "clock-drift" not in outcome.flags, outcome.samples
+        if outcome.flags == []:
+            judged.append(clock_of(outcome))
+            break
+        assert outcome.flags == ["console-latency"], outcome.flags
+    assert judged and abs(judged[0] - 1) < 0.05, (judged, outcome.samples)
