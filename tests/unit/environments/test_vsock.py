@@ -26,8 +26,11 @@ def test_the_peer_runs_beside_the_vmm_and_ends_with_it(tmp_path) -> None:
     leftover = tmp_path / "v.vsock_5000"
     leftover.write_text("")
     pid_file = tmp_path / "peer.pid"
-    argv = vsock.beside(["sh", "-c", "echo the vmm; exit 3"],
-                        [["sh", "-c", f"echo $$ >{pid_file}; exec sleep 30"]],
+    # the "VMM" ends once the peer has started (else the shell could end it before it ran)
+    vmm = f"until [ -s {pid_file} ]; do sleep 0.01; done; echo the vmm; exit 3"
+    argv = vsock.beside(["sh", "-c", vmm],
+                        [["sh", "-c", f"echo $$ >{pid_file}.part && mv {pid_file}.part "
+                                      f"{pid_file}; exec sleep 30"]],
                         tmp_path / "beside.log", [str(leftover)])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
     assert done.returncode == 3 and done.stdout == "the vmm\n"  # its status and its output
