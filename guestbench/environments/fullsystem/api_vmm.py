@@ -77,8 +77,8 @@ class ApiGuest(ConsoleGuest):
                 self.configure(self.api)
                 self._phases["configure"] = (proc.now_ns() - began_ns) / 1e6
         except GuestStartError as error:  # told with the VMM's last words, its kind kept
+            self.stop()  # first: its stderr's pump has written all it said once it ends
             said = self.diagnostics()
-            self.stop()
             if said:
                 error.args = (f"{error} ({said})",)
             raise error from None
