@@ -55,11 +55,11 @@ if [ "$(id -u)" -eq 0 ] && ! criu check >/dev/null 2>&1; then
   bash install-criu.sh || echo "install.sh: note: CRIU 4.1.1 did not build; runc's snapshots will be unsupported"
 fi
 
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then  # none yet, or one cut short
+  python3 -m venv --clear .venv
 fi
-.venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
 
 # A UML kernel sets its processes' FPU registers with the host's whole XSAVE area; Debian 12's
 # (6.1) passes a fixed size, and panics at boot on a host whose area is larger (AMX). Where the

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from guestbench import environments
-from tests.support.real_environments import FULL_SYSTEM_PRESETS, prepared
+from tests.support.real_environments import FULL_SYSTEM_PRESETS, prepared, preset_table
 from tests.support.leaks import (guest_folders, guest_network, guest_processes, left_since,
                                  running, temporary_folder)
 
@@ -215,8 +215,8 @@ def _instances_killed(preset: str, workload: str, started, tmp_path: Path, host_
     prepared(host_facts, environments.create(environments.preset_spec(preset)))  # or skip
     processes, folders = guest_processes(), guest_folders()
     plan = tmp_path / "instances.toml"
-    plan.write_text(f'[campaign]\nrepeat = 1\ntimeout_s = 120\n\n[[environment]]\n'
-                    f'preset = "{preset}"\n\n[[workload]]\n{workload}\n')
+    plan.write_text(f'[campaign]\nrepeat = 1\ntimeout_s = 120\n\n{preset_table(preset)}\n'
+                    f'[[workload]]\n{workload}\n')
     child = subprocess.Popen([*GUESTBENCH, "run", str(plan), "--quiet", "--db",
                               f"sqlite:///{tmp_path / 'store.sqlite'}"], cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -14,6 +14,7 @@ import pytest
 from guestbench.workloads.bonnie import FIGURES
 
 from tests.support.real_campaigns import run_plan
+from tests.support.real_environments import preset_table
 from tests.support.cli import guestbench
 
 pytestmark = pytest.mark.integration
@@ -29,9 +30,7 @@ baseline = "native"
 preset = "native"
 [[environment]]
 preset = "runc"
-[[environment]]
-preset = "qemu-tcg"
-[[environment]]
+{qemu_tcg}[[environment]]
 preset = "uml"
 
 [[workload]]
@@ -52,7 +51,8 @@ environments = ["runc", "qemu-tcg", "uml"]
 
 
 def test_bonnie_everywhere_it_can_run(tmp_path, monkeypatch):
-    document, available, base = run_plan(tmp_path, monkeypatch, PLAN)
+    document, available, base = run_plan(tmp_path, monkeypatch,
+                                         PLAN.replace("{qemu_tcg}", preset_table("qemu-tcg")))
     ok = []
     for entry in document["runs"]:
         if entry["environment"] not in available:

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tests.support.cli import guestbench
+from tests.support.real_environments import tcg_kernel
 
 pytestmark = pytest.mark.integration
 
@@ -33,6 +34,7 @@ preset = "uml"
 [[environment]]
 name = "tcg"
 kind = "qemu"
+kernel = "{kernel}"
 vcpus = [1, 2]
 placement = "same"             # disjoint with 2 vCPUs needs 3 host CPUs
 
@@ -58,7 +60,7 @@ environments = ["tcg-*"]
 
 
 def test_build_everywhere_it_can_run(tmp_path):
-    (tmp_path / "plan.toml").write_text(PLAN)
+    (tmp_path / "plan.toml").write_text(PLAN.replace("{kernel}", tcg_kernel()))
     run = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=900)
     assert run.returncode == 0, run.stderr
     document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.real_campaigns import run_plan
+from tests.support.real_environments import preset_table
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +44,7 @@ KNOWN_TOOL_FAILURES = {("runsc", "dbench")}
 
 
 def test_disk_workloads_in_every_environment(tmp_path, monkeypatch):
-    environments = "\n".join(f'[[environment]]\npreset = "{name}"\n' for name in PRESETS)
+    environments = "\n".join(preset_table(name) for name in PRESETS)
     document, available, base = run_plan(tmp_path, monkeypatch,
                                          PLAN.format(environments=environments),
                                          may_fail=True)  # KNOWN_TOOL_FAILURES

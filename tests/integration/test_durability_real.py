@@ -10,6 +10,7 @@ import pytest
 from guestbench.environments.fullsystem import tracedisk
 
 from tests.support.cli import guestbench
+from tests.support.real_environments import tcg_kernel
 
 pytestmark = pytest.mark.integration
 
@@ -22,6 +23,7 @@ timeout_s = 120
 [[environment]]
 name = "tcg"
 kind = "qemu"
+kernel = "{kernel}"
 disk_cache = ["unsafe", "none", "directsync"]
 
 [[environment]]
@@ -41,7 +43,7 @@ def test_unsafe_and_plain_ubd_are_not_honoured_the_others_are(tmp_path):
     reason = tracedisk.unavailable_reason()
     if reason:
         pytest.skip(f"no traced disk on this host: {reason}")
-    (tmp_path / "plan.toml").write_text(PLAN)
+    (tmp_path / "plan.toml").write_text(PLAN.replace("{kernel}", tcg_kernel()))
     run = guestbench("run", "plan.toml", cwd=tmp_path, timeout_s=600)
     assert run.returncode == 0, run.stderr
     document = json.loads(guestbench("report", "--format", "json", cwd=tmp_path).stdout)

@@ -22,6 +22,7 @@ from guestbench.workloads.build import kernel_source as kernelsrc
 
 from tests.support.real_campaigns import run_plan
 from tests.support.cli import guestbench
+from tests.support.real_environments import tcg_kernel
 from tests.support.guests import leftovers
 
 pytestmark = pytest.mark.integration
@@ -38,6 +39,7 @@ preset = "native"
 [[environment]]
 name = "tcg"
 kind = "qemu"
+kernel = "{kernel}"
 vcpus = 2
 
 [[workload]]
@@ -117,7 +119,8 @@ def test_one_object_file_natively_and_the_tree_in_a_tcg_guest(work, monkeypatch)
     if not source:
         pytest.skip(f"no Linux source to build: {kernelsrc.missing_source_text()}")
     tmp_path, temp = work
-    document, available, _ = run_plan(tmp_path, monkeypatch, PLAN, timeout_s=900)
+    document, available, _ = run_plan(tmp_path, monkeypatch, PLAN.replace("{kernel}", tcg_kernel()),
+                                      timeout_s=900)
     if temp is not None:
         assert not leftovers(temp), "the campaign left a process or a folder in its TMPDIR"
     runs = {(run["environment"], run["label"]): run for run in document["runs"]}

@@ -13,7 +13,7 @@ import pytest
 
 from guestbench import environments
 
-from tests.support.real_environments import prepared
+from tests.support.real_environments import prepared, tcg_kernel
 
 pytestmark = pytest.mark.integration
 GUESTBENCH = [sys.executable, "-m", "guestbench"]
@@ -36,6 +36,7 @@ kind = "uml"
 name = "qemu"
 kind = "qemu"
 accel = "tcg"
+kernel = "{kernel}"
 
 [[environment]]
 name = "kvm"
@@ -95,7 +96,7 @@ def test_a_plan_s_tables_as_published(tmp_path, available, host_facts) -> None:
     available("native")
     for name in ("uml", "qemu-tcg"):  # probed, their guest image built; else skipped, saying why
         prepared(host_facts, environments.create(environments.preset_spec(name)))
-    (tmp_path / "plan.toml").write_text(PLAN)
+    (tmp_path / "plan.toml").write_text(PLAN.replace("{kernel}", tcg_kernel()))
     run = guestbench("run", "plan.toml", "--quiet", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     markdown = guestbench("report", "--format", "markdown", cwd=tmp_path)

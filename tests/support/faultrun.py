@@ -31,6 +31,7 @@ import sqlalchemy as sa
 
 from tests.support import postgres
 from tests.support.leaks import guest_folders, guest_processes, left_since
+from tests.support.real_environments import preset_table
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GUESTBENCH = [sys.executable, "-m", "guestbench"]
@@ -46,9 +47,7 @@ name = "faults"
 repeat = {repeat}
 timeout_s = 60
 
-[[environment]]
-preset = "{kind}"
-
+{environment}
 [[workload]]
 name = "getpid"
 min_time_s = 0.05
@@ -171,7 +170,7 @@ def _stored(url: str) -> tuple[str | None, Counter]:
 def calibrate(kind: str, folder: Path) -> float:
     """Seconds a campaign of PLAN takes under kind here, with no fault."""
     work = Path(tempfile.mkdtemp(prefix=f"calibrate-{kind}-", dir=folder))
-    (work / "plan.toml").write_text(PLAN.format(kind=kind, repeat=REPEAT))
+    (work / "plan.toml").write_text(PLAN.format(environment=preset_table(kind), repeat=REPEAT))
     began = time.monotonic()
     done = guestbench(["run", "plan.toml", "--quiet", "--db", f"sqlite:///{work}/store.sqlite"],
                       work)
@@ -195,7 +194,7 @@ def one_campaign(tally: Tally, rng: random.Random, kind: str, fault: str, folder
         url = server.url("guestbench_tests", search_path=schema)
     else:
         url = f"sqlite:///{where}/store.sqlite"
-    (work / "plan.toml").write_text(PLAN.format(kind=kind, repeat=REPEAT))
+    (work / "plan.toml").write_text(PLAN.format(environment=preset_table(kind), repeat=REPEAT))
     processes, folders = guest_processes(), guest_folders()
     command = [*GUESTBENCH, "run", "plan.toml", "--quiet", "--db", url, "--logs",
                str(where / "logs")]
