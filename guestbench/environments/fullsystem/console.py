@@ -27,7 +27,10 @@ CONSOLE_TAIL_CHARS = 600
 # such line and the one before it, often the guest's own words for what went wrong.
 FAULT = re.compile(r"Kernel panic - not syncing|kernel BUG at |\bBUG: |\bOops\b"
                    r"|general protection fault|Panic on CPU \d+"
-                   r"|Kernel mode (?:fault at addr|signal \d+)|Segfault with no mm")
+                   r"|Kernel mode (?:fault at addr|signal \d+)|Segfault with no mm"
+                   r"|Initramfs unpacking failed")
+# A guest whose memory cannot hold its unpacked image: its /init finds no /proc, no agent.
+UNPACK_FAILED = "Initramfs unpacking failed"
 # Of those, the ones after which the guest is gone: the run has crashed.
 FATAL = re.compile(r"Kernel panic - not syncing|Panic on CPU \d+")
 # After a fatal line, the console is read on this long for the rest of what it says (the CPU,
@@ -212,8 +215,16 @@ class ConsoleGuest(ProcessGuest):
             if exited and self.agent and self.agent_ready_ns is None:
                 raise AgentNotStarted(
                     f"the agent could not start in the guest (its /init says: exit status "
-                    f"{int(exited.group(1))}); console: {self.console_tail()}")
+                    f"{int(exited.group(1))}){self._unpack_hint()}; console: "
+                    f"{self.console_tail()}")
             yield arrival_ns, line
+
+    def _unpack_hint(self) -> str:
+        """Why, where the kernel could not unpack the image: its memory was too small."""
+        if any(UNPACK_FAILED in text for _, text in self.faults.shown):
+            return (": the kernel could not unpack the guest image into the guest's memory "
+                    "(fix: a larger memory_mib)")
+        return ""
 
     def _seen(self, line: bytes) -> bool:
         """A console line kept for the reasons; True when it says the guest is gone."""

@@ -147,6 +147,23 @@ def test_an_agent_that_cannot_start_in_the_guest_is_infra_at_once(tmp_path):
     assert "exit status 126" in outcome.reason and "Permission denied" in outcome.reason
 
 
+def test_an_image_too_big_for_the_guest_s_memory_names_the_fix(tmp_path):
+    # a Xen PV domU of 256 MiB with an 88 MiB image (fio and its libraries), as it said it
+    script = """
+        print("[    3.652141] Initramfs unpacking failed: write error", flush=True)
+        print("guestbench-init: userspace", flush=True)
+        print("mount: mounting proc on /proc failed: No such file or directory", flush=True)
+        print("guestbench-init: agent exited with status 2", flush=True)
+        time.sleep(30)
+    """
+    with console(tmp_path, script, timeout_s=30) as guest:
+        outcome = watch(guest, 30, "getpid")
+    assert outcome.status == Status.INFRA, outcome.reason
+    assert "could not unpack the guest image" in outcome.reason
+    assert "(fix: a larger memory_mib)" in outcome.reason
+    assert "Initramfs unpacking failed: write error" in outcome.reason
+
+
 def test_a_vmm_that_aborts_after_the_guest_said_its_agent_ended_ok_flags_the_run(tmp_path):
     # UML inside an L1 machine has aborted at power-off, after a whole measurement
     script = records(end_t_ns=1_000, sleep_s=0) + """
