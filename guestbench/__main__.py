@@ -15,6 +15,7 @@ import sys
 
 from guestbench.process import stopping
 
+sys.unraisablehook = stopping.unraisable  # a signal dropped in a callback: no traceback
 signal.signal(signal.SIGTERM, stopping.raise_it)
 if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored by our parent
     signal.signal(signal.SIGINT, stopping.raise_it)

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 
 from guestbench.process import proc
+from guestbench.process.gate import SOURCE_DIR
 from guestbench.protocol import parse_line
 
 AGENT_ENV_VAR = "GUESTBENCH_AGENT"
-SOURCE_DIR = Path(__file__).resolve().parent.parent / "agent"
 
 
 class AgentMissing(Exception):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from guestbench.process import logcap, reaper
+from guestbench.process import gate, logcap, reaper
 from guestbench.process.identity import identity, still_running  # noqa: F401 - callers use proc.*
 
 
@@ -72,16 +72,6 @@ PUMP_JOIN_S = 5.0  # how long kill() waits for a log's pipe to end once the grou
 MAX_LINE_BYTES = 1 << 20  # a record is a short line; a longer one is cut here
 
 
-# The kernel's parent-death signal for every long-running child (a guest's own process):
-# util-linux's setpriv sets it and execs the program, so the child is killed when the
-# thread that started it ends, however it ends. (Python's preexec_fn could do it, but is
-# unsafe in a process with threads.) A command run to its end has only the reaper: setpriv's
-# exec doubled the cost of a short one (1.2 to 2.7 ms for `true`), and runc or ip run
-# thousands of them in a campaign. Without setpriv, the reaper alone ends them (reaper.py).
-_SETPRIV = shutil.which("setpriv")
-_DIE_WITH_US = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
-
-
 def _cannot_exec(program: str, env: dict[str, str] | None, cwd: Path | None) -> str | None:
     """Why execvp could not start program, or None if it could."""
     if "/" in program:
@@ -93,17 +83,18 @@ def _cannot_exec(program: str, env: dict[str, str] | None, cwd: Path | None) -> 
     return None if shutil.which(program, path=search) else os.strerror(2)
 
 
-def _spawn(argv: list[str], cwd: Path | None, env: dict[str, str] | None, die_with_us: bool,
-           **popen: object) -> subprocess.Popen:
-    """Popen in a session of its own, stdout and stderr piped, with the parent-death signal
-    if die_with_us and setpriv is found; ProcessError, in Popen's words, when argv[0]
-    cannot start."""
-    prefix = _DIE_WITH_US if die_with_us else []
+def _spawn(argv: list[str], cwd: Path | None, env: dict[str, str] | None, gated: bool,
+           stdin_pipe: bool = False, **popen: object) -> subprocess.Popen:
+    """Popen in a session of its own, stdout and stderr piped; gated (for a child that
+    lives on): behind the gate (gate.py), which gate.open_gate() opens. ProcessError, in
+    Popen's words, when argv[0] cannot start."""
+    prefix = gate.prefix(stdin_pipe) if gated else []
     missing = _cannot_exec(argv[0], env, cwd) if prefix else None
-    if missing:  # setpriv would start, then fail to exec it: say so as Popen would
+    if missing:  # the gate would start, then fail to exec it: say so as Popen would
         raise ProcessError(f"cannot start {argv[0]}: {missing}")
+    stdin = subprocess.PIPE if gated or stdin_pipe else subprocess.DEVNULL
     try:
-        return subprocess.Popen([*prefix, *argv], cwd=cwd, env=env,
+        return subprocess.Popen([*prefix, *argv], cwd=cwd, env=env, stdin=stdin,
                                 start_new_session=True, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, **popen)
     except OSError as error:
@@ -175,9 +166,7 @@ def run(argv: list[str], timeout_s: float, cwd: Path | None = None,
     out, err = logcap.CappedLog(None, LOG_CAP_BYTES), logcap.CappedLog(None, LOG_CAP_BYTES)
     try:
         with _starting_child():
-            child = _spawn(argv, cwd, env, die_with_us=False,
-                           stdin=subprocess.PIPE if stdin_data is not None
-                           else subprocess.DEVNULL)
+            child = _spawn(argv, cwd, env, gated=False, stdin_pipe=stdin_data is not None)
             reaper.KEEPER.group(child.pid)  # a kill -9 of guestbench ends its whole group
         pumps = [logcap.pump(child.stdout, out), logcap.pump(child.stderr, err)]
         if stdin_data is not None:
@@ -286,21 +275,28 @@ class Process:
         self._stdout_log = logcap.CappedLog(stdout_log, LOG_CAP_BYTES)
         self._stderr_log = logcap.CappedLog(stderr_log, LOG_CAP_BYTES)
         self._pumps: list = []
-        self.started_ns = now_ns()
         self.first_byte_ns: int | None = None
         with _starting_child():  # a Ctrl-C now waits until the child is in _live
             try:
-                self._child = _spawn(argv, cwd, env, die_with_us=True, pass_fds=pass_fds,
-                                     stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL)
+                self._child = _spawn(argv, cwd, env, gated=True, stdin_pipe=stdin_pipe,
+                                     pass_fds=pass_fds)
             except ProcessError:
                 self._close_logs()
                 raise
             self.pid = self._child.pid
             _live[self.pid] = self
+            try:
+                reaper.KEEPER.group(self.pid)  # its process group ends with us, however we end
+            except BaseException:
+                gate.close_gate(self._child.stdin)
+                raise
+            self.started_ns = now_ns()  # the program starts now, past the gate
+            gate.open_gate(self._child.stdin, stdin_pipe)
+            if not stdin_pipe:
+                self._child.stdin = None
             self._pumps.append(logcap.pump(self._child.stderr, self._stderr_log))
             if stdout_to_log:  # nobody reads it: it goes to its log as it comes
                 self._pumps.append(logcap.pump(self._child.stdout, self._stdout_log))
-            reaper.KEEPER.group(self.pid)  # its process group ends with us, however we end
 
     def lines(self, deadline_ns: int | Callable[[], int]) -> Iterator[tuple[int, bytes]]:
         """Yield (host_arrival_ns, line) for each stdout line until EOF.

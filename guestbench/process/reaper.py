@@ -14,10 +14,10 @@ when it has done. Should the reaper die too (killed with its guestbench), the ne
 guestbench's sweep() finds the journal of a process that is gone and runs its commands and
 removes its folders (not its process groups: their numbers may belong to others by then).
 
-Beside it, every guest's own process gets the kernel's parent-death signal (proc.py),
+Beside it, every guest's own process gets the kernel's parent-death signal (gate.py),
 which needs nothing to stay alive; the reaper covers what that cannot: a guest's other
 processes, state a runtime keeps apart from its processes, and the commands run to their
-end (which do without the signal: its setpriv would double a short command's cost).
+end (which do without the signal: its gate would double a short command's cost).
 
     python -m guestbench.process.reaper JOURNAL   (started by guestbench; reads its standard input)
 """

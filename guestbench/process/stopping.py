@@ -13,9 +13,12 @@ into an ImportError (numpy does). Or it is lost: a handler that runs inside a we
 callback or a __del__ (importlib's module locks have one) raises into code whose errors
 are printed and dropped. `received` names the signal once it came: the command line says
 such an error is the stop (arguments.Commands, __main__), and a campaign calls check()
-before it starts and before each run, so a lost signal stops it there."""
+before it starts and before each run, so a lost signal stops it there. The interpreter prints such a dropped error with its
+traceback; unraisable() keeps a dropped Signalled quiet, since check() or the command line
+says the stop in one line."""
 
 import signal
+import sys
 
 received: str | None = None  # 'SIGINT' or 'SIGTERM' once one came
 
@@ -34,6 +37,14 @@ def of(signum: int) -> Signalled:
 def raise_it(signum: int, frame) -> None:
     """A signal handler: raise Signalled for the signal now."""
     raise of(signum)
+
+
+def unraisable(unraisable) -> None:
+    """sys.unraisablehook: a Signalled dropped in a callback is already noted (received),
+    so it is not printed; any other dropped error is, as Python prints it."""
+    if isinstance(unraisable.exc_value, Signalled):
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def check() -> None:

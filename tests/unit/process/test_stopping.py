@@ -95,3 +95,44 @@ def test_a_signal_after_the_command_ended_leaves_its_code(tmp_path):
                            text=True, timeout=60)
     assert (ended.returncode, ended.stderr) == (0, "")
     assert ended.stdout.startswith("guestbench")
+
+
+# The signal lands in a __del__, whose errors the interpreter prints and drops (a fault run's
+# SIGINT landed in logging's after-fork hook, 2026-11-30): no traceback is printed, and the
+# next check() stops the command with its one line.
+DROPPED = """
+import gc, os, signal, sys
+import guestbench.__main__
+from guestbench.process import stopping
+
+class Dropping:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10 ** 6): pass
+
+Dropping()
+gc.collect()
+try:
+    stopping.check()
+except KeyboardInterrupt as stop:
+    print(stopping.stopped_line(str(stop)), file=sys.stderr)
+    raise SystemExit(130)
+"""
+
+
+def test_a_signal_dropped_in_a_callback_prints_no_traceback_and_still_stops(tmp_path):
+    (tmp_path / "dropped.py").write_text(DROPPED)
+    ended = subprocess.run([sys.executable, "-m", "dropped"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (ended.returncode, ended.stderr) == (130, "guestbench: stopped by SIGINT\n")
+
+
+def test_an_other_error_dropped_in_a_callback_is_still_printed(tmp_path):
+    (tmp_path / "other.py").write_text(
+        "import gc\nimport guestbench.__main__\n"
+        "class Failing:\n    def __del__(self):\n        raise ValueError('kept')\n"
+        "Failing()\ngc.collect()\n")
+    ended = subprocess.run([sys.executable, "-m", "other"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60)
+    assert ended.returncode == 0 and "ValueError: kept" in ended.stderr
