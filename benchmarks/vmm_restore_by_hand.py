@@ -151,8 +151,7 @@ def by_hand(preset: str, logs: Path, machine: nested.Machine
         (folder / "requests").write_text("\n".join(requests) + "\n")
         script = FIRECRACKER
     else:
-        argv = shlex.split((logs / "saved" / "command").read_text())[2]  # sh -c SCRIPT
-        vmm = shlex.split(argv.split("& forward=$!; ", 1)[1].split("; status=$?", 1)[0])
+        vmm = shlex.split((logs / "saved" / "command").read_text())
         vmm[vmm.index("--api-socket") + 1] = "path=/dev/shm/byhand.sock"
         (folder / "argv").write_text(shlex.join(vmm) + "\n")
         script = CLOUD_HYPERVISOR

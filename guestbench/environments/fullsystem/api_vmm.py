@@ -6,9 +6,10 @@ Hypervisor's none: its command line says it all), timing both as the run's own s
 phases (start_api_ready, start_configure). A refusal ends the start with the VMM's words.
 Snapshots are the kind's requests too (pause, create, load; ApiSnapshots below).
 
-Inside an L1 machine (inside = "tcg") the VMM runs there and its socket is in the L1
-machine's own tmpfs; socat beside it forwards the port the L1 machine forwards from the
-host's loopback (nested.Machine.qmp_address), so the same requests go the same way.
+Inside an L1 machine (inside = "tcg") the VMM runs there and serves its API at the one
+socket the machine forwards (l1_init.API_SOCKET, in its own tmpfs: one run at a time), from
+a port of the host's loopback (nested.Machine.api_address), so the same requests go the
+same way; the machine's socat, started with it, carries them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from guestbench.environments.fullsystem import guestdisk, kvm, nested, vsock
 from guestbench.environments.fullsystem.base import AttachedDisk, FullSystem, FullSystemSpec
 from guestbench.environments.fullsystem.console import ConsoleGuest
 from guestbench.environments.fullsystem.devices import GuestDevices
+from guestbench.environments.fullsystem.l1_init import API_SOCKET
 from guestbench.environments.fullsystem.vmm_api import SLOW_CALL_S, Api
 from guestbench.environments.snapshots import InMachine, Restored, Saved, image_bytes
 from guestbench.host import which
@@ -38,7 +40,7 @@ from guestbench.network.paths import NetPath
 from guestbench.process import proc
 
 SOCKET = "api.sock"
-SOCAT = "socat"  # forwards the L1 machine's port to the API socket (apt-get install socat)
+SOCAT = "socat"  # the L1 machine forwards its port to the API socket (apt-get install socat)
 
 
 class ApiVmmSpec(FullSystemSpec):
@@ -230,10 +232,9 @@ class ApiVmm(FullSystem):
         return AttachedDisk((str(path),), f"/dev/vd{'abcdefgh'[index]}")
 
     def socket(self, workdir: Path) -> str:
-        """Where the VMM serves its API: in the run's folder, or the L1 machine's tmpfs."""
-        if self.machine is not None:
-            return f"{nested.L1_SHM}/gb-{workdir.name}.sock"
-        return str(workdir / SOCKET)
+        """Where the VMM serves its API: in the run's folder, or the L1 machine's forwarded
+        socket."""
+        return API_SOCKET if self.machine is not None else str(workdir / SOCKET)
 
     def attach_network(self, path: NetPath) -> list[str]:
         """A virtio-net NIC on the run's tap: the kind gives devices.nic to its VMM (an API
@@ -252,27 +253,9 @@ class ApiVmm(FullSystem):
             devices.leftovers += [path, f"{path}_{port}"]
 
     def api(self, workdir: Path) -> Api:
-        address = self.machine.qmp_address if self.machine is not None else Path(
+        address = self.machine.api_address if self.machine is not None else Path(
             self.socket(workdir))
         return Api(self.vmm_name, address)
-
-    def forwarded(self, argv: list[str], socket: str) -> list[str]:
-        """argv as the run starts it: inside a VM, with socat beside it (ended with it).
-        socat's connection to the VMM's socket retries every 5 ms (up to 10 s) within the
-        one process it forks for a connection: the host's first request waits there until
-        the VMM listens, instead of trying again and again, each try a socat forked under
-        emulation on the machine's one CPU while the VMM starts. The script runs no other
-        program before the VMM: under emulation each costs tens of ms of its start."""
-        if self.machine is None:
-            return argv
-        listen = f"TCP-LISTEN:{nested.INNER_QMP_PORT},bind={nested.L1_ADDRESS.split('/')[0]}," \
-                 "reuseaddr,fork"
-        connect = f"UNIX-CONNECT:{socket},retry=2000,interval=0.005"
-        q = shlex.quote
-        script = (f"{SOCAT} {q(listen)} {q(connect)} 2>/dev/null & forward=$!; "
-                  f"{' '.join(q(a) for a in argv)}; status=$?; "
-                  f"kill $forward 2>/dev/null; rm -f {q(socket)}; exit $status")
-        return ["/bin/sh", "-c", script]
 
     def command_line(self, kernel_args: list[str], workdir: Path,
                      devices: GuestDevices) -> list[str]:
@@ -280,7 +263,7 @@ class ApiVmm(FullSystem):
         run's folder names them: start_guest asks for both, in that order)."""
         socket = self.socket(workdir)
         self._configures[str(workdir)] = self.configure(kernel_args, devices)
-        return self.forwarded(self.vmm_argv(socket, workdir, kernel_args, devices), socket)
+        return self.vmm_argv(socket, workdir, kernel_args, devices)
 
     def guest_options(self, workdir: Path) -> dict[str, Any]:
         return {"api": self.api(workdir), "ready_path": self.ready_path,
@@ -341,7 +324,7 @@ class ApiSnapshots(InMachine):
         began_ns = proc.now_ns()
         try:
             guest = vmm.guest_class(
-                vmm.forwarded(vmm.restore_argv(socket), socket), logdir, deadline_ns,
+                vmm.restore_argv(socket), logdir, deadline_ns,
                 scratch=[workdir], stdin=True, first_seq=first_seq, resumed=True,
                 boot_timeout_s=vmm.spec.boot_timeout_s, api=vmm.api(workdir),
                 ready_path=vmm.ready_path, configure=None,

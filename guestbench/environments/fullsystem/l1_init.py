@@ -14,6 +14,13 @@ serves the host on the virtio-serial port gb.ctl, one line per command:
     line ID TEXT     TEXT and a newline to that run's standard input
     kill ID          SIGKILL to that run's process group
 
+It also serves the API of the run's VMM (Firecracker's, Cloud Hypervisor's, at API_SOCKET
+in the machine's tmpfs) on API_PORT of its own address, which the host's loopback forwards:
+one socat for the machine's life (if the host has socat), which forks a process for each
+connection that retries the socket every 5 ms until the VMM listens. A run's start then
+costs no forwarder's start under emulation. When a run ends, its socket is removed, so the
+next run's VMM can listen there.
+
 and says, each on a line of its own:
 
     gbl1: ready UPTIME kvm=yes|no CPUS     once, when it can take commands
@@ -26,9 +33,12 @@ docs/environments.md, "Inside a VM", describes what this proves and what it cann
 
 from __future__ import annotations
 
+API_PORT = 4445
+API_SOCKET = "/dev/shm/gb-api.sock"  # the machine's own tmpfs, as the runs see it
+
 # The host parses the "gbl1:" lines (nested.py): change their wording only together.
 # The text is part of the L1 image's content address.
-L1_INIT = r"""#!/bin/busybox sh
+_L1_INIT = r"""#!/bin/busybox sh
 bb=/bin/busybox
 $bb mount -t proc proc /proc
 $bb mount -t devtmpfs devtmpfs /dev
@@ -83,6 +93,13 @@ if [ -z "$failed" ]; then
     $bb mount -t 9p -o $o gbwork "/host$work" || failed="mount of the shared folder $work"
 fi
 
+# The run's VMM's API: one forwarder for the machine's life (the module's docstring)
+if [ -n "$net" ] && [ -z "$failed" ]; then
+    PATH=/usr/local/bin:/usr/bin:/bin $bb chroot /host socat \
+        "TCP-LISTEN:@API_PORT@,bind=${net%%/*},reuseaddr,fork" \
+        "UNIX-CONNECT:@API_SOCKET@,retry=2000,interval=0.005" </dev/null >/dev/null 2>&1 &
+fi
+
 port=
 for name in /sys/class/virtio-ports/*/name; do
     [ "$($bb cat "$name" 2>/dev/null)" = gb.ctl ] && port=/dev/$($bb basename "$($bb dirname "$name")")
@@ -117,6 +134,7 @@ while read -r verb id script <&3; do
                 wait $!
                 status=$?
                 [ "$input" = /dev/null ] || $bb rm -f "$input"
+                [ -S "/host@API_SOCKET@" ] && $bb rm -f "/host@API_SOCKET@"
                 echo >&3
                 echo "gbl1: exited $id $status" >&3
             ) &
@@ -138,3 +156,4 @@ done
 echo "gbl1: control port closed"
 $bb poweroff -f
 """
+L1_INIT = _L1_INIT.replace("@API_PORT@", str(API_PORT)).replace("@API_SOCKET@", API_SOCKET)

@@ -15,6 +15,7 @@ functional, not the speed of the hypervisor inside.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -33,7 +34,7 @@ from guestbench import agent, images
 from guestbench.environments.base import Availability, GuestStartError
 from guestbench.environments import scratch
 from guestbench.environments.fullsystem import channels, dom0
-from guestbench.environments.fullsystem.l1_init import L1_INIT
+from guestbench.environments.fullsystem.l1_init import API_PORT, L1_INIT
 from guestbench.host import which
 from guestbench.images import vmlinux
 from guestbench.process import logcap, proc, reaper
@@ -146,6 +147,7 @@ class Machine:
         self.logs: Path | None = None
         self.runs = 0
         self.qmp_port = 0
+        self.api_port = 0
         self.busy: "Run | None" = None
         self._ids = itertools.count(1)
         self._buffer = bytearray()
@@ -177,7 +179,7 @@ class Machine:
         control = self.folder / "ctl.sock"
         listener.bind(str(control))
         listener.listen(1)
-        self.qmp_port = _free_port()
+        self.qmp_port, self.api_port = _free_ports(2)
         argv = self.command_line(image, control)
         (self.logs / "command").write_text(" ".join(shlex.quote(a) for a in argv) + "\n")
         started = proc.now_ns()
@@ -228,7 +230,8 @@ class Machine:
             "-fsdev", f"local,id=gbwork,path={self.folder},security_model=none",
             "-device", "virtio-9p-device,fsdev=gbwork,mount_tag=gbwork",
             "-netdev", f"user,id=gbl1net,net={L1_NET},"
-                       f"hostfwd=tcp:127.0.0.1:{self.qmp_port}-:{INNER_QMP_PORT}",
+                       f"hostfwd=tcp:127.0.0.1:{self.qmp_port}-:{INNER_QMP_PORT},"
+                       f"hostfwd=tcp:127.0.0.1:{self.api_port}-:{API_PORT}",
             "-device", "virtio-net-device,netdev=gbl1net",
             "-chardev", f"socket,id=gbctl,path={control}",
             "-device", "virtio-serial-device,max_ports=2",
@@ -260,6 +263,12 @@ class Machine:
     def qmp_address(self) -> tuple[str, int]:
         """Where the host reaches the QMP of an inner QEMU started with `-qmp INNER_QMP`."""
         return ("127.0.0.1", self.qmp_port)
+
+    @property
+    def api_address(self) -> tuple[str, int]:
+        """Where the host reaches the API of a VMM that serves it at l1_init.API_SOCKET in
+        the machine (l1_init.py forwards it)."""
+        return ("127.0.0.1", self.api_port)
 
     def workdir(self) -> Path:
         """A fresh folder for one run, which the L1 guest sees at the same path."""
@@ -442,12 +451,16 @@ def relocated(setup: channels.ChannelSetup, workdir: Path) -> channels.ChannelSe
     return dataclasses.replace(setup, vmm_args=vmm_args, pass_fds=(), feeder=InsideFeeder())
 
 
-def _free_port() -> int:
-    """A TCP port of the host's loopback that nothing listens on now (the L1 machine's QEMU
-    binds it a moment later: should another take it first, that QEMU says so and fails)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """count TCP ports of the host's loopback, each apart, that nothing listens on now (the
+    L1 machine's QEMU binds them a moment later: should another take one first, that QEMU
+    says so and fails)."""
+    with contextlib.ExitStack() as held:  # all bound at once: no port given twice
+        probes = [held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                  for _ in range(count)]
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
 
 
 def _l1_modules(kernel: Path) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import pytest
 
 from guestbench import environments, images
 from guestbench.environments.base import GuestStartError, Job
-from guestbench.environments.fullsystem import api_vmm, nested
+from guestbench.environments.fullsystem import api_vmm, l1_init, nested
 from guestbench.environments.fullsystem.devices import GuestDevices
 from guestbench.environments.fullsystem.vmm_api import Api, ApiRefused
 from guestbench.environments.kinds import firecracker
@@ -142,21 +142,27 @@ def test_the_api_s_absence_is_told_with_what_was_tried(tmp_path) -> None:
         api.call("GET", "/version")
 
 
-def test_inside_a_vm_socat_carries_the_api_and_ends_with_the_vmm(tmp_path) -> None:
+def test_inside_a_vm_the_vmm_serves_the_machine_s_forwarded_socket(tmp_path) -> None:
+    """The L1 machine's socat, started with it, carries the API: the run's argv is the
+    VMM's own, with no forwarder to start under emulation before it."""
     environment = vmm(inside="tcg", binary="/opt/fc/firecracker")
-    environment.machine = type("M", (), {"qmp_address": ("127.0.0.1", 5555)})()
+    environment.machine = type("M", (), {"api_address": ("127.0.0.1", 5555)})()
     socket = environment.socket(tmp_path / "run-x")
-    assert socket == f"{nested.L1_SHM}/gb-run-x.sock"  # the L1 machine's own tmpfs
-    argv = environment.forwarded(["/opt/fc/firecracker", "--api-sock", socket], socket)
-    assert argv[:2] == ["/bin/sh", "-c"]
-    script = argv[2]
-    assert f"TCP-LISTEN:{nested.INNER_QMP_PORT}" in script
-    # one forked socat per connection, which waits there for the VMM to listen
-    assert f"UNIX-CONNECT:{socket},retry=2000,interval=0.005" in script
-    assert script.index("socat") < script.index("/opt/fc/firecracker")
-    assert "kill $forward" in script and script.endswith("exit $status")
+    assert socket == l1_init.API_SOCKET and socket.startswith(f"{nested.L1_SHM}/")
+    argv = environment.vmm_argv(socket, tmp_path / "run-x", [], GuestDevices())
+    assert argv[:3] == ["/opt/fc/firecracker", "--api-sock", socket]
     assert environment.api(tmp_path / "run-x").address == ("127.0.0.1", 5555)
     environment.machine = None
+
+
+def test_the_l1_machine_forwards_its_api_port_and_frees_the_socket_after_each_run() -> None:
+    init = l1_init.L1_INIT
+    assert "@API_" not in init  # every placeholder filled in
+    forwarder = init[init.index("chroot /host socat"):]
+    assert f'"TCP-LISTEN:{l1_init.API_PORT},bind=${{net%%/*}},reuseaddr,fork"' in forwarder
+    assert f'"UNIX-CONNECT:{l1_init.API_SOCKET},retry=2000,interval=0.005"' in forwarder
+    after_the_run = init[init.index("status=$?"):init.index("gbl1: exited")]
+    assert f'$bb rm -f "/host{l1_init.API_SOCKET}"' in after_the_run
 
 
 def test_without_the_binary_it_is_unavailable_with_the_fix(tmp_path) -> None:
