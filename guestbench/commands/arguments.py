@@ -3,6 +3,8 @@ list of names; --db and --format; where the text goes; the settings of a short c
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from pathlib import Path
 
 import click
@@ -78,7 +80,25 @@ def emit(text: str, output: Path | None) -> None:
 
 
 def say(line: str) -> None:
-    click.echo(line, err=True)
+    """A line of the command's own on stderr. On a terminal it is wrapped to fit it (at most
+    the tables' width), its continuation indented, no word or path cut; elsewhere (a log, a
+    pipe, a test) each line stays whole, for grep."""
+    click.echo(fitted(line, shutil.get_terminal_size().columns) if _on_a_terminal() else line,
+               err=True)
+
+
+def _on_a_terminal() -> bool:
+    return click.get_text_stream("stderr").isatty()
+
+
+def fitted(text: str, columns: int) -> str:
+    """text wrapped to columns (at most the tables' text width)."""
+    from guestbench.report.formats.terminal import TEXT_WIDTH  # deferred: rich loads with it
+    width = max(min(columns, TEXT_WIDTH), 40)
+    return "\n".join(
+        textwrap.fill(line, width, subsequent_indent="  ", break_long_words=False,
+                      break_on_hyphens=False) if len(line) > width else line
+        for line in text.split("\n"))
 
 
 def short_lived() -> None:
