@@ -4,6 +4,7 @@ list of names; --db and --format; where the text goes; the settings of a short c
 from __future__ import annotations
 
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def say(line: str) -> None:
 
 
 def _on_a_terminal() -> bool:
-    return click.get_text_stream("stderr").isatty()
+    return sys.stderr.isatty()
 
 
 def fitted(text: str, columns: int) -> str:
