@@ -22,10 +22,12 @@ SUDO=""
 # locks a container's network with iptables-restore): runc's and crun's checkpoint and
 # restore (the snapshot workloads). socat: the API of a Firecracker or Cloud Hypervisor
 # inside an L1 machine (the -nested presets; the VMMs themselves are built from source).
+# zstd, lz4: the test that zstd and lz4 kernels are extracted as their tools write them.
 PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
           runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
           busybox-static cpio kmod linux-perf fio dbench bonnie++ e2fsprogs qemu-utils chromium fonts-dejavu-core
-          sysbench stress-ng postgresql linux-source flex bison bc iproute2 sockperf iperf3 criu iptables socat)
+          sysbench stress-ng postgresql linux-source flex bison bc iproute2 sockperf iperf3 criu iptables socat
+          zstd lz4)
 # install PACKAGE... (with --no-install-recommends first: without their recommends) installs
 # those of them that are not installed yet.
 install() {

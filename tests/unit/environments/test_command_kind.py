@@ -3,6 +3,8 @@ it provides, and the command line it builds (placeholders, one {cmdline} argumen
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -154,6 +156,51 @@ def test_a_vmlinux_kernel_is_extracted_from_the_bzimage_once(tmp_path, monkeypat
     not_a_kernel.write_bytes(b"\0" * 4096)
     with pytest.raises(images.ImageError, match="no compressed ELF kernel"):
         vmlinux.extract(not_a_kernel)
+
+
+def _lz4_legacy(data: bytes) -> bytes:
+    """data as `lz4 -l` writes it (the kernel's build): the magic, then blocks of 8 MiB at
+    most, each after its compressed size."""
+    import struct
+
+    import lz4.block
+    out = [b"\x02\x21\x4c\x18"]
+    for at in range(0, len(data), 8 << 20):
+        block = lz4.block.compress(data[at:at + (8 << 20)], store_size=False)
+        out += [struct.pack("<I", len(block)), block]
+    return b"".join(out)
+
+
+def _zstd(data: bytes) -> bytes:
+    import zstandard
+    return zstandard.ZstdCompressor(level=19).compress(data)
+
+
+def _by_the_tool(tool: list[str]):
+    def compress(data: bytes) -> bytes:
+        if shutil.which(tool[0]) is None:
+            pytest.skip(f"{tool[0]} is not installed here (apt-get install {tool[0]})")
+        return subprocess.run(tool, input=data, capture_output=True, check=True).stdout
+    return compress
+
+
+@pytest.mark.parametrize("compress", [_zstd, _lz4_legacy, _by_the_tool(["zstd", "-19", "-c"]),
+                                      _by_the_tool(["lz4", "-l", "-9", "-c"])],
+                         ids=["zstd", "lz4-legacy", "zstd-tool", "lz4-tool"])
+def test_a_zstd_or_lz4_kernel_is_extracted_too(compress, tmp_path, monkeypatch):
+    """Ubuntu's and Arch's kernels are zstd; the kernel's build writes lz4 in its legacy
+    format. An ELF of more than one lz4 block (8 MiB), then the 4 bytes of size the build
+    appends, then the rest of a bzImage."""
+    import random
+
+    from guestbench.images import vmlinux
+    monkeypatch.setenv("GUESTBENCH_CACHE", str(tmp_path / "cache"))
+    noise = random.Random(7)
+    elf = b"\x7fELF" + bytes(noise.getrandbits(8) for _ in range(1 << 16)) * 160  # 10 MiB
+    bzimage = tmp_path / "bzImage"
+    bzimage.write_bytes(b"MZ" + b"\0" * 1000 + b"HdrS" + compress(elf)
+                        + len(elf).to_bytes(4, "little") + b"\0" * 100)
+    assert vmlinux.extract(bzimage).read_bytes() == elf
 
 
 @pytest.mark.parametrize("body", ["#!/bin/sh\nexec yes\n", "#!/bin/sh\nexec sleep 60\n"])
