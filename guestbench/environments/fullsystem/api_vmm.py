@@ -14,7 +14,6 @@ same way; the machine's socat, started with it, carries them.
 
 from __future__ import annotations
 
-import shlex
 import shutil
 import tempfile
 from abc import abstractmethod
@@ -28,7 +27,7 @@ from pydantic import Field
 from guestbench import images
 from guestbench.environments import scratch
 from guestbench.environments.base import Availability, Capability, Guest, GuestStartError, Job
-from guestbench.environments.fullsystem import guestdisk, kvm, nested, vsock
+from guestbench.environments.fullsystem import guestdisk, kvm, vsock
 from guestbench.environments.fullsystem.base import AttachedDisk, FullSystem, FullSystemSpec
 from guestbench.environments.fullsystem.console import ConsoleGuest
 from guestbench.environments.fullsystem.devices import GuestDevices
