@@ -18,7 +18,11 @@ guestbench's nested module: the test bed, not what is measured) as one bash scri
 - each restore timed by the machine's clock (`date +%s%N`) from spawning the VMM to the
   restored agent's `restored_token` line on its output: `curl PUT /snapshot/load` with
   `resume_vm`, or `ch-remote restore` and `resume` (Cloud Hypervisor under `script`, as its
-  serial port reads input only from a terminal), then "go" into its console.
+  serial port reads input only from a terminal), then "go" into its console;
+- each VMM killed after its restore and waited for until it has ended, with what it
+  started (script's Cloud Hypervisor, in a session of its own), as guestbench's stop of a
+  run in the L1 machine waits for its cgroup to empty: no restore starts beside the last
+  one's VMM still freeing its guest's memory.
 
 The machine's clock is checked against the host's over the whole script (printed as a
 ratio), and the start of the API's client there is timed apart (`client_start_ms`): under
@@ -66,7 +70,16 @@ start_vmm() {  # $@: the VMM's argv; its stdin and stdout are FIFOs, held on fds
     "$@" <in >out 2>>vmm.err & VMM=$!
     exec 3>in 4<out
 }
-stop_vmm() { kill -9 $VMM 2>/dev/null; wait $VMM 2>/dev/null; exec 3>&- 4<&-; }
+stop_vmm() {  # the VMM and what it started (script's Cloud Hypervisor), each until it ended
+    kids=$(cat /proc/$VMM/task/*/children 2>/dev/null)
+    kill -9 $VMM $kids 2>/dev/null; wait $VMM 2>/dev/null
+    for kid in $kids; do ended $kid; done
+    exec 3>&- 4<&-
+}
+ended() {  # until process $1 is gone or a zombie (its memory freed)
+    local state
+    while { read -r _ _ state _ </proc/$1/stat; } 2>/dev/null && [ "$state" != Z ]; do snooze; done
+}
 mkfifo never; exec 5<>never  # read -t on it: a 5 ms sleep without a process
 snooze() { read -r -t 0.005 -u 5 || :; }
 tool_start() {  # what starting the API's client costs here: 5 runs of "$@", each timed

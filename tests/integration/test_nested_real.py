@@ -230,3 +230,35 @@ def test_an_l1_machine_that_died_is_replaced_at_the_next_run(host_facts, agent_p
     while Path(f"/proc/{replaced}").exists() and proc.now_ns() < deadline:
         time.sleep(0.05)
     assert not Path(f"/proc/{replaced}").exists(), "the new L1 machine outlived close()"
+
+
+def test_a_killed_run_ends_with_every_process_it_started_gone(tmp_path):
+    """A run whose program starts a process in a session of its own (as script(1) starts
+    Cloud Hypervisor for a restore): the kill of the run reaches it too, through the run's
+    cgroup in the L1 machine, and the run's end is told only once it is gone. A process
+    group's kill, as before, left it running."""
+    answer = nested.probe("tcg")
+    if not answer.available:
+        pytest.skip(f"no L1 machine here: {answer.reason}")
+    machine = nested.acquire(nested.Shape("tcg", 512, 1))
+    try:
+        workdir = machine.workdir()
+        child = workdir / "child"
+        run = machine.launch(
+            ["/bin/sh", "-c", f"setsid sleep 600 </dev/null >/dev/null 2>&1 & "
+                              f"echo $! >{child}.part && mv {child}.part {child}; exec sleep 600"],
+            workdir, tmp_path / "stdout.log", tmp_path / "stderr.log")
+        deadline = time.monotonic() + 60
+        while not child.exists():
+            assert time.monotonic() < deadline, "the run's program did not start"
+            time.sleep(0.05)
+        pid = int(child.read_text())
+        status, said = machine.side(f"cat /proc/{pid}/stat", 30)
+        assert status == 0 and "(sleep)" in said, said  # running, in a session of its own
+        run.kill()
+        assert run.returncode is not None, "the run's end was not told"
+        status, said = machine.side(f"test -e /proc/{pid} && cat /proc/{pid}/stat", 30)
+        assert status != 0, f"the run's process in its own session outlived the kill: {said}"
+        assert machine.alive
+    finally:
+        nested.release(machine)

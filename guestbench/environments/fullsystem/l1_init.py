@@ -12,7 +12,8 @@ serves the host on the virtio-serial port gb.ctl, one line per command:
     side ID SCRIPT   start `sh SCRIPT` the same way, beside the run, and say nothing on the
                      port (its script writes its output and status to files)
     line ID TEXT     TEXT and a newline to that run's standard input
-    kill ID          SIGKILL to that run's process group
+    kill ID          SIGKILL to every process of that run (its cgroup's, where the kernel
+                     has cgroup.kill; else its process group's)
 
 It also serves the API of the run's VMM (Firecracker's, Cloud Hypervisor's, at API_SOCKET
 in the machine's tmpfs) on API_PORT of its own address, which the host's loopback forwards:
@@ -26,7 +27,16 @@ and says, each on a line of its own:
     gbl1: ready UPTIME kvm=yes|no CPUS     once, when it can take commands
     gbl1: failed WHAT                      instead, when it cannot (then it powers off)
     gbl1: started ID                       the run's process exists
-    gbl1: exited ID STATUS                 it has ended (STATUS as the shell's $?)
+    gbl1: exited ID STATUS                 it has ended (STATUS as the shell's $?); after
+                                           a kill, once all its processes are gone
+
+Each run is in a cgroup of its own, where the kernel has cgroup v2 and cgroup.kill (5.14):
+a kill then reaches the processes a run started in sessions of their own (Cloud
+Hypervisor under script(1) is one), which a process group's kill misses, and the run's end
+is told only when they have all ended and their memory is freed: the next run does not
+start beside a VMM of the last one that is still tearing down its guest's memory on the
+machine's one CPU. A run that ends by itself leaves its daemons (Xen's toolstack starts
+xenstored and xenconsoled so) where they are.
 
 docs/environments.md, "Inside a VM", describes what this proves and what it cannot.
 """
@@ -45,6 +55,13 @@ $bb mount -t devtmpfs devtmpfs /dev
 $bb mount -t sysfs sysfs /sys
 $bb mount -t tmpfs tmpfs /tmp
 echo "gbl1: userspace"
+# a cgroup per run where the kernel can kill one whole (the module's docstring)
+cg=/sys/fs/cgroup/gb
+{ $bb mount -t cgroup2 cgroup2 /sys/fs/cgroup && $bb mkdir $cg && [ -e $cg/cgroup.kill ]; } \
+    2>/dev/null || cg=
+# read -t on a FIFO that never has a line: a short wait without starting a process
+$bb mkfifo /tmp/never
+exec 4<>/tmp/never
 
 # KVM for the CPU's vendor (the other module would fail to load), nested where it can.
 vendor=intel
@@ -97,7 +114,7 @@ fi
 if [ -n "$net" ] && [ -z "$failed" ]; then
     PATH=/usr/local/bin:/usr/bin:/bin $bb chroot /host socat \
         "TCP-LISTEN:@API_PORT@,bind=${net%%/*},reuseaddr,fork" \
-        "UNIX-CONNECT:@API_SOCKET@,retry=2000,interval=0.005" </dev/null >/dev/null 2>&1 &
+        "UNIX-CONNECT:@API_SOCKET@,retry=2000,interval=0.005" </dev/null >/dev/null 2>&1 4<&- &
 fi
 
 port=
@@ -125,31 +142,52 @@ while read -r verb id script <&3; do
                 $bb mkfifo "$input"
             fi
             (
+                group=
+                [ -n "$cg" ] && $bb mkdir "$cg/$id" && group=$cg/$id
                 # read-write: the FIFO opens at once and never ends before the run does
                 # the port is its output, not a descriptor of its own: a daemon it starts
                 # (Xen's toolstack in a dom0) must not hold the port open past the run
-                $bb setsid $bb chroot /host /bin/sh "$script" <>"$input" >&3 2>/dev/console 3>&- &
+                (
+                    [ -z "$group" ] || echo 0 >"$group/cgroup.procs"
+                    exec $bb setsid $bb chroot /host /bin/sh "$script" <>"$input" >&3 \
+                        2>/dev/console 3>&- 4<&-
+                ) &
                 echo $! > /tmp/run-$id
                 echo "gbl1: started $id" >&3
                 wait $!
                 status=$?
+                if [ -n "$group" ] && [ -f /tmp/kill-$id ]; then
+                    # killed: told once every process of it has ended (at most 20 s)
+                    n=0
+                    while read -r populated <"$group/cgroup.events" && \
+                            [ "$populated" != "populated 0" ] && [ $n -lt 4000 ]; do
+                        read -r -t 0.005 -u 4 _
+                        n=$((n + 1))
+                    done
+                fi
                 [ "$input" = /dev/null ] || $bb rm -f "$input"
                 [ -S "/host@API_SOCKET@" ] && $bb rm -f "/host@API_SOCKET@"
                 echo >&3
                 echo "gbl1: exited $id $status" >&3
+                [ -z "$group" ] || $bb rmdir "$group" 2>/dev/null  # kept while daemons live
             ) &
             ;;
         side)
             # beside a run: silent on the port, where a line of its own could land inside
             # a line of the run's console; its script keeps its output and status in files
-            $bb setsid $bb chroot /host /bin/sh "$script" </dev/null >/dev/null 2>&1 3>&- &
+            $bb setsid $bb chroot /host /bin/sh "$script" </dev/null >/dev/null 2>&1 3>&- 4<&- &
             echo $! > /tmp/run-$id
             ;;
         line)
             [ -p /tmp/in-$id ] && echo "$script" > /tmp/in-$id
             ;;
         kill)
-            [ -f /tmp/run-$id ] && $bb kill -KILL -"$($bb cat /tmp/run-$id)" 2>/dev/null
+            : >/tmp/kill-$id
+            if [ -e "$cg/$id/cgroup.kill" ]; then
+                echo 1 >"$cg/$id/cgroup.kill"
+            else
+                [ -f /tmp/run-$id ] && $bb kill -KILL -"$($bb cat /tmp/run-$id)" 2>/dev/null
+            fi
             ;;
     esac
 done
