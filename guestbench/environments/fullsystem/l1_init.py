@@ -157,10 +157,10 @@ while read -r verb id script <&3; do
                 wait $!
                 status=$?
                 if [ -n "$group" ] && [ -f /tmp/kill-$id ]; then
-                    # killed: told once every process of it has ended (at most 20 s)
+                    # killed: told once every process of it has ended (5 s at most: the host waits 10)
                     n=0
                     while read -r populated <"$group/cgroup.events" && \
-                            [ "$populated" != "populated 0" ] && [ $n -lt 4000 ]; do
+                            [ "$populated" != "populated 0" ] && [ $n -lt 1000 ]; do
                         read -r -t 0.005 -u 4 _
                         n=$((n + 1))
                     done
