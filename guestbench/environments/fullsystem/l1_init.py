@@ -5,9 +5,12 @@ read-only over 9p at /host (so every program, library, firmware file and guest i
 its host path there) and the host's shared folder read-write at its own path in it, then
 serves the host on the virtio-serial port gb.ctl, one line per command:
 
-    run ID SCRIPT    start `sh SCRIPT` chrooted into /host, in a session of its own; its
-                     output (the inner VMM's console) goes to the port as it comes
-    runin ID SCRIPT  the same, its standard input a FIFO that `line` writes to (else
+    run ID FILE      start the run chrooted into /host, in a session of its own: where
+                     FILE ends in .argv, the program and arguments on its one line (in the
+                     shell's quoting), its stderr into the file VMM_STDERR beside it;
+                     else `sh FILE`. Its output (the inner VMM's console) goes to the
+                     port as it comes
+    runin ID FILE    the same, its standard input a FIFO that `line` writes to (else
                      /dev/null)
     side ID SCRIPT   start `sh SCRIPT` the same way, beside the run, and say nothing on the
                      port (its script writes its output and status to files)
@@ -45,6 +48,12 @@ from __future__ import annotations
 
 API_PORT = 4445
 API_SOCKET = "/dev/shm/gb-api.sock"  # the machine's own tmpfs, as the runs see it
+# A run's files in its folder (nested.py writes the first, the run the others)
+RUN_ARGV = "l2.argv"             # the VMM's argv, one line in the shell's quoting
+SESSION_FILE = "l2.session"      # the id of the session the run's VMM is in (its leader's pid)
+VMM_STDERR = "vmm-stderr.log"
+RUN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # the run's PATH
+SHM = "/dev/shm"                 # the machine's own tmpfs (TMPDIR)
 
 # The host parses the "gbl1:" lines (nested.py): change their wording only together.
 # The text is part of the L1 image's content address.
@@ -149,11 +158,24 @@ while read -r verb id script <&3; do
                 # (Xen's toolstack in a dom0) must not hold the port open past the run
                 (
                     [ -z "$group" ] || echo 0 >"$group/cgroup.procs"
+                    case "$script" in
+                        *.argv)
+                            # the VMM's argv, started from here: no shell of the host's first
+                            read -r line <"/host$script"
+                            eval "set -- $line"
+                            export PATH=@RUN_PATH@ TMPDIR=@SHM@
+                            exec $bb setsid $bb chroot /host "$@" <>"$input" >&3 \
+                                2>"/host${script%/*}/@VMM_STDERR@" 3>&- 4<&-
+                            ;;
+                    esac
                     exec $bb setsid $bb chroot /host /bin/sh "$script" <>"$input" >&3 \
                         2>/dev/console 3>&- 4<&-
                 ) &
-                echo $! > /tmp/run-$id
+                pid=$!
+                echo $pid > /tmp/run-$id
                 echo "gbl1: started $id" >&3
+                # its session's leader, which a script of the host's shell writes itself
+                case "$script" in *.argv) echo $pid >"/host${script%/*}/@SESSION_FILE@" ;; esac
                 wait $!
                 status=$?
                 if [ -n "$group" ] && [ -f /tmp/kill-$id ]; then
@@ -194,4 +216,8 @@ done
 echo "gbl1: control port closed"
 $bb poweroff -f
 """
-L1_INIT = _L1_INIT.replace("@API_PORT@", str(API_PORT)).replace("@API_SOCKET@", API_SOCKET)
+L1_INIT = _L1_INIT
+for _name, _value in {"API_PORT": str(API_PORT), "API_SOCKET": API_SOCKET, "RUN_PATH": RUN_PATH,
+                      "SHM": SHM, "VMM_STDERR": VMM_STDERR,
+                      "SESSION_FILE": SESSION_FILE}.items():
+    L1_INIT = L1_INIT.replace(f"@{_name}@", _value)

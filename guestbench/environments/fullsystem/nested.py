@@ -34,7 +34,8 @@ from guestbench import agent, images
 from guestbench.environments.base import Availability, GuestStartError
 from guestbench.environments import scratch
 from guestbench.environments.fullsystem import channels, dom0
-from guestbench.environments.fullsystem.l1_init import API_PORT, L1_INIT
+from guestbench.environments.fullsystem.l1_init import (API_PORT, L1_INIT, RUN_ARGV,
+                                                       RUN_PATH, SESSION_FILE, SHM, VMM_STDERR)
 from guestbench.host import which
 from guestbench.images import vmlinux
 from guestbench.process import logcap, proc, reaper
@@ -53,15 +54,13 @@ L1_EXTRA_MIB = 1024   # beyond the inner guest's memory: the L1 kernel, its page
                       # host's files read over 9p, a UML guest's memory file in /dev/shm
 L1_BOOT_TIMEOUT_S = 180.0
 KILL_WAIT_S = 10.0
-RUN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 FEED_SCRIPT = "feed.sh"  # sourced by a run's script before it starts the VMM, if there
-SESSION_FILE = "l2.session"  # the id of the session the run's VMM is in (its shell's pid)
 # A reading of every thread in the machine (process/threads.py); the run's session picks the
 # VMM's. One grep: under emulation each process started there costs tens of milliseconds.
 THREADS_READ = ("grep -H '' /proc/uptime /proc/[0-9]*/task/*/stat /proc/[0-9]*/task/*/schedstat "
                 "2>/dev/null; true")
 THREADS_READ_TIMEOUT_S = 10
-L1_SHM = "/dev/shm"      # the L1 machine's own tmpfs: sockets and FIFOs live there
+L1_SHM = SHM  # the L1 machine's own tmpfs: sockets and FIFOs live there
 # UML's serial line inside the L1 machine: the two descriptors the shell gives it (one
 # digit: the shell's limit; not 4, which is UML's ubd pipe)
 INSIDE_FDS = (7, 8)
@@ -296,13 +295,7 @@ class Machine:
                 raise GuestStartError("the L1 machine runs one inner guest at a time, and one "
                                       "is running")
             run_id = next(self._ids)
-            script = workdir / "l2.sh"
-            folder = shlex.quote(str(workdir))
-            script.write_text(
-                f"export PATH={RUN_PATH} TMPDIR={L1_SHM}\n"
-                f"if [ -f {folder}/{FEED_SCRIPT} ]; then . {folder}/{FEED_SCRIPT}; fi\n"
-                f"echo $$ >{folder}/{SESSION_FILE}\n"  # the session's leader: a builtin
-                f"exec {' '.join(shlex.quote(a) for a in argv)} 2>{folder}/vmm-stderr.log\n")
+            script = _run_file(argv, workdir)
             run = Run(self, run_id, argv, workdir, stdout_log, stderr_log)
             self._send(f"{'runin' if stdin_pipe else 'run'} {run_id} {script}\n")
             self.busy = run
@@ -451,6 +444,27 @@ def relocated(setup: channels.ChannelSetup, workdir: Path) -> channels.ChannelSe
     return dataclasses.replace(setup, vmm_args=vmm_args, pass_fds=(), feeder=InsideFeeder())
 
 
+def _run_file(argv: list[str], workdir: Path) -> Path:
+    """What the L1 machine's init starts for a run (l1_init.py): the VMM's argv on one line
+    (l2.argv), which it starts itself; or, where a feeder must start first (feed.sh) or an
+    argument holds a newline, a script for the host's shell (l2.sh). Under emulation a
+    dynamically linked program's start costs tens of milliseconds: that shell was one more
+    before every VMM."""
+    joined = shlex.join(argv)
+    if not (workdir / FEED_SCRIPT).exists() and "\n" not in joined:
+        path = workdir / RUN_ARGV
+        path.write_text(joined + "\n")
+        return path
+    path = workdir / "l2.sh"
+    folder = shlex.quote(str(workdir))
+    path.write_text(
+        f"export PATH={RUN_PATH} TMPDIR={L1_SHM}\n"
+        f"if [ -f {folder}/{FEED_SCRIPT} ]; then . {folder}/{FEED_SCRIPT}; fi\n"
+        f"echo $$ >{folder}/{SESSION_FILE}\n"  # the session's leader: a builtin
+        f"exec {joined} 2>{folder}/{VMM_STDERR}\n")
+    return path
+
+
 def _free_ports(count: int) -> list[int]:
     """count TCP ports of the host's loopback, each apart, that nothing listens on now (the
     L1 machine's QEMU binds them a moment later: should another take one first, that QEMU
@@ -529,7 +543,7 @@ class Run:
         if self.machine.busy is self:
             self.machine.busy = None
         try:
-            said = (self.workdir / "vmm-stderr.log").read_bytes()
+            said = (self.workdir / VMM_STDERR).read_bytes()
             with open(self._stderr_log, "ab") as log:
                 log.write(said[-proc.LOG_CAP_BYTES:])
         except OSError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -224,3 +225,39 @@ def test_a_microvm_inside_a_vm_has_its_rtc_and_on_the_host_as_the_plan_says() ->
     assert machine_option("microvm", inside=True) == "microvm,rtc=on"
     assert machine_option("microvm", inside=False) == "microvm"
     assert machine_option("q35", inside=True) == "q35"
+
+
+ODD_ARGV = ["/usr/bin/vmm", "--cmdline", "console=ttyS0 reboot=t", "", "it's", 'a "b"',
+            "$HOME", "back\\slash", "*", "a;b", "tab\there"]
+
+
+def test_a_run_s_argv_goes_to_the_l1_machine_s_init_as_one_line(tmp_path) -> None:
+    """No feeder, no newline: the init starts the argv itself (no shell of the host's to
+    start first under emulation), reading it back with the shell's own quoting."""
+    path = nested._run_file(ODD_ARGV, tmp_path)
+    assert path.name == "l2.argv" and not (tmp_path / "l2.sh").exists()
+    (line,) = path.read_text().splitlines()
+    shell = next((s for s in ("busybox", "sh") if shutil.which(s)), None)
+    if shell is None:
+        pytest.skip("no shell here to read the line back: busybox or sh")
+    argv = ["busybox", "sh"] if shell == "busybox" else ["sh"]
+    read_back = subprocess.run(
+        [*argv, "-c", 'read -r line <"$1"; eval "set -- $line"; printf "%s\\0" "$@"', "sh",
+         str(path)], capture_output=True, check=True).stdout
+    assert read_back.split(b"\0")[:-1] == [a.encode() for a in ODD_ARGV]
+
+
+@pytest.mark.parametrize("why", ["feeder", "newline"])
+def test_a_run_with_a_feeder_or_a_newline_is_a_script_for_the_host_s_shell(tmp_path,
+                                                                           why) -> None:
+    argv = ["/usr/bin/vmm", "-x"]
+    if why == "feeder":
+        (tmp_path / nested.FEED_SCRIPT).write_text("true\n")
+    else:
+        argv.append("two\nlines")
+    path = nested._run_file(argv, tmp_path)
+    assert path.name == "l2.sh" and not (tmp_path / "l2.argv").exists()
+    text = path.read_text()
+    assert f". {tmp_path}/{nested.FEED_SCRIPT}" in text
+    assert f"echo $$ >{tmp_path}/{nested.SESSION_FILE}" in text
+    assert text.rstrip().endswith(f"2>{tmp_path}/{nested.VMM_STDERR}")
