@@ -70,6 +70,7 @@ class ApiGuest(ConsoleGuest):
         if self.api is None:
             return
         self.api.log = self.logdir / "api.log"  # the requests, as one would send them by hand
+        self.finalizers.append(self.api.close)
         try:
             self._phases["api_ready"] = self.api.wait_ready(
                 self.ready_path, lambda: self._process.poll() is None)
