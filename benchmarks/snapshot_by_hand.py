@@ -46,8 +46,10 @@ ROUNDS, RESTORES, DIRTY_MIB = 4, 10, 64
 RUNSC = ["--platform=ptrace", "--network=none", "--ignore-cgroups"]
 
 
-def guestbench_round(kind: str, folder: Path) -> tuple[list[float], Path]:
-    """One campaign of RESTORES restores: guestbench's values, and the run's log folder."""
+def guestbench_round(kind: str, folder: Path, steps: dict[str, list[float]] | None = None
+                     ) -> tuple[list[float], Path]:
+    """One campaign of RESTORES restores: guestbench's values, and the run's log folder;
+    each restore step's values (restore_load, ...) go into steps where it is given."""
     plan = folder / "plan.toml"
     plan.write_text(f'[campaign]\nrepeat = 1\ntimeout_s = 600\n\n[[environment]]\npreset = '
                     f'"{kind}"\n\n[[workload]]\nname = "restore"\ndirty_mib = {DIRTY_MIB}\n'
@@ -60,6 +62,9 @@ def guestbench_round(kind: str, folder: Path) -> tuple[list[float], Path]:
     (run,) = report["runs"]
     assert run["status"] == "ok", run["reason"]
     logs = next(folder.glob("guestbench-logs/*/*/restore/rep0"))
+    for sample in run["samples"]:
+        if steps is not None and sample["metric"].startswith("restore_"):
+            steps.setdefault(sample["metric"], []).append(sample["value"])
     return [s["value"] for s in run["samples"] if s["metric"] == "restore"], logs
 
 

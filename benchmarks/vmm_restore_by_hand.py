@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from snapshot_by_hand import DIRTY_MIB, RESTORES, ROUNDS, guestbench_round  # noqa: E402
+from snapshot_by_hand import RESTORES, ROUNDS, guestbench_round  # noqa: E402
 
 from guestbench import environments  # noqa: E402
 from guestbench.environments.fullsystem import nested  # noqa: E402
@@ -182,9 +182,16 @@ def by_hand(preset: str, logs: Path, machine: nested.Machine
     rate = (clocks[-1] - clocks[0]) / 1e9 / host_s if len(clocks) == 2 else float("nan")
     took = [int(line.split()[1]) / 1000 for line in said.splitlines() if line.startswith("took ")]
     tool = [int(line.split()[1]) / 1000 for line in said.splitlines() if line.startswith("tool ")]
+    by_step: dict[str, list[int]] = {}
     for line in said.splitlines():
         if line.startswith("steps "):
-            print(f"  by hand, one restore's steps (us): {line[6:]}", file=sys.stderr)
+            words = line.split()[1:]
+            for name, value in zip(words[::2], words[1::2]):
+                by_step.setdefault(name, []).append(int(value))
+    if by_step:
+        print("  by hand, its steps' medians (ms): " + " ".join(
+            f"{name} {statistics.median(values) / 1000:.0f}" for name, values in by_step.items()),
+            file=sys.stderr)
     if status != 0 or len(took) != RESTORES:
         errors = (folder / "script.err").read_text()[-800:] if (folder / "script.err").exists() \
             else ""
@@ -198,9 +205,10 @@ def main() -> None:
         spec = environments.preset_spec(preset)
         shape = nested.Shape("tcg", spec.memory_mib + nested.L1_EXTRA_MIB, 1)
         ours, theirs, rates, tools = [], [], [], []
+        steps: dict[str, list[float]] = {}
         for _ in range(ROUNDS):
             with tempfile.TemporaryDirectory(prefix="vmm-by-hand-") as folder:
-                values, logs = guestbench_round(preset, Path(folder))
+                values, logs = guestbench_round(preset, Path(folder), steps)
                 ours += values
                 machine = nested.acquire(shape)
                 try:
@@ -210,6 +218,9 @@ def main() -> None:
                 theirs += took
                 rates.append(rate)
                 tools.append(tool)
+        print("  guestbench, its steps' medians (ms): " + " ".join(
+            f"{name.removeprefix('restore_')} {statistics.median(values):.0f}"
+            for name, values in steps.items()), file=sys.stderr)
         ours_ms, theirs_ms = statistics.median(ours), statistics.median(theirs)
         client_ms = statistics.median(tools)
         less_ms = theirs_ms - CLIENT_STARTS[spec.kind] * client_ms
