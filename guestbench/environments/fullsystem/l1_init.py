@@ -176,7 +176,7 @@ while read -r verb id script <&3; do
                 echo "gbl1: started $id" >&3
                 # its session's leader, which a script of the host's shell writes itself
                 case "$script" in *.argv) echo $pid >"/host${script%/*}/@SESSION_FILE@" ;; esac
-                wait $!
+                wait $pid
                 status=$?
                 if [ -n "$group" ] && [ -f /tmp/kill-$id ]; then
                     # killed: told once every process of it has ended (5 s at most: the host waits 10)
