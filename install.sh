@@ -8,26 +8,6 @@ cd "$(dirname "$0")"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-# gcc/make/libc6-dev: the static agent; util-linux: unshare; runc, crun, runsc
-# (gVisor), qemu-user: the environments; qemu-system-x86, user-mode-linux: the
-# full-system guests; linux-image-amd64: their default kernel; busybox-static,
-# cpio, kmod (modprobe): the guest image; linux-perf: benchmarks/fidelity_perf.py;
-# binutils (readelf): the test that the agent is static.
-# chromium, fonts-dejavu-core: the HTML report test (headless page, marks like ◷ drawn).
-# fio, dbench, bonnie++: the disk workloads; sysbench, stress-ng: exec examples and their tests; e2fsprogs (mkfs.ext4, debugfs), qemu-utils (qemu-img): guest scratch disks.
-# postgresql: the shared store of a host pool; the tests start a private server of their own.
-# linux-source, flex, bison, bc: kernel_build (the tree is configured on the host; bc is
-# one of the programs Kbuild runs). iproute2 (ip): the network workloads' veth pairs, taps
-# and namespaces; sockperf, iperf3: benchmarks/net_fidelity.py. criu, iptables (CRIU
-# locks a container's network with iptables-restore): runc's and crun's checkpoint and
-# restore (the snapshot workloads). socat: the API of a Firecracker or Cloud Hypervisor
-# inside an L1 machine (the -nested presets; the VMMs themselves are built from source).
-# zstd, lz4: the test that zstd and lz4 kernels are extracted as their tools write them.
-PACKAGES=(build-essential libc6-dev binutils util-linux python3 python3-venv
-          runc crun runsc qemu-user qemu-system-x86 user-mode-linux linux-image-amd64
-          busybox-static cpio kmod linux-perf fio dbench bonnie++ e2fsprogs qemu-utils chromium fonts-dejavu-core
-          sysbench stress-ng postgresql linux-source flex bison bc iproute2 sockperf iperf3 criu iptables socat
-          zstd lz4)
 # install PACKAGE... (with --no-install-recommends first: without their recommends) installs
 # those of them that are not installed yet.
 install() {
@@ -42,13 +22,20 @@ install() {
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${options[@]}" "${missing[@]}" >/dev/null
 }
+# The packages, by what needs them, are in guestbench/packages.toml (guestbench doctor reads
+# the same list): those installed with their recommends, then those without (Xen's: their
+# recommends, xen-hypervisor-common and grub-xen-host, would make GRUB boot this machine into
+# Xen by default; none of their daemons starts outside a Xen dom0, their units check /proc/xen).
+command -v python3 >/dev/null || install python3  # reads the list
+listed=$(python3 guestbench/packages.py apt)
+mapfile -t lists <<< "$listed"
+read -ra PACKAGES <<< "${lists[0]}"
+read -ra NO_RECOMMENDS <<< "${lists[1]:-}"
+if [ "${1:-}" = --print-packages ]; then  # what it would install, for the test of the list
+  echo "${PACKAGES[*]}"; echo "${NO_RECOMMENDS[*]}"; exit 0
+fi
 install "${PACKAGES[@]}"
-# The xen-tcg environment boots Xen under QEMU: the hypervisor's image in /boot. xen-pv-tcg's
-# dom0 runs Xen's toolstack (xl, xenstored, xenconsoled) from this host's packages, over its
-# read-only view of the host's root. Without their recommends (xen-hypervisor-common,
-# grub-xen-host), which would make GRUB boot this machine into Xen by default; none of their
-# daemons starts outside a Xen dom0 (their units check /proc/xen).
-install --no-install-recommends xen-hypervisor-4.17-amd64 xen-utils-4.17 xenstore-utils
+[ "${#NO_RECOMMENDS[@]}" -eq 0 ] || install --no-install-recommends "${NO_RECOMMENDS[@]}"
 
 # CRIU before 4.1 fails on kernels from 6.13 on (Debian 12 has 3.17): then a newer one,
 # built from Debian's source, goes into /usr/local/sbin.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from guestbench import programs
 from guestbench.process import proc
-from guestbench.process.gate import SOURCE_DIR
 from guestbench.protocol import parse_line
 
 AGENT_ENV_VAR = "GUESTBENCH_AGENT"
@@ -17,18 +17,21 @@ class AgentMissing(Exception):
 
 
 def path() -> Path:
-    """The agent binary: $GUESTBENCH_AGENT, else agent/gbagent of this source tree."""
+    """The agent binary: $GUESTBENCH_AGENT, else a checkout's agent/gbagent, else the one in
+    the installed package (programs.py)."""
     configured = os.environ.get(AGENT_ENV_VAR)
-    candidate = Path(configured) if configured else SOURCE_DIR / "gbagent"
-    where = f"${AGENT_ENV_VAR}={configured}" if configured else str(candidate)
+    if configured:
+        candidate, where = Path(configured), f"${AGENT_ENV_VAR}={configured}"
+        hint = f"point {AGENT_ENV_VAR} at a built gbagent, or unset it"
+    else:
+        candidate = programs.find("gbagent") or programs.expected("gbagent")
+        where, hint = str(candidate), f"{programs.build_hint()}, or point {AGENT_ENV_VAR} at one"
     if not candidate.is_file():
-        raise AgentMissing(
-            f"the agent binary is missing at {where}: build it with 'make -C {SOURCE_DIR}' "
-            f"or point {AGENT_ENV_VAR} at a built gbagent")
+        raise AgentMissing(f"the agent binary is missing at {where}: {hint}")
     if not os.access(candidate, os.X_OK):
         raise AgentMissing(
             f"the agent binary at {where} is not executable (fix: chmod +x {candidate}, or "
-            f"rebuild it with 'make -C {SOURCE_DIR}')")
+            f"{hint})")
     return candidate
 
 

@@ -24,6 +24,6 @@ def main() -> None:
     """Measure what an execution environment costs compared with native."""
 
 
-for command in (run.run, envs.envs, envs.images, report.report, compare.compare,
+for command in (run.run, envs.envs, envs.doctor, envs.images, report.report, compare.compare,
                 history.history, ab.ab, *pool.COMMANDS):
     main.add_command(command)

@@ -30,6 +30,60 @@ def environments(here) -> str:
                  Column("probe s", whole=True)], rows)
 
 
+def doctor(here, width: int | None = None) -> str:
+    """Each environment kind and each of guestbench's own needs: which presets of the kind
+    are available here, what is missing (its packages this host lacks, the probes' reasons),
+    and the line that installs it (packages.toml, the list install.sh installs)."""
+    from guestbench import packages  # deferred: tomllib and the list, read only here
+    from guestbench.environments import PUBLIC_KINDS, survey  # deferred: the registry, 90 ms
+    groups = packages.groups()
+    with survey.started(here) as answers:
+        from guestbench.report.listing import Column, draw  # deferred: rich loads as probes run
+        names = sorted({name for group in groups for name in group.apt})
+        installed = packages.installed_apt(names)
+        probed = answers()
+    by_kind = {kind: [one for one in probed if one.spec.kind == kind] for kind in PUBLIC_KINDS}
+    rows, needed = [], []
+    for group in sorted(groups, key=lambda g: g.kind is None):  # the kinds first
+        kind = group.kind
+        if kind is not None and kind not in by_kind:
+            continue
+        missing = ([name for name in group.apt if name not in installed]
+                   if installed is not None else [])
+        reasons = [f"{one.preset}: {one.answer.reason}" for one in by_kind.get(kind, [])
+                   if not one.answer.available]
+        if installed is None:
+            line = f"needs: {' '.join(group.dnf or group.apt)}" if group.apt else ""
+        else:
+            line = packages.install_line(group, missing)
+            needed += missing
+        presets = by_kind.get(kind, [])
+        if group.other and (missing or (presets and not any(p.answer.available
+                                                            for p in presets))):
+            line = "; ".join(filter(None, [line, group.other]))  # none runs: maybe not built
+        status = (f"{sum(one.answer.available for one in presets)} of {len(presets)}: "
+                  + ", ".join(one.preset for one in presets if one.answer.available)
+                  if presets else "-")
+        rows.append([kind or group.name, status.rstrip(": ") if presets else status,
+                     "; ".join([*(f"package {name}" for name in missing), *reasons]) or "-",
+                     line or "-"])
+    facts = here.facts
+    title = (f"What guestbench needs on {facts['hostname']} (kernel {facts['kernel']}): each "
+             "kind's presets available here, what is missing, how to install it")
+    drawn = draw(title, [Column("kind or part", whole=True),
+                         Column("available presets", max_width=26),
+                         Column("missing", min_width=30), Column("install", max_width=36)],
+                 rows, width)
+    if installed is None:
+        return drawn + ("dpkg-query was not found: this is not a Debian or Ubuntu host, so the "
+                        "packages installed are not checked; the names above are Fedora's where "
+                        "known, else Debian's.\n")
+    if needed:
+        return drawn + (f"All of it: apt-get install {' '.join(dict.fromkeys(needed))} "
+                        "(or bash install.sh in a checkout)\n")
+    return drawn + "Every package in guestbench's list is installed.\n"
+
+
 def images(width: int | None = None) -> str:
     """Each cached guest image: kernel, modules, tools, size and when it was built (width:
     the terminal's, at most 120)."""

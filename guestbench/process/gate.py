@@ -10,7 +10,7 @@ started it ends, however it ends; Python's preexec_fn could set it, but is unsaf
 process with threads), then execs the program, whose standard input is /dev/null or stays
 the pipe (stdin_pipe: send() writes to it).
 
-The gate is agent/gbgate, built with the agent (agent/gate.c). Without it, a shell reads the
+The gate is gbgate, built with the agent (agent/gate.c; programs.py finds it). Without it, a shell reads the
 line and util-linux's setpriv sets the signal: the same, one exec more (a program's start to
 its first line: about 2.9 ms against 1.5 ms). A command run to its end (proc.run) has
 neither gate nor signal: it would double a short command's cost (runc or ip run thousands
@@ -19,19 +19,18 @@ of them in a campaign); the reaper alone ends it."""
 from __future__ import annotations
 
 import functools
-import os
 import shutil
-from pathlib import Path
 
-SOURCE_DIR = Path(__file__).resolve().parent.parent.parent / "agent"  # the C programs
+from guestbench import programs
+
 CLOSED = 111  # the child's exit status when the gate closed without opening
 _SHELL = ["/bin/sh", "-c", 'read -r _ || exit 111; [ "$0" = pipe ] || exec </dev/null; exec "$@"']
 
 
 def built() -> tuple[list[str], list[str]] | None:
-    """agent/gbgate, if it is built: (its argv, [])."""
-    program = SOURCE_DIR / "gbgate"
-    return ([str(program)], []) if program.is_file() and os.access(program, os.X_OK) else None
+    """gbgate, if it is built: (its argv, [])."""
+    program = programs.find("gbgate")
+    return ([str(program)], []) if program is not None else None
 
 
 def shell() -> tuple[list[str], list[str]]:

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from guestbench import programs
 from guestbench.process import gate, proc
 from tests.support.leaks import running
 
@@ -19,7 +20,7 @@ from tests.support.leaks import running
 @pytest.fixture(params=["built", "shell"])
 def which_gate(request, monkeypatch) -> str:
     if request.param == "built" and gate.built() is None:
-        pytest.skip(f"agent/gbgate is not built (make -C {gate.SOURCE_DIR})")
+        pytest.skip(f"gbgate is not built ({programs.build_hint()})")
     chosen = gate.built() if request.param == "built" else gate.shell()
     monkeypatch.setattr(gate, "_argv", lambda: chosen)
     return request.param
