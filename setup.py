@@ -1,7 +1,8 @@
 """The wheel carries guestbench's own programs: building it (pip wheel ., python -m build)
 compiles the static agent and its gate from agent/ (make, a C compiler and a static libc)
 into the package's _bin/, where guestbench/programs.py finds them, and tags the wheel for
-the platform they were built for. The project's metadata is in pyproject.toml."""
+the platform they were built for; the example plans go into the package's examples/. The
+project's metadata is in pyproject.toml."""
 
 from __future__ import annotations
 
@@ -48,8 +49,10 @@ if __name__ == "__main__":  # as a build runs it; a test imports build_programs 
     class BuildWithPrograms(build_py):
         def run(self) -> None:
             super().run()
-            if not self.editable_mode:  # an editable install is a checkout: agent/ serves it
-                build_programs(Path(self.build_lib) / "guestbench" / "_bin")
+            if not self.editable_mode:  # an editable install is a checkout: it has both
+                package = Path(self.build_lib) / "guestbench"
+                build_programs(package / "_bin")
+                shutil.copytree(HERE / "examples", package / "examples", dirs_exist_ok=True)
 
     class PlatformWheel(bdist_wheel):
         """Any Python 3, no ABI of Python's, this platform: the programs are its machine code."""

@@ -1,5 +1,5 @@
 """Where guestbench's own C programs are: gbagent, the measuring agent, and gbgate, the gate its
-long-running children wait at (process/gate.py).
+long-running children wait at (process/gate.py); and its example plans.
 
 A checkout has them in agent/ beside the package once `make -C agent` has built them; an
 installed wheel has them in the package's _bin/, built when the wheel was (setup.py). A
@@ -12,6 +12,8 @@ from pathlib import Path
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "agent"  # a checkout's C sources
 PACKAGED_DIR = Path(__file__).resolve().parent / "_bin"        # a wheel's built programs
+EXAMPLES_DIRS = (Path(__file__).resolve().parent.parent / "examples",  # a checkout's
+                 Path(__file__).resolve().parent / "examples")         # a wheel's
 PROGRAMS = ("gbagent", "gbgate")
 
 
@@ -27,6 +29,11 @@ def find(name: str) -> Path | None:
 def expected(name: str) -> Path:
     """Where name should be: a checkout's agent/ if this is one, else the package's _bin/."""
     return (SOURCE_DIR if SOURCE_DIR.is_dir() else PACKAGED_DIR) / name
+
+
+def examples() -> Path:
+    """The example plans: a checkout's examples/, else the installed package's."""
+    return next((folder for folder in EXAMPLES_DIRS if folder.is_dir()), EXAMPLES_DIRS[0])
 
 
 def build_hint() -> str:

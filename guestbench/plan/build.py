@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import (
     ValidationError)
 
-from guestbench import environments, workloads
+from guestbench import environments, programs, workloads
 from guestbench.workloads import stream
 from guestbench.plan import tables as plan_tables
 from guestbench.environments.base import IDENTIFIER, EnvironmentSpec
@@ -33,7 +33,7 @@ def load(path: Path, host: Host, overrides: Overrides = Overrides()) -> Plan:
         raw = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise PlanError(f"{path}: no such plan file (fix: check the path; "
-                        "examples/quick.toml is a starting point)") from None
+                        f"{programs.examples() / 'quick.toml'} is a starting point)") from None
     except IsADirectoryError:
         raise PlanError(f"{path}: is a folder, not a plan file (fix: name a .toml file)") from None
     except (OSError, UnicodeDecodeError) as error:

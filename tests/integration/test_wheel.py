@@ -53,6 +53,7 @@ def test_the_wheel_carries_its_programs_and_names_its_platform(installed) -> Non
         (entry,) = [n for n in names if n.endswith(f"guestbench/_bin/{program}")]
         assert names[entry].external_attr >> 16 & 0o111, f"{program} is not executable"
     assert any(n.endswith("guestbench/packages.toml") for n in names)
+    assert any(n.endswith("guestbench/examples/quick.toml") for n in names)
     assert "Tag: py3-none-linux_x86_64" in tag and "Root-Is-Purelib: false" in tag
 
 
@@ -81,3 +82,17 @@ def test_an_installed_wheel_s_doctor_lists_every_kind(installed, tmp_path) -> No
     for kind in ("native", "namespace", "oci", "qemu", "uml", "firecracker"):
         assert f"| {kind} " in said.stdout
     assert max(len(line) for line in said.stdout.splitlines()) <= 120
+
+
+def test_a_missing_plan_points_at_the_installed_examples(installed, tmp_path) -> None:
+    _, guestbench = installed
+    said = subprocess.run([str(guestbench), "run", "no-such-plan.toml"], cwd=tmp_path,
+                          env=_outside(tmp_path), capture_output=True, text=True, timeout=60)
+    assert said.returncode == 2, said.stderr
+    example = next(guestbench.parent.parent.glob(
+        "lib/python3*/site-packages/guestbench/examples/quick.toml"))
+    assert f"{example} is a starting point" in " ".join(said.stderr.split())
+    ran = subprocess.run([str(guestbench), "run", str(example), "--env", "native",
+                          "--workload", "getpid", "--repeat", "1"], cwd=tmp_path,
+                         env=_outside(tmp_path), capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]

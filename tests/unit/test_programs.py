@@ -99,3 +99,12 @@ def test_a_build_that_fails_says_what_the_compiler_said(tmp_path) -> None:
     assert "its agent did not build" in str(caught.value)
     assert "missing.c" in str(caught.value)
     assert not (tmp_path / "_bin").exists()
+
+
+def test_the_example_plans_are_a_checkout_s_or_else_the_package_s(tmp_path, monkeypatch) -> None:
+    checkout, packaged = tmp_path / "examples", tmp_path / "guestbench" / "examples"
+    monkeypatch.setattr(programs, "EXAMPLES_DIRS", (checkout, packaged))
+    packaged.mkdir(parents=True)
+    assert programs.examples() == packaged
+    checkout.mkdir()
+    assert programs.examples() == checkout
