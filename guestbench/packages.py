@@ -69,8 +69,11 @@ def installed_apt(names: list[str] | tuple[str, ...]) -> set[str] | None:
         return None
     if not names:
         return set()
-    said = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Status}\\n", *names],
-                          capture_output=True, text=True, timeout=30).stdout
+    try:
+        said = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Status}\\n", *names],
+                              capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):  # as if there were none: names, unchecked
+        return None
     return {line.split()[0] for line in said.splitlines()
             if line.endswith("install ok installed")}
 

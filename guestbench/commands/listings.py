@@ -56,7 +56,7 @@ def doctor(here, width: int | None = None) -> str:
             line = f"needs: {' '.join(group.dnf or group.apt)}" if group.apt else ""
         else:
             line = packages.install_line(group, missing)
-            needed += missing
+            needed += [(name, group.recommends) for name in missing]
         presets = by_kind.get(kind, [])
         if group.other and (missing or (presets and not any(p.answer.available
                                                             for p in presets))):
@@ -78,8 +78,11 @@ def doctor(here, width: int | None = None) -> str:
         return drawn + ("dpkg-query was not found: this is not a Debian or Ubuntu host, so the "
                         "packages installed are not checked; the names above are Fedora's where "
                         "known, else Debian's.\n")
-    if needed:
-        return drawn + (f"All of it: apt-get install {' '.join(dict.fromkeys(needed))} "
+    if needed:  # Xen's without their recommends, as install.sh installs them
+        lines = [packages.install_line(packages.Group("all", "", (), recommends=recommends),
+                                       list(dict.fromkeys(n for n, r in needed if r == recommends)))
+                 for recommends in (True, False)]
+        return drawn + (f"All of it: {' && '.join(filter(None, lines))} "
                         "(or bash install.sh in a checkout)\n")
     return drawn + "Every package in guestbench's list is installed.\n"
 

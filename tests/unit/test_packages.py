@@ -101,3 +101,13 @@ def test_an_xen_group_is_installed_without_its_recommends() -> None:
     assert packages.install_line(group, ["xen-utils-4.17"]) == (
         "apt-get install --no-install-recommends xen-utils-4.17")
     assert "xen-utils-4.17" in packages.apt_lists()[1]
+
+
+def test_doctor_s_whole_line_installs_xen_without_its_recommends(monkeypatch, host,
+                                                                 probes) -> None:
+    every = {name for group in packages.groups() for name in group.apt}
+    monkeypatch.setattr(packages, "installed_apt",
+                        lambda names: every - {"fio", "xen-utils-4.17"})
+    last = listings.doctor(host, width=120).splitlines()[-1]
+    assert last == ("All of it: apt-get install fio && apt-get install "
+                    "--no-install-recommends xen-utils-4.17 (or bash install.sh in a checkout)")
