@@ -15,7 +15,10 @@ PLAN = """
 [campaign]
 name = "disk-real"
 repeat = 1
-timeout_s = 60
+# qemu-tcg's dbench run (boot, its setup, 2 s) took 46 s alone and passed 60 s once beside
+# the rest of the suite (a fresh clone, 2026-11-30): 150 s is its margin. Nothing here hangs
+# for it: qemu-user's dbench is left out, runsc's fails at once.
+timeout_s = 150
 
 {environments}
 
@@ -33,7 +36,7 @@ name = "dbench"
 seconds = 2
 clients = 1
 # not under qemu-user: dbench 4.0 hangs there often enough that it cost the run's whole
-# 60 s timeout; runsc's failure is quick and stays, to check that it comes with a reason
+# timeout; runsc's failure is quick and stays, to check that it comes with a reason
 environments = ["native", "namespace", "runc", "runsc", "qemu-tcg", "uml"]
 """
 PRESETS = ["native", "namespace", "runc", "runsc", "qemu-user", "qemu-tcg", "uml"]
