@@ -123,6 +123,7 @@ def _restore_once(session, image: Path, logdir: Path, deadline_ns: int, ready: _
     or the agent's first touch of each page after it."""
     began_ns = proc.now_ns()
     restored: Restored = session.restore(image, logdir, deadline_ns, ready.seq + 1)
+    returned_ns = proc.now_ns()  # the kind's steps done: from here, "go" and the agent's answer
     guest = _started(restored.guest, stack)
     try:
         guest.send(GO_LINE)
@@ -144,6 +145,7 @@ def _restore_once(session, image: Path, logdir: Path, deadline_ns: int, ready: _
                 raise RunEnded(Status.FAILED, "the restored instance is not the one saved: "
                                               "its agent's token differs")
             restore_ms = (record.host_arrival_ns - began_ns) / 1e6
+            answer_ms = (record.host_arrival_ns - returned_ns) / 1e6
         elif metric == "restored_pid" and record.body["value"] != ready.pid:
             raise RunEnded(Status.FAILED, f"the restored agent's pid is "
                                           f"{record.body['value']:g}, it was {ready.pid:g}")
@@ -156,6 +158,7 @@ def _restore_once(session, image: Path, logdir: Path, deadline_ns: int, ready: _
     guest.stop()
     if times:
         return [("restore", "ms", restore_ms),
-                *((f"restore_{step}", "ms", ms) for step, ms in restored.phases.items())]
+                *((f"restore_{step}", "ms", ms) for step, ms in restored.phases.items()),
+                ("restore_answer", "ms", answer_ms)]
     return [(f"restore_{metric}", "ms" if metric == "touch_total" else "ns", found[metric])
             for metric in TOUCH if metric in found]

@@ -57,7 +57,9 @@ WORKLOADS = [
              host_timed=("restore",),
              metric_titles={"restore": "to the agent", "restore_spawn": "VMM started",
                             "restore_load": "state loaded", "restore_resume": "resumed",
-                            "restore_attach": "console attached"}),
+                            "restore_attach": "console attached",
+                            # from the kind's last step to the token: "go" and the answer
+                            "restore_answer": "agent answered"}),
     Workload("restore_first_touch", "instance", "after a restore, the first write to each "
              "page of the agent's memory: per page p50 to max, and all pages", RestoreParams,
              _agent_args, **_COMMON, primary_metric="restore_touch_p50",

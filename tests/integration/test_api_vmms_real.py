@@ -125,6 +125,8 @@ def test_the_guest_is_saved_and_restored_through_the_vmm_s_requests(campaign):
     values = {sample["metric"]: sample["value"] for sample in run["samples"]}
     assert 0 < values["restore_spawn"] < values["restore"]
     assert 0 < values["restore_load"] < values["restore"]
+    steps = [value for metric, value in values.items() if metric.startswith("restore_")]
+    assert values["restore_answer"] > 0 and sum(steps) <= values["restore"] + 0.01
     saved = (Path(run["log_path"]) / "snapshot.txt").read_text()
     assert "snapshot: its state and guest memory" in saved
     assert 384 <= float(saved.split("image: ")[1].split(" MiB")[0]) < 400  # all its memory

@@ -114,6 +114,9 @@ def test_each_restore_is_timed_to_the_agent_s_token(tmp_path):
     restores = [value for metric, _unit, value in outcome.samples if metric == "restore"]
     assert len(restores) == 3 and all(0 < ms < 30_000 for ms in restores)
     assert [s for s in outcome.samples if s[0] == "restore_load"] == [("restore_load", "ms", 2.0)] * 3
+    # the rest of each restore, after the kind's steps: "go" to the agent's token
+    answers = [value for metric, _unit, value in outcome.samples if metric == "restore_answer"]
+    assert len(answers) == 3 and all(0 < answer < total for answer, total in zip(answers, restores))
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [
         "restore1", "restore2", "restore3", "saved"]
 
