@@ -107,8 +107,10 @@ class ApiVmm(FullSystem):
         Capability.VSOCK, Capability.NETWORK})
 
     def typical_cost(self) -> tuple[float, float]:
-        if self.inside:
-            return 20.0, 10.0  # KVM in an L1 machine under TCG: seconds a boot
+        if self.inside:  # KVM in an L1 machine under TCG, priced as qemu-kvm-nested: their
+            # boots took 3.5-4.6 s on an Intel Xeon VM (2026-11-30), about twice that on an
+            # AMD EPYC VM; 20 s made a 9-minute campaign's first estimate 39 minutes
+            return FullSystem.typical_start_s, FullSystem.typical_work_factor
         return super().typical_cost()
 
     def __init__(self, spec: ApiVmmSpec) -> None:

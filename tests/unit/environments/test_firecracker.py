@@ -289,3 +289,14 @@ def test_inside_a_vm_the_threads_are_read_only_when_asked_and_the_guest_lingers(
     assert not vmm(thread_cpu=True).lingers(read)  # on the host the reading is at once
     assert "thread_cpu = false" in vmm(thread_cpu=False).facts()["vmm_threads"]
 
+
+
+def test_a_nested_run_is_priced_as_qemu_kvm_nested_s_and_a_host_one_as_kvm_s() -> None:
+    """The first estimate's prior (runner/estimate.py): the three VMMs boot in about the same
+    time in an L1 machine (3.5-4.6 s here), and a host's KVM boots in about a second."""
+    cost = {name: environments.create(environments.preset_spec(name)).typical_cost()
+            for name in ("firecracker-nested", "cloud-hypervisor-nested", "qemu-kvm-nested",
+                         "firecracker", "cloud-hypervisor")}
+    assert cost["firecracker-nested"] == cost["cloud-hypervisor-nested"] \
+        == cost["qemu-kvm-nested"] == (5.0, 10.0)
+    assert cost["firecracker"] == cost["cloud-hypervisor"] == (1.0, 1.05)
