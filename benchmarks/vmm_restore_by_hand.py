@@ -123,7 +123,10 @@ restore() {  # $1: cold (curl started once the socket is there) or warm (started
         load_curl <body >answer 2>>curl.err 3>&- 4<&- & CURL=$!
         exec 6>body 7<answer
         until { read -r call fd _ </proc/$CURL/syscall; } 2>/dev/null && [ "$call $fd" = "0 0x0" ] \
-            && [ "$(readlink /proc/$CURL/exe)" = "$(command -v curl)" ]; do snooze; done
+            && [ "$(readlink /proc/$CURL/exe)" = "$(command -v curl)" ]; do
+            kill -0 $CURL 2>/dev/null || { cat curl.err >&2; echo "curl ended unasked" >&2; exit 1; }
+            snooze
+        done
     fi
     began=${EPOCHREALTIME/./}
     start_vmm firecracker --api-sock $API --level warning
