@@ -290,7 +290,6 @@ def test_inside_a_vm_the_threads_are_read_only_when_asked_and_the_guest_lingers(
     assert "thread_cpu = false" in vmm(thread_cpu=False).facts()["vmm_threads"]
 
 
-
 def test_a_nested_run_is_priced_as_qemu_kvm_nested_s_and_a_host_one_as_kvm_s() -> None:
     """The first estimate's prior (runner/estimate.py): the three VMMs boot in about the same
     time in an L1 machine (3.5-4.6 s here), and a host's KVM boots in about a second."""

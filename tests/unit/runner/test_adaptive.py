@@ -87,6 +87,16 @@ def test_one_wild_run_does_not_put_the_target_out_of_reach(build_plan, run_quiet
     assert stop.half_width <= 0.03
 
 
+def test_two_wild_runs_in_four_still_stop_it_out_of_reach(build_plan, run_quietly,
+                                                         store) -> None:
+    # every other run 20x: without the one farthest from the median, another is left
+    plan = auto_plan(build_plan, [{"name": "a", "kind": "fake", "slow_every": 2,
+                                   "slow_factor": 20.0}],
+                     target=0.03, min_runs=4, max_runs=10, stop_out_of_reach=True)
+    stop = stops(store, run_quietly(plan))[("a", "getpid")]
+    assert (stop.reason, stop.runs) == (StopReason.OUT_OF_REACH, 4), stop
+
+
 def test_a_cell_within_reach_goes_on_where_it_would_stop_out_of_reach(build_plan, run_quietly,
                                                                      store) -> None:
     # the same runs without the rule: on to max_runs
