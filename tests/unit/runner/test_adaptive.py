@@ -73,27 +73,28 @@ def test_noisy_samples_stop_once_max_runs_could_not_reach_the_target(build_plan,
     assert stop.half_width * (3 / 30) ** 0.5 > 0.001  # even 30 runs would not have told it
 
 
-def test_one_wild_run_does_not_put_the_target_out_of_reach(build_plan, run_quietly,
-                                                           store) -> None:
-    # the 4th run reports 20x the others (a host's hiccup, as a native fork + exit run once
-    # took 2 ms against 80 us): its interval at 4 runs is wider than the median many times
-    # over, yet the other runs agree within 4%: the cell goes on, and the median, which the
-    # wild run hardly moves, converges before the next one (the 8th)
-    plan = auto_plan(build_plan, [{"name": "a", "kind": "fake", "slow_every": 4,
+def wild_runs_plan(build_plan, every: int):
+    """Every `every`-th run of the fake reports 20x the others, which agree within 4%."""
+    return auto_plan(build_plan, [{"name": "a", "kind": "fake", "slow_every": every,
                                    "slow_factor": 20.0}],
                      target=0.03, min_runs=4, max_runs=10, stop_out_of_reach=True)
-    stop = stops(store, run_quietly(plan))[("a", "getpid")]
+
+
+def test_one_wild_run_does_not_put_the_target_out_of_reach(build_plan, run_quietly,
+                                                           store) -> None:
+    # the 4th run is wild (a host's hiccup, as a native fork + exit run once took 2 ms
+    # against 80 us): its interval at 4 runs is wider than the median many times over, yet
+    # the other runs agree: the cell goes on, and the median, which the wild run hardly
+    # moves, converges before the next one (the 8th)
+    stop = stops(store, run_quietly(wild_runs_plan(build_plan, 4)))[("a", "getpid")]
     assert stop.reason == StopReason.CONVERGED and 5 <= stop.runs < 8, stop
     assert stop.half_width <= 0.03
 
 
 def test_two_wild_runs_in_four_still_stop_it_out_of_reach(build_plan, run_quietly,
                                                          store) -> None:
-    # every other run 20x: without the one farthest from the median, another is left
-    plan = auto_plan(build_plan, [{"name": "a", "kind": "fake", "slow_every": 2,
-                                   "slow_factor": 20.0}],
-                     target=0.03, min_runs=4, max_runs=10, stop_out_of_reach=True)
-    stop = stops(store, run_quietly(plan))[("a", "getpid")]
+    # every other run wild: without the one farthest from the median, another is left
+    stop = stops(store, run_quietly(wild_runs_plan(build_plan, 2)))[("a", "getpid")]
     assert (stop.reason, stop.runs) == (StopReason.OUT_OF_REACH, 4), stop
 
 
